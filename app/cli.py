@@ -1,0 +1,80 @@
+"""Command line: parse, validate the config, then serve stdio or HTTP.
+
+stdout is the protocol on stdio: everything this module says goes to stderr,
+except `--check`, whose table is the answer asked for.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import TextIO
+
+from app import __version__
+from app.errors import ConfigError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="loom-fs-mcp",
+        description="A secure, role-based filesystem MCP server (stdio or loopback HTTP).",
+    )
+    p.add_argument("--config", help="roots file (TOML, or JSON by its .json suffix)")
+    p.add_argument("--transport", choices=("stdio", "http"), default="stdio")
+    p.add_argument("--host", help="HTTP bind address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, help="HTTP port (default 8000)")
+    p.add_argument(
+        "--allow-remote",
+        action="store_true",
+        help="allow a non-loopback --host (also needs a token)",
+    )
+    p.add_argument("--check", action="store_true", help="validate the config, print roots, exit")
+    p.add_argument("--version", action="version", version=f"loom-fs-mcp {__version__}")
+    return p
+
+
+def roots_table(loaded, *, with_paths: bool) -> str:  # type: ignore[no-untyped-def]
+    rows = [("NAME", "ROLE", "PERMISSIONS", "PATH" if with_paths else "")]
+    for r in loaded.roots:
+        mark = " (default)" if r.name == loaded.default_root else ""
+        rows.append((r.name + mark, r.role, ",".join(r.permissions), r.real if with_paths else ""))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    return (
+        "\n".join(
+            "  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row[:3])) + "  " + row[3]
+            for row in rows
+        ).rstrip()
+        + "\n"
+    )
+
+
+def config_path(arg: str | None) -> str | None:
+    return arg or os.environ.get("LOOMFS_CONFIG") or None
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    path = config_path(args.config)
+    err: TextIO = sys.stderr
+    if path is None:
+        print("loom-fs-mcp: no config: pass --config PATH or set LOOMFS_CONFIG", file=err)
+        return 2
+    from app import config as config_mod
+
+    try:
+        loaded = config_mod.load(path)
+    except ConfigError as exc:
+        print(f"loom-fs-mcp: {exc.message}", file=err)
+        return 1
+    if args.check:
+        # The operator's own terminal: host paths are what they need to see here.
+        sys.stdout.write(roots_table(loaded, with_paths=True))
+        return 0
+    from app.serve import serve
+
+    return serve(args, path, loaded)
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,135 @@
+"""The in-process root registry: one immutable snapshot, swapped atomically.
+
+A call takes `registry.current` once and works on that snapshot to the end,
+so a reload never changes the ground under a call in flight. `reload()`
+builds a complete new snapshot (config validated, every root handle opened)
+before the swap; any failure raises and leaves the old snapshot in place.
+Root handles close when the last snapshot holding them is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from app import config as config_mod
+from app.audit import AuditLog
+from app.errors import ConfigError, UnknownRoot
+from app.security.deny import DenyRules
+from app.security.resolve import PERMISSION_ORDER, SecureRoot
+
+
+@dataclass(frozen=True, eq=False)
+class Snapshot:
+    config: config_mod.LoadedConfig
+    roots: dict[str, SecureRoot]
+    audit: AuditLog | None
+    generation: int
+
+    @property
+    def limits(self) -> config_mod.Config:
+        return self.config.model
+
+    @property
+    def default_root(self) -> str | None:
+        return self.config.default_root
+
+    def root(self, name: str | None) -> SecureRoot:
+        if name is None or name == "":
+            if self.default_root is None:
+                raise UnknownRoot(
+                    "no root given and no default_root configured; pass root= one of: "
+                    + ", ".join(self.roots)
+                )
+            name = self.default_root
+        try:
+            return self.roots[name]
+        except (KeyError, TypeError):
+            raise UnknownRoot(
+                f"unknown root '{name}'; known roots: {', '.join(self.roots)}"
+            ) from None
+
+    def granted(self) -> frozenset[str]:
+        """Every permission some root grants: it decides which tools exist."""
+        return frozenset(p for r in self.roots.values() for p in r.permissions)
+
+    def surface_key(self) -> tuple[str, ...]:
+        granted = self.granted()
+        extras = ("search_fetch",) if self.limits.search_fetch_tools else ()
+        return tuple(p for p in PERMISSION_ORDER if p in granted) + extras
+
+
+def build(loaded: config_mod.LoadedConfig, audit: AuditLog | None, generation: int) -> Snapshot:
+    roots: dict[str, SecureRoot] = {}
+    protected = loaded.protected_files
+    for r in loaded.roots:
+        inside = [
+            os.path.relpath(f, r.real).replace(os.sep, "/")
+            for f in protected
+            if config_mod._contains(r.real, f)
+        ]
+        rules = DenyRules(extra=r.deny, allow=r.allow, protected=inside)
+        try:
+            roots[r.name] = SecureRoot(
+                name=r.name,
+                role=r.role,
+                permissions=r.permissions,
+                real=r.real,
+                rules=rules,
+                max_read_bytes=r.max_read_bytes,
+                audit=audit,
+            )
+        except OSError as exc:
+            raise ConfigError(
+                f"invalid config: root '{r.name}': cannot be opened ({exc.strerror})"
+            ) from None
+    return Snapshot(loaded, roots, audit, generation)
+
+
+class Registry:
+    def __init__(self, config_path: str, *, audit: bool = True) -> None:
+        self.config_path = config_path
+        self._with_audit = audit
+        self._lock = threading.Lock()
+        self._listeners: list[Callable[[Snapshot, Snapshot], None]] = []
+        self._current = self._load(None, 1)
+
+    @property
+    def current(self) -> Snapshot:
+        return self._current
+
+    def on_swap(self, listener: Callable[[Snapshot, Snapshot], None]) -> None:
+        self._listeners.append(listener)
+
+    def _load(self, old: Snapshot | None, generation: int) -> Snapshot:
+        loaded = config_mod.load(self.config_path)
+        audit = old.audit if old is not None else None
+        m = loaded.model
+        key = (loaded.audit_log, m.audit_log_max_bytes, m.audit_log_backups)
+        fresh = None
+        if self._with_audit and (audit is None or audit.key != key):
+            try:
+                fresh = AuditLog(*key)
+            except OSError as exc:
+                raise ConfigError(f"invalid config: audit_log: cannot be opened ({exc.strerror})")
+            audit = fresh
+        try:
+            return build(loaded, audit, generation)
+        except BaseException:
+            if fresh is not None:
+                fresh.close()
+            raise
+
+    def reload(self) -> Snapshot:
+        """Validate and swap in a new snapshot, or raise and change nothing."""
+        with self._lock:
+            old = self._current
+            new = self._load(old, old.generation + 1)
+            self._current = new
+        if old.audit is not None and old.audit is not new.audit:
+            old.audit.close()
+        for listener in list(self._listeners):
+            listener(old, new)
+        return new

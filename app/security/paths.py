@@ -1,0 +1,60 @@
+"""Syntax checks on request paths, done before anything touches the disk.
+
+A request path is relative to a root and `/`-separated; `""` and `.` are the
+root. `..` is resolved lexically: climbing above the root is refused here,
+and nothing that reaches the disk ever contains `..`. `~` is a plain name.
+"""
+
+from __future__ import annotations
+
+import re
+
+from app.errors import EscapesRoot, InvalidPath
+
+MAX_COMPONENT_BYTES = 255
+MAX_PATH_CHARS = 4096
+
+_DRIVE = re.compile(r"^[A-Za-z]:")
+# C0 controls, DEL and C1 controls: none has a place in a file name an agent types.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def split_request(path: str) -> tuple[str, ...]:
+    """Validate a client path and return its normalised components."""
+    if not isinstance(path, str):
+        raise InvalidPath("must be a string")
+    if path in ("", "."):
+        return ()
+    if len(path) > MAX_PATH_CHARS:
+        raise InvalidPath(f"longer than {MAX_PATH_CHARS} characters")
+    if "\x00" in path:
+        raise InvalidPath("contains a NUL byte")
+    if _CONTROL.search(path):
+        raise InvalidPath("contains a control character")
+    if "\\" in path:
+        raise InvalidPath("contains a backslash; use '/' as the separator")
+    if path.startswith("/"):
+        raise InvalidPath("absolute paths are not accepted; give a path relative to the root")
+    if _DRIVE.match(path):
+        raise InvalidPath("drive letters are not accepted; give a path relative to the root")
+    parts: list[str] = []
+    for comp in path.split("/"):
+        if comp in ("", "."):
+            continue
+        try:
+            size = len(comp.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise InvalidPath("not valid Unicode") from None
+        if size > MAX_COMPONENT_BYTES:
+            raise InvalidPath(f"a component is longer than {MAX_COMPONENT_BYTES} bytes")
+        if comp == "..":
+            if not parts:
+                raise EscapesRoot()
+            parts.pop()
+            continue
+        parts.append(comp)
+    return tuple(parts)
+
+
+def join(parts: tuple[str, ...] | list[str]) -> str:
+    return "/".join(parts)

@@ -1,0 +1,380 @@
+"""`SecureRoot`: one configured root and the only ways to reach inside it.
+
+Every path goes: permission -> syntax and lexical confinement -> deny on the
+requested path -> resolution through the root's directory handle -> deny on
+the resolved in-root target. Nothing here ever opens a joined path string:
+the fast path is `openat2(RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS)` from the root
+handle; when a symlink is in the way (or openat2 is missing) a component walk
+opens one name at a time with `O_NOFOLLOW` and `dir_fd`, reads each link with
+`readlinkat`, and continues from the handle it came from (absolute in-root
+targets restart from the root handle). `..` never reaches the disk: requests
+are normalised lexically, and `..` inside link targets pops the walk's own
+stack of handles, so a directory renamed elsewhere cannot lead outside.
+
+Callers get handles, never strings: `open_file` (a regular file, read-only),
+`open_dir` (a directory), `open_parent` (the parent directory of an entry to
+create, replace, rename or unlink, whose final name is *not* followed), and
+`open_subdir` (no links at all, for the walk).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import stat as stat_mod
+import weakref
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from app.errors import (
+    DeniedName,
+    EscapesRoot,
+    InvalidPath,
+    LoomError,
+    NotADirectory,
+    NotARegularFile,
+    PermissionRefused,
+    SymlinkLoop,
+    os_error,
+)
+from app.security import openat2
+from app.security.deny import DenyRules
+from app.security.paths import join, split_request
+
+MAX_SYMLINK_HOPS = 40
+ROLE_CEILINGS: dict[str, tuple[str, ...]] = {
+    "reference": ("read",),
+    "sourcecode": ("read", "write"),
+    "workspace": ("read", "write", "delete"),
+}
+PERMISSION_ORDER = ("read", "write", "delete")
+
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_O_NOCTTY = getattr(os, "O_NOCTTY", 0)
+DIR_FLAGS = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
+# O_NONBLOCK: opening a FIFO must not hang the call; the fstat that follows refuses it.
+FILE_FLAGS = os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_NOCTTY | _O_CLOEXEC
+
+AuditFn = Callable[[str, str, str, str, "str | None"], None]
+
+
+class DirHandle:
+    """A directory file descriptor that lives as long as anything refers to it."""
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        self._finalizer = weakref.finalize(self, os.close, self.fd)
+
+    def close(self) -> None:
+        self._finalizer()
+
+
+class _Opened:
+    fd: int
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self):  # type: ignore[no-untyped-def]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass(eq=False)
+class OpenedFile(_Opened):
+    fd: int
+    rel: str  # the request, normalised
+    target: str  # the in-root file it resolved to (differs through in-root links)
+    st: os.stat_result
+
+
+@dataclass(eq=False)
+class OpenedDir(_Opened):
+    fd: int
+    rel: str
+    parts: tuple[str, ...]  # the resolved in-root directory, by component
+
+    @property
+    def target(self) -> str:
+        return join(self.parts)
+
+
+@dataclass(eq=False)
+class Parent(_Opened):
+    """The handle of the directory holding `name`; `name` itself is not followed."""
+
+    fd: int
+    name: str
+    rel: str
+    parent_parts: tuple[str, ...]
+    target_parts: tuple[str, ...] = field(default=())
+
+    @property
+    def target(self) -> str:
+        return join(self.target_parts)
+
+    def lstat(self) -> os.stat_result | None:
+        try:
+            return os.stat(self.name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+
+class SecureRoot:
+    """One root: its name, role, permissions, handle and deny rules."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        role: str,
+        permissions: Iterable[str],
+        real: str,
+        rules: DenyRules,
+        max_read_bytes: int,
+        audit: AuditFn | None = None,
+    ) -> None:
+        self.name = name
+        self.role = role
+        self.permissions = tuple(p for p in PERMISSION_ORDER if p in set(permissions))
+        self.real = real  # host path: for the operator's eyes only, never sent to a client
+        self.rules = rules
+        self.max_read_bytes = max_read_bytes
+        self._audit = audit
+        self.handle = DirHandle(real)
+        self._use_openat2 = openat2.available()
+
+    # -- checks done before the disk --------------------------------------
+
+    def authorize(self, path: str, *, perm: str, op: str) -> tuple[str, ...]:
+        """Permission, syntax, lexical confinement and deny on the request."""
+        shown = path if isinstance(path, str) else "?"
+        try:
+            if perm not in self.permissions:
+                granted = ", ".join(self.permissions)
+                raise PermissionRefused(
+                    f"root '{self.name}' (role {self.role}) grants [{granted}], not {perm}"
+                )
+            parts = split_request(path)
+            shown = join(parts)
+            self._check_deny(parts)
+        except LoomError as exc:
+            self.record("DENY", shown, op, exc)
+            raise
+        return parts
+
+    def _check_deny(self, parts: Iterable[str]) -> None:
+        hit = self.rules.path(tuple(parts))
+        if hit is not None:
+            raise DeniedName(hit)
+
+    def record(self, decision: str, rel: str, op: str, exc: LoomError | None = None) -> None:
+        if self._audit is not None:
+            rule = None if exc is None else f"{exc.rule}: {exc.message}"
+            self._audit(decision, self.name, rel, op, rule)
+
+    # -- the four ways in --------------------------------------------------
+
+    def open_file(self, path: str, *, op: str, perm: str = "read") -> OpenedFile:
+        """A regular file, opened read-only; in-root links followed."""
+        parts = self.authorize(path, perm=perm, op=op)
+        rel = join(parts)
+        try:
+            if not parts:
+                raise NotARegularFile("not a regular file: the root is a directory")
+            fd, phys = self._resolve(parts, FILE_FLAGS)
+            try:
+                st = os.fstat(fd)
+                if stat_mod.S_ISDIR(st.st_mode):
+                    raise NotARegularFile(f"not a regular file: '{rel}' is a directory")
+                check_regular(st)
+            except BaseException:
+                os.close(fd)
+                raise
+        except LoomError as exc:
+            self.record("DENY", rel, op, exc)
+            raise
+        self.record("ALLOW", rel, op)
+        return OpenedFile(fd, rel, join(phys), st)
+
+    def open_dir(self, path: str, *, op: str, perm: str = "read") -> OpenedDir:
+        """A directory; in-root links followed."""
+        parts = self.authorize(path, perm=perm, op=op)
+        rel = join(parts)
+        try:
+            fd, phys = self._resolve(parts, None)
+        except LoomError as exc:
+            self.record("DENY", rel, op, exc)
+            raise
+        self.record("ALLOW", rel, op)
+        return OpenedDir(fd, rel, tuple(phys))
+
+    def open_parent(self, path: str, *, op: str, perm: str, create_parents: bool = False) -> Parent:
+        """The directory that holds the entry `path` names, for a change there."""
+        parts = self.authorize(path, perm=perm, op=op)
+        rel = join(parts)
+        try:
+            if not parts:
+                raise InvalidPath("the root itself cannot be changed")
+            fd, phys = self._resolve(parts[:-1], None, create=create_parents)
+            target = (*phys, parts[-1])
+            try:
+                self._check_deny(target)
+            except BaseException:
+                os.close(fd)
+                raise
+        except LoomError as exc:
+            self.record("DENY", rel, op, exc)
+            raise
+        self.record("ALLOW", rel, op)
+        return Parent(fd, parts[-1], rel, tuple(phys), target)
+
+    def open_subdir(self, parts: tuple[str, ...]) -> int:
+        """A directory found by the walk: no link is followed at any step."""
+        if not parts:
+            return os.dup(self.handle.fd)
+        if self._use_openat2:
+            return openat2.open_beneath(self.handle.fd, join(parts), DIR_FLAGS)
+        fd = os.dup(self.handle.fd)
+        try:
+            for name in parts:
+                nxt = os.open(name, DIR_FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = nxt
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd
+
+    # -- resolution ---------------------------------------------------------
+
+    def _resolve(
+        self, parts: tuple[str, ...], file_flags: int | None, *, create: bool = False
+    ) -> tuple[int, list[str]]:
+        """Open `parts` (a directory when `file_flags` is None) beneath the root."""
+        rel = join(parts)
+        try:
+            if self._use_openat2 and not create:
+                try:
+                    flags = DIR_FLAGS if file_flags is None else file_flags
+                    fd = openat2.open_beneath(self.handle.fd, rel or ".", flags)
+                    return fd, list(parts)
+                except OSError as exc:
+                    # ELOOP: a link on the way (or a loop), EXDEV: the kernel saw an
+                    # escape attempt. The walk decides which, with a precise message.
+                    if exc.errno not in (errno.ELOOP, errno.EXDEV, errno.ENOTDIR):
+                        raise
+            return self._walk(parts, file_flags, create)
+        except OSError as exc:
+            if exc.errno == errno.ENXIO:  # a socket
+                raise NotARegularFile() from None
+            raise os_error(exc, rel) from None
+
+    def _walk(
+        self, parts: tuple[str, ...], file_flags: int | None, create: bool
+    ) -> tuple[int, list[str]]:
+        pending = list(parts)
+        stack = [os.dup(self.handle.fd)]
+        phys: list[str] = []
+        hops = 0
+        try:
+            while pending:
+                name = pending.pop(0)
+                if name in ("", "."):
+                    continue
+                if name == "..":  # only from a link target: pop our own handle stack
+                    if not phys:
+                        raise EscapesRoot()
+                    os.close(stack.pop())
+                    phys.pop()
+                    continue
+                last = not pending
+                flags = file_flags if last and file_flags is not None else DIR_FLAGS
+                try:
+                    fd = os.open(name, flags, dir_fd=stack[-1])
+                except OSError as exc:
+                    if exc.errno == errno.ENOENT and create and (not last or file_flags is None):
+                        self._check_deny((*phys, name))
+                        with contextlib.suppress(FileExistsError):
+                            os.mkdir(name, 0o777, dir_fd=stack[-1])
+                        pending.insert(0, name)
+                        continue
+                    if exc.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+                        raise
+                    try:
+                        target = os.readlink(name, dir_fd=stack[-1])
+                    except OSError:
+                        raise exc from None
+                    hops += 1
+                    if hops > MAX_SYMLINK_HOPS:
+                        raise SymlinkLoop() from None
+                    if os.path.isabs(target):
+                        inside = self._inside(target)
+                        for fd_ in stack[1:]:
+                            os.close(fd_)
+                        del stack[1:]
+                        phys.clear()
+                        pending[:0] = inside
+                    else:
+                        pending[:0] = target.split("/")
+                    continue
+                stack.append(fd)
+                phys.append(name)
+                # A link may lead to a denied name (notes.txt -> .env): refuse as we go.
+                hit = self.rules.name(name)
+                if hit is not None:
+                    raise DeniedName(hit)
+            hit = self.rules.prefixes(phys)
+            if hit is not None:
+                raise DeniedName(hit)
+            return stack.pop(), phys
+        finally:
+            for fd_ in stack:
+                os.close(fd_)
+
+    def _inside(self, target: str) -> list[str]:
+        """Components of an absolute link target below the root, or an escape."""
+        # Compared component by component: a string prefix would let `root-evil` in.
+        mine = [p for p in self.real.split(os.sep) if p]
+        theirs = [p for p in os.path.normpath(target).split(os.sep) if p]
+        if theirs[: len(mine)] != mine:
+            raise EscapesRoot()
+        return theirs[len(mine) :]
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "role": self.role,
+            "permissions": list(self.permissions),
+            "max_read_bytes": self.max_read_bytes,
+        }
+
+
+def check_regular(st: os.stat_result) -> None:
+    if not stat_mod.S_ISREG(st.st_mode):
+        raise NotARegularFile()
+
+
+def is_dir_error(exc: OSError) -> bool:
+    return exc.errno in (errno.ENOTDIR, errno.EISDIR)
+
+
+__all__ = [
+    "DIR_FLAGS",
+    "FILE_FLAGS",
+    "ROLE_CEILINGS",
+    "DirHandle",
+    "NotADirectory",
+    "OpenedDir",
+    "OpenedFile",
+    "Parent",
+    "SecureRoot",
+]

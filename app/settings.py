@@ -1,0 +1,40 @@
+"""Process settings: environment (`LOOMFS_*`), then CLI flags, which win."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+from pydantic import field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+
+def _list(value: Any) -> Any:
+    if isinstance(value, str):
+        text = value.strip()
+        if text.startswith("["):
+            return json.loads(text)
+        return [v.strip() for v in text.split(",") if v.strip()]
+    return value
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="LOOMFS_", extra="ignore")
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    token: str | None = None
+    token_file: str | None = None
+    allowed_hosts: Annotated[list[str], NoDecode] = []
+    allowed_origins: Annotated[list[str], NoDecode] = []
+    config: str | None = None
+
+    _split = field_validator("allowed_hosts", "allowed_origins", mode="before")(_list)
+
+    def resolved_token(self) -> str | None:
+        if self.token:
+            return self.token
+        if self.token_file:
+            with open(self.token_file, encoding="utf-8") as fh:
+                return fh.read().strip() or None
+        return None
