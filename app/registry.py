@@ -113,7 +113,9 @@ class Registry:
             try:
                 fresh = AuditLog(*key)
             except OSError as exc:
-                raise ConfigError(f"invalid config: audit_log: cannot be opened ({exc.strerror})")
+                raise ConfigError(
+                    f"invalid config: audit_log: cannot be opened ({exc.strerror})"
+                ) from None
             audit = fresh
         try:
             return build(loaded, audit, generation)

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -24,3 +25,46 @@ def write_config(tmp_path: Path) -> Callable[..., Path]:
         return path
 
     return _write
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    """A small root with a few files, a subfolder and some denied names."""
+    root = tmp_path / "root"
+    (root / "src" / "pkg").mkdir(parents=True)
+    (root / "src" / "pkg" / "mod.py").write_text("def f():\n    return 1\n")
+    (root / "src" / "main.py").write_text("print('hello')\n")
+    (root / "README.md").write_text("# Title\nSome text\n")
+    (root / ".env").write_text("SECRET=1\n")
+    (root / ".git").mkdir()
+    (root / ".git" / "config").write_text("[core]\n")
+    (root / "node_modules" / "x").mkdir(parents=True)
+    (root / "node_modules" / "x" / "index.js").write_text("module.exports = 1\n")
+    return root
+
+
+@pytest.fixture
+def one_root_config(write_config: Callable[..., Path], tree: Path) -> Callable[..., Path]:
+    """A config with one root at `tree`, of the role asked for."""
+
+    def _make(role: str = "reference", extra: str = "") -> Path:
+        return write_config(
+            f"""
+            {extra}
+            [[roots]]
+            name = "main"
+            path = "{tree}"
+            role = "{role}"
+            """
+        )
+
+    return _make
+
+
+@pytest.fixture
+def live(one_root_config: Callable[..., Path]) -> Iterator[Any]:
+    """The real app under uvicorn with one reference root."""
+    from tests.live import live_server
+
+    with live_server(one_root_config("reference")) as srv:
+        yield srv

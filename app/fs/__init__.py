@@ -1,0 +1,1 @@
+"""What the tools do on disk, always through `SecureRoot` handles."""

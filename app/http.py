@@ -1,0 +1,239 @@
+"""The HTTP service: one Starlette app with /healthz and /mcp behind guards.
+
+Guards are small pure-ASGI middlewares, outermost first:
+1. `HostOriginGuard` - DNS-rebinding defence: Host must be loopback or listed
+   (421), a present Origin must be loopback or listed (403).
+2. `BearerAuth` - when a token is configured, /mcp needs it (401).
+3. `BodyLimit` - requests above the limit get 413 before anything reads them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hmac
+import ipaddress
+from collections.abc import AsyncIterator, Callable, Iterable
+from typing import Any
+from urllib.parse import urlsplit
+
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app import __version__
+from app.server import LoomServer, install_sighup
+
+# Big enough for write_file of a file at the largest max_read_bytes, JSON-escaped.
+BODY_OVERHEAD = 1 << 20
+BODY_FACTOR = 2
+
+
+def split_host(value: str) -> str:
+    """The host part of a Host header or netloc, without port or brackets."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1 : value.find("]")] if "]" in value else value
+    if value.count(":") == 1:
+        return value.split(":", 1)[0]
+    return value
+
+
+def is_loopback(host: str) -> bool:
+    host = split_host(host) if not host.count(":") > 1 else host.strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+async def _plain(
+    send: Send, status: int, text: str, headers: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
+    body = text.encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class HostOriginGuard:
+    def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str], allowed_origins: Iterable[str]):
+        self.app = app
+        self.hosts = {h.strip().lower() for h in allowed_hosts if h.strip()}
+        self.origins = {o.strip().lower().rstrip("/") for o in allowed_origins if o.strip()}
+
+    def host_ok(self, host: str | None) -> bool:
+        if not host:
+            return False
+        host = host.strip().lower()
+        return is_loopback(host) or host in self.hosts or split_host(host) in self.hosts
+
+    def origin_ok(self, origin: str) -> bool:
+        origin = origin.strip().lower().rstrip("/")
+        if origin in self.origins:
+            return True
+        parts = urlsplit(origin)
+        return (
+            parts.scheme in ("http", "https")
+            and bool(parts.hostname)
+            and is_loopback(parts.hostname or "")
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            if not self.host_ok(_header(scope, b"host")):
+                await _plain(send, 421, "Misdirected Request: Host not allowed")
+                return
+            origin = _header(scope, b"origin")
+            if origin is not None and not self.origin_ok(origin):
+                await _plain(send, 403, "Forbidden: Origin not allowed")
+                return
+        await self.app(scope, receive, send)
+
+
+class BearerAuth:
+    def __init__(self, app: ASGIApp, token: str | None, prefix: str = "/mcp"):
+        self.app = app
+        self.expected = f"Bearer {token}".encode() if token else None
+        self.prefix = prefix
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.expected is not None and scope["type"] == "http":
+            path = scope.get("path", "")
+            if path == self.prefix or path.startswith(self.prefix + "/"):
+                got = (_header(scope, b"authorization") or "").encode("latin-1")
+                if not hmac.compare_digest(got, self.expected):
+                    await _plain(
+                        send,
+                        401,
+                        "Unauthorized: a valid bearer token is required",
+                        [(b"www-authenticate", b'Bearer realm="loom-fs-mcp"')],
+                    )
+                    return
+        await self.app(scope, receive, send)
+
+
+class BodyLimit:
+    def __init__(self, app: ASGIApp, limit: Callable[[], int]):
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        limit = self.limit()
+        declared = _header(scope, b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > limit:
+            await _plain(send, 413, f"Payload Too Large: the limit is {limit} bytes")
+            return
+        seen = 0
+        too_large = False
+
+        async def limited() -> Any:
+            nonlocal seen, too_large
+            message = await receive()
+            if message["type"] == "http.request":
+                seen += len(message.get("body", b""))
+                if seen > limit:
+                    too_large = True
+                    raise _TooLarge()
+            return message
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await _plain(send, 413, f"Payload Too Large: the limit is {limit} bytes")
+
+
+class _TooLarge(Exception):
+    pass
+
+
+def body_limit_for(server: LoomServer) -> Callable[[], int]:
+    def limit() -> int:
+        snap = server.registry.current
+        largest = max(r.max_read_bytes for r in snap.roots.values())
+        return largest * BODY_FACTOR + BODY_OVERHEAD
+
+    return limit
+
+
+def build_app(
+    server: LoomServer,
+    *,
+    token: str | None = None,
+    allowed_hosts: Iterable[str] = (),
+    allowed_origins: Iterable[str] = (),
+    json_response: bool = False,
+    handle_sighup: bool = False,
+) -> ASGIApp:
+    mcp_app = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        json_response=json_response,
+        # Our HostOriginGuard covers every route; the SDK's would only cover /mcp.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        max_request_body_size=1 << 40,
+    )
+
+    async def healthz(request: Request) -> Response:
+        body = {"status": "ok", "version": __version__, "roots": len(server.registry.current.roots)}
+        if request.method == "HEAD":
+            return Response(status_code=200, media_type="application/json")
+        return JSONResponse(body)
+
+    async def not_found(request: Request) -> Response:
+        return Response("Not Found", status_code=404, media_type="text/plain")
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if handle_sighup:
+            install_sighup(server)
+        async with server.session_manager.run():
+            yield
+
+    routes = [
+        Route("/healthz", healthz, methods=["GET", "HEAD"]),
+        Route("/.well-known/oauth-protected-resource", not_found),
+        Route("/.well-known/oauth-protected-resource/{rest:path}", not_found),
+        *mcp_app.routes,
+    ]
+    app = Starlette(routes=routes, lifespan=lifespan)
+    guarded: ASGIApp = BodyLimit(app, body_limit_for(server))
+    guarded = BearerAuth(guarded, token)
+    guarded = HostOriginGuard(guarded, allowed_hosts, allowed_origins)
+    return _LifespanPassthrough(guarded, app)
+
+
+class _LifespanPassthrough:
+    """Send lifespan events straight to the Starlette app, HTTP through the guards."""
+
+    def __init__(self, guarded: ASGIApp, app: Starlette) -> None:
+        self.guarded = guarded
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+        else:
+            await self.guarded(scope, receive, send)

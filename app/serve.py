@@ -1,0 +1,143 @@
+"""Start a transport: stdio, or HTTP under uvicorn with the bind guard."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import logging
+import socket
+import sys
+
+from app.config import LoadedConfig
+from app.errors import ConfigError
+from app.http import is_loopback
+from app.settings import Settings
+
+
+def setup_logging() -> None:
+    """Everything to stderr: on stdio, stdout is the protocol."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    root = logging.getLogger()
+    for h in list(root.handlers):
+        root.removeHandler(h)
+    root.addHandler(handler)
+    root.setLevel(logging.INFO)
+    for name in ("mcp", "httpx", "uvicorn.access"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
+def announce(loaded: LoadedConfig, transport: str) -> None:
+    # Names, roles and permissions only: on stdio, stderr often ends up in a client's logs.
+    for r in loaded.roots:
+        mark = " (default)" if r.name == loaded.default_root else ""
+        print(
+            f"root {r.name}{mark}: role {r.role}, permissions [{', '.join(r.permissions)}]",
+            file=sys.stderr,
+        )
+    print(f"transport: {transport}", file=sys.stderr, flush=True)
+
+
+def bind_guard(host: str, allow_remote: bool, token: str | None) -> str | None:
+    """The reason a bind must be refused, or None."""
+    if is_loopback(host):
+        return None
+    missing = []
+    if not allow_remote:
+        missing.append("--allow-remote")
+    if not token:
+        missing.append("a token (LOOMFS_TOKEN or LOOMFS_TOKEN_FILE)")
+    if not missing:
+        return None
+    return (
+        f"refusing to listen on non-loopback host {host!r}: that needs --allow-remote and a "
+        f"token; missing: {' and '.join(missing)}"
+    )
+
+
+def serve(args: argparse.Namespace, config_path: str, loaded: LoadedConfig) -> int:
+    settings = Settings()
+    host = args.host or settings.host
+    port = args.port if args.port is not None else settings.port
+    try:
+        token = settings.resolved_token()
+    except OSError as exc:
+        print(f"loom-fs-mcp: LOOMFS_TOKEN_FILE cannot be read ({exc.strerror})", file=sys.stderr)
+        return 1
+    if args.transport == "http":
+        refusal = bind_guard(host, args.allow_remote, token)
+        if refusal:
+            print(f"loom-fs-mcp: {refusal}", file=sys.stderr)
+            return 2
+    setup_logging()
+    from app.registry import Registry
+    from app.server import LoomServer
+
+    try:
+        registry = Registry(config_path)
+    except ConfigError as exc:
+        print(f"loom-fs-mcp: {exc.message}", file=sys.stderr)
+        return 1
+    from app.fs.sweep import sweep_temp_files
+
+    for root in registry.current.roots.values():
+        sweep_temp_files(root)
+    server = LoomServer(registry)
+    announce(registry.current.config, args.transport)
+    if args.transport == "stdio":
+        return _serve_stdio(server)
+    return _serve_http(server, host, port, token, settings)
+
+
+def _serve_stdio(server) -> int:  # type: ignore[no-untyped-def]
+    import anyio
+
+    from app.server import install_sighup
+
+    async def main() -> None:
+        install_sighup(server)
+        await server.run_stdio_async()
+
+    with contextlib.suppress(KeyboardInterrupt):
+        anyio.run(main)
+    return 0
+
+
+def _serve_http(server, host: str, port: int, token: str | None, settings: Settings) -> int:  # type: ignore[no-untyped-def]
+    import uvicorn
+
+    from app.http import build_app
+
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            print(
+                f"loom-fs-mcp: port {port} on {host} is already in use; pick another with "
+                "--port or LOOMFS_PORT",
+                file=sys.stderr,
+            )
+        else:
+            print(f"loom-fs-mcp: cannot listen on {host}:{port} ({exc.strerror})", file=sys.stderr)
+        return 1
+    sock.listen(128)
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    print(f"listening on http://{shown}:{bound}/mcp", file=sys.stderr, flush=True)
+    app = build_app(
+        server,
+        token=token,
+        allowed_hosts=settings.allowed_hosts,
+        allowed_origins=settings.allowed_origins,
+        handle_sighup=True,
+    )
+    config = uvicorn.Config(
+        app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=5
+    )
+    uvicorn.Server(config).run(sockets=[sock])
+    return 0

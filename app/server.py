@@ -1,0 +1,172 @@
+"""The MCP server: tools registered by permission, hot reload, list-changed.
+
+The tool surface is derived from the registry snapshot: read tools exist only
+if some root reads, write tools only if some root writes, `delete` only if
+some root deletes. A reload re-derives it, and every connected session that
+can hear it gets `notifications/tools/list_changed` (2025-11-25 clients on
+their stream, 2026-07-28 clients through the subscriptions bus).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import importlib
+import logging
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+from mcp.server.lowlevel import NotificationOptions
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.subscriptions import ToolsListChanged
+from mcp.types import EmptyResult, SetLevelRequestParams
+
+from app import __version__
+from app.audit import current_client
+from app.registry import Registry, Snapshot
+from app.tools import MODULES
+from app.tools.base import ToolSpec
+
+log = logging.getLogger("loomfs.server")
+_pending: set[Any] = set()  # reload tasks started by SIGHUP, kept alive until done
+
+INSTRUCTIONS = (
+    "Filesystem access limited to the configured roots. Call list_roots first. Paths are "
+    "relative to a root and '/'-separated. Results are bounded: follow next_offset / "
+    "next_start_line to continue, and read `truncated`/`note` before concluding something "
+    "is absent. Deleted entries go to a trash the agent cannot reach."
+)
+
+_LOG_LEVELS = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+
+def collect_tools() -> list[tuple[ToolSpec, Callable[..., Any]]]:
+    found = []
+    for name in MODULES:
+        module = importlib.import_module(name)
+        for value in vars(module).values():
+            spec = getattr(value, "__loom_tool__", None)
+            if isinstance(spec, ToolSpec) and value.__module__ == module.__name__:
+                found.append((spec, value))
+    return found
+
+
+class LoomServer(MCPServer):
+    def __init__(self, registry: Registry) -> None:
+        super().__init__(
+            name="loom-fs-mcp",
+            version=__version__,
+            instructions=INSTRUCTIONS,
+            warn_on_duplicate_tools=False,
+        )
+        self.registry = registry
+        self.active_tools: set[str] = set()
+        self._catalog = collect_tools()
+        self._sessions: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._reload_lock = anyio.Lock()
+        self.client_log_level = logging.INFO
+        self.middleware.append(self._observe)
+        low = self._lowlevel_server
+        # MCPServer has no switch for tools.listChanged; the low-level options do.
+        low.create_initialization_options = functools.partial(  # type: ignore[method-assign]
+            low.create_initialization_options, NotificationOptions(tools_changed=True)
+        )
+        low.add_request_handler("logging/setLevel", SetLevelRequestParams, self._set_level)
+        self.apply_surface(registry.current)
+
+    # -- surface -------------------------------------------------------------
+
+    def apply_surface(self, snap: Snapshot) -> bool:
+        """Register exactly the tools this snapshot's permissions allow."""
+        surface = set(snap.surface_key())
+        wanted = {
+            spec.name for spec, _ in self._catalog if spec.perm is None or spec.perm in surface
+        }
+        changed = wanted != self.active_tools
+        for spec, fn in self._catalog:
+            if spec.name in wanted and spec.name not in self.active_tools:
+                self.add_tool(
+                    fn,
+                    name=spec.name,
+                    title=spec.title,
+                    description=" ".join((fn.__doc__ or "").split()),
+                    annotations=spec.annotations,
+                    structured_output=True,
+                )
+            elif spec.name not in wanted and spec.name in self.active_tools:
+                self.remove_tool(spec.name)
+        self.active_tools = wanted
+        return changed
+
+    async def reload(self) -> Snapshot:
+        """Reload the config; on success follow it with the tool surface and notify."""
+        async with self._reload_lock:
+            snap = await anyio.to_thread.run_sync(self.registry.reload)
+            if self.apply_surface(snap):
+                await self._notify_tools_changed()
+            log.info("config reloaded (generation %d, %d roots)", snap.generation, len(snap.roots))
+            return snap
+
+    async def _notify_tools_changed(self) -> None:
+        for session in list(self._sessions):
+            try:
+                await session.send_tool_list_changed()
+            except Exception:  # a client that went away must not fail the reload
+                log.debug("list_changed not delivered", exc_info=True)
+        await self._subscriptions.publish(ToolsListChanged())
+
+    # -- protocol hooks --------------------------------------------------------
+
+    async def _observe(self, ctx: Any, call_next: Callable[[Any], Any]) -> Any:
+        """Remember sessions (for list_changed) and tag the audit log with the peer."""
+        session = getattr(ctx, "session", None)
+        if session is not None:
+            with contextlib.suppress(TypeError):
+                self._sessions.add(session)
+        request = getattr(ctx, "request", None)
+        peer = getattr(request, "client", None)
+        token = current_client.set(f"{peer.host}:{peer.port}" if peer else "stdio")
+        try:
+            return await call_next(ctx)
+        finally:
+            current_client.reset(token)
+
+    async def _set_level(self, ctx: Any, params: SetLevelRequestParams) -> EmptyResult:
+        self.client_log_level = _LOG_LEVELS.get(str(params.level), logging.INFO)
+        return EmptyResult()
+
+
+def install_sighup(server: LoomServer) -> None:
+    """SIGHUP reloads the config, like the tool (POSIX, main thread only)."""
+    import asyncio
+    import contextlib
+    import signal
+
+    if not hasattr(signal, "SIGHUP"):
+        return
+    loop = asyncio.get_running_loop()
+
+    def on_hup() -> None:
+        async def go() -> None:
+            try:
+                await server.reload()
+            except Exception as exc:
+                log.error("reload on SIGHUP refused: %s", exc)
+
+        task = loop.create_task(go())
+        _pending.add(task)
+        task.add_done_callback(_pending.discard)
+
+    with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+        loop.add_signal_handler(signal.SIGHUP, on_hup)

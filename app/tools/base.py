@@ -1,0 +1,164 @@
+"""The one boundary between MCP and the filesystem code.
+
+Tool handlers are thin async functions declared with `@tool(...)`; each hands
+a synchronous implementation to `run()`, which:
+- takes the registry snapshot once, so a reload never changes a call midway;
+- runs the work in a worker thread (the event loop keeps serving others);
+- stops the work soon when the client goes away or cancels (`Call.check()`);
+- turns a `LoomError` into a tool error whose text is exactly its message,
+  and anything else into a generic error (logged here, never sent: an
+  unexpected exception may carry a host path);
+- answers structured content plus the same JSON as one text item.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from pydantic import BaseModel, Field
+
+from app.errors import LoomError
+
+if TYPE_CHECKING:
+    from app.registry import Registry, Snapshot
+    from app.security.resolve import SecureRoot
+
+log = logging.getLogger("loomfs.tools")
+T = TypeVar("T")
+
+# Parameter types shared by every tool: bounded at the edge.
+RootArg = Annotated[
+    str | None,
+    Field(
+        default=None,
+        max_length=64,
+        description="Root name from list_roots; omit for the default root.",
+    ),
+]
+PathArg = Annotated[
+    str,
+    Field(max_length=4096, description="Path relative to the root, '/'-separated; '' is the root."),
+]
+Offset = Annotated[
+    int, Field(ge=0, le=10_000_000, description="Entries to skip (from next_offset).")
+]
+
+
+class Cancelled(Exception):
+    """The client went away or cancelled: stop, nobody is waiting."""
+
+
+@dataclass
+class Call:
+    """What an implementation gets: one snapshot, a cancel flag, a progress sink."""
+
+    snapshot: Snapshot
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    progress_sink: Callable[[float, float | None, str | None], None] | None = None
+
+    def root(self, name: str | None) -> SecureRoot:
+        return self.snapshot.root(name)
+
+    def check(self) -> None:
+        if self.cancelled.is_set():
+            raise Cancelled()
+
+    def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        if self.progress_sink is not None:
+            self.progress_sink(done, total, message)
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    perm: str | None  # None: always present; else "read", "write", "delete", "search_fetch"
+    title: str
+    annotations: ToolAnnotations
+
+
+def tool(
+    *,
+    perm: str | None,
+    title: str,
+    read_only: bool,
+    destructive: bool = False,
+    idempotent: bool = False,
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Mark an async handler as a tool; `app.server` registers it by permission."""
+
+    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+        if not (fn.__doc__ or "").strip():
+            raise ValueError(f"tool {fn.__name__} needs a description")
+        fn.__loom_tool__ = ToolSpec(  # type: ignore[attr-defined]
+            name=fn.__name__,
+            perm=perm,
+            title=title,
+            annotations=ToolAnnotations(
+                title=title,
+                read_only_hint=read_only,
+                destructive_hint=destructive,
+                idempotent_hint=idempotent,
+                open_world_hint=False,
+            ),
+        )
+        return fn
+
+    return mark
+
+
+def registry_of(ctx: Context) -> Registry:
+    return ctx.mcp_server.registry  # type: ignore[attr-defined, no-any-return]
+
+
+def error_result(message: str) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
+
+
+def ok_result(model: BaseModel | dict[str, Any]) -> CallToolResult:
+    data = model.model_dump(mode="json") if isinstance(model, BaseModel) else model
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
+
+
+def _progress_sink(ctx: Context) -> Callable[[float, float | None, str | None], None] | None:
+    meta = ctx.request_context.meta or {}
+    if meta.get("progress_token") is None and meta.get("progressToken") is None:
+        return None
+
+    def sink(done: float, total: float | None, message: str | None) -> None:
+        try:
+            anyio.from_thread.run(ctx.report_progress, done, total, message)
+        except Exception:  # the client is gone; the work will notice the cancel flag
+            log.debug("progress not delivered", exc_info=True)
+
+    return sink
+
+
+async def run(ctx: Context, work: Callable[[Call], BaseModel | dict[str, Any]]) -> CallToolResult:
+    """Run `work` on this call's snapshot in a worker thread; map errors once, here."""
+    call = Call(registry_of(ctx).current, progress_sink=_progress_sink(ctx))
+    try:
+        result = await anyio.to_thread.run_sync(work, call, abandon_on_cancel=True)
+    except anyio.get_cancelled_exc_class():
+        call.cancelled.set()
+        raise
+    except LoomError as exc:
+        return error_result(exc.message)
+    except Cancelled:
+        return error_result("cancelled")
+    except Exception:
+        log.exception("tool failed unexpectedly")
+        return error_result(
+            "internal error while handling the call (details are in the server log)"
+        )
+    return ok_result(result)

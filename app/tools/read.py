@@ -1,0 +1,1 @@
+"""Tools of this group are added here."""

@@ -1,0 +1,85 @@
+"""Run the real app under uvicorn on a free loopback port, in a thread.
+
+`LiveServer` waits on uvicorn's `started` flag with a deadline (never a bare
+sleep), and shuts the server down on exit. Tests talk to it over TCP with
+httpx and the MCP SDK's own clients.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import threading
+import time
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import uvicorn
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
+
+from app.http import build_app
+from app.registry import Registry
+from app.server import LoomServer
+
+START_DEADLINE = 15.0
+
+
+class LiveServer:
+    def __init__(self, config: Path, *, token: str | None = None, **app_kwargs: Any) -> None:
+        self.registry = Registry(str(config))
+        self.server = LoomServer(self.registry)
+        self.token = token
+        self.app = build_app(self.server, token=token, **app_kwargs)
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._sock.bind(("127.0.0.1", 0))
+        self._sock.listen(128)
+        self.port = self._sock.getsockname()[1]
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.url = f"{self.base}/mcp"
+        self._uvicorn = uvicorn.Server(
+            uvicorn.Config(self.app, log_config=None, access_log=False, lifespan="on",
+                           timeout_graceful_shutdown=2)
+        )
+        self._thread = threading.Thread(
+            target=self._uvicorn.run, kwargs={"sockets": [self._sock]}, daemon=True
+        )
+
+    def start(self) -> LiveServer:
+        self._thread.start()
+        deadline = time.monotonic() + START_DEADLINE
+        while not self._uvicorn.started:
+            if not self._thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError("live server did not start")
+            time.sleep(0.01)
+        return self
+
+    def stop(self) -> None:
+        self._uvicorn.should_exit = True
+        self._thread.join(timeout=10)
+        self._sock.close()
+
+    def headers(self) -> dict[str, str]:
+        return {"Authorization": f"Bearer {self.token}"} if self.token else {}
+
+    @contextlib.asynccontextmanager
+    async def session(self) -> AsyncIterator[ClientSession]:
+        """An initialised 2025-11-25 ClientSession over Streamable HTTP."""
+        async with (
+            httpx.AsyncClient(headers=self.headers(), timeout=30) as http,
+            streamable_http_client(self.url, http_client=http) as (read, write),
+            ClientSession(read, write) as s,
+        ):
+            await s.initialize()
+            yield s
+
+
+@contextlib.contextmanager
+def live_server(config: Path, **kwargs: Any) -> Iterator[LiveServer]:
+    srv = LiveServer(config, **kwargs).start()
+    try:
+        yield srv
+    finally:
+        srv.stop()
