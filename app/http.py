@@ -42,7 +42,7 @@ def split_host(value: str) -> str:
 
 
 def is_loopback(host: str) -> bool:
-    host = split_host(host) if not host.count(":") > 1 else host.strip("[]").lower()
+    host = split_host(host)
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
@@ -147,27 +147,42 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > limit:
             await _plain(send, 413, f"Payload Too Large: the limit is {limit} bytes")
             return
+        # Read the whole body first (it is bounded by the limit), then replay it: the
+        # app never sees a request that is over the limit, however it is chunked.
+        chunks: list[bytes] = []
         seen = 0
-        too_large = False
-
-        async def limited() -> Any:
-            nonlocal seen, too_large
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > limit:
-                    too_large = True
-                    raise _TooLarge()
-            return message
+            if message["type"] != "http.request":
+                await self.app(scope, _replay([], message), send)
+                return
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > limit:
+                await _plain(send, 413, f"Payload Too Large: the limit is {limit} bytes")
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        await self.app(scope, _replay(chunks, None, receive), send)
 
-        try:
-            await self.app(scope, limited, send)
-        except _TooLarge:
-            await _plain(send, 413, f"Payload Too Large: the limit is {limit} bytes")
 
+def _replay(chunks: list[bytes], first: Any = None, then: Receive | None = None) -> Receive:
+    """A `receive` that hands back an already-read body, then defers to `then`."""
+    pending: list[Any] = (
+        [first]
+        if first is not None
+        else [{"type": "http.request", "body": b"".join(chunks), "more_body": False}]
+    )
 
-class _TooLarge(Exception):
-    pass
+    async def receive() -> Any:
+        if pending:
+            return pending.pop()
+        if then is None:
+            return {"type": "http.disconnect"}
+        return await then()
+
+    return receive
 
 
 def body_limit_for(server: LoomServer) -> Callable[[], int]:

@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import errno
 import logging
+import signal
 import socket
 import sys
 
@@ -136,8 +137,24 @@ def _serve_http(server, host: str, port: int, token: str | None, settings: Setti
         allowed_origins=settings.allowed_origins,
         handle_sighup=True,
     )
+    server_class = _uvicorn_server_class()
     config = uvicorn.Config(
         app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=5
     )
-    uvicorn.Server(config).run(sockets=[sock])
+    server_class(config).run(sockets=[sock])
     return 0
+
+
+def _uvicorn_server_class():  # type: ignore[no-untyped-def]
+    import uvicorn
+
+    class QuietExit(uvicorn.Server):
+        """Shut down gracefully on SIGINT/SIGTERM, then exit 0 instead of re-raising."""
+
+        def handle_exit(self, sig, frame):  # type: ignore[no-untyped-def]
+            if self.should_exit and sig == signal.SIGINT:
+                self.force_exit = True
+            else:
+                self.should_exit = True
+
+    return QuietExit

@@ -20,7 +20,12 @@ async def test_sdk_client_lists_tools_and_calls_list_roots(live) -> None:
         assert not res.is_error
         assert res.structured_content == {
             "roots": [
-                {"name": "main", "role": "reference", "permissions": ["read"], "default": True,
-                 "max_read_bytes": 1 << 20}
+                {
+                    "name": "main",
+                    "role": "reference",
+                    "permissions": ["read"],
+                    "default": True,
+                    "max_read_bytes": 1 << 20,
+                }
             ]
         }

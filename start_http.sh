@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Set up (first run) and serve loom-fs-mcp over Streamable HTTP on 127.0.0.1:8000.
+#   - creates .venv if missing and installs the package into it
+#   - creates config/roots.toml from config/roots.example.toml if missing
+#   - runs: loom-fs-mcp --transport http --config config/roots.toml [extra args...]
+# Extra arguments pass through (e.g. --port 8001). Environment: LOOMFS_TOKEN,
+# LOOMFS_TOKEN_FILE, LOOMFS_ALLOWED_HOSTS, LOOMFS_ALLOWED_ORIGINS, LOOMFS_HOST, LOOMFS_PORT.
+set -euo pipefail
+cd "$(dirname "$0")"
+
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/loom-fs-mcp ]; then
+  if [ ! -x .venv/bin/python ]; then
+    "$PY" -m venv .venv
+  fi
+  .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q --disable-pip-version-check -e .
+fi
+
+CONFIG=${LOOMFS_CONFIG:-config/roots.toml}
+if [ ! -f "$CONFIG" ]; then
+  cp config/roots.example.toml "$CONFIG"
+  echo "created $CONFIG from config/roots.example.toml; edit it to declare your roots" >&2
+fi
+
+exec .venv/bin/loom-fs-mcp --transport http --config "$CONFIG" "$@"

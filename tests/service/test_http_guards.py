@@ -1,0 +1,194 @@
+"""The HTTP guards, against the real app under uvicorn (tests/live.py)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.live import LiveServer, live_server
+
+TOKEN = "s3cret-token-value"
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "t", "version": "0"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.fixture
+def guarded(one_root_config) -> Iterator[LiveServer]:
+    with live_server(
+        one_root_config("reference"),
+        token=TOKEN,
+        allowed_hosts=["tunnel.example.net"],
+        allowed_origins=["https://chat.example.com"],
+    ) as srv:
+        yield srv
+
+
+def post_init(srv: LiveServer, **headers: str) -> httpx.Response:
+    return httpx.post(
+        srv.url, content=json.dumps(INIT), headers={**MCP_HEADERS, **headers}, timeout=10
+    )
+
+
+# -- bearer token -------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "auth",
+    [
+        None,  # no header
+        "Bearer wrong-token",
+        f"Bearer {TOKEN}x",
+        f"bearer{TOKEN}",
+        f"Basic {TOKEN}",
+        TOKEN,
+    ],
+)
+def test_mcp_without_the_right_token_is_401_with_bearer_challenge(guarded, auth) -> None:
+    headers = {"Authorization": auth} if auth else {}
+    r = post_init(guarded, **headers)
+    assert r.status_code == 401
+    assert r.headers["www-authenticate"].startswith("Bearer")
+
+
+def test_mcp_with_the_right_token_initialises(guarded) -> None:
+    r = post_init(guarded, Authorization=f"Bearer {TOKEN}")
+    assert r.status_code == 200
+    assert "mcp-session-id" in r.headers
+
+
+def test_post_mcp_is_served_without_redirect(guarded) -> None:
+    r = post_init(guarded, Authorization=f"Bearer {TOKEN}")
+    assert r.status_code == 200 and not r.history
+
+
+def test_healthz_needs_no_token(guarded) -> None:
+    r = httpx.get(f"{guarded.base}/healthz")
+    assert r.status_code == 200 and r.json()["status"] == "ok"
+    assert httpx.head(f"{guarded.base}/healthz").status_code == 200
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["/.well-known/oauth-protected-resource", "/.well-known/oauth-protected-resource/mcp"],
+)
+def test_oauth_well_known_is_404(guarded, path) -> None:
+    assert httpx.get(f"{guarded.base}{path}").status_code == 404
+
+
+# -- Host and Origin (DNS rebinding) --------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("host", "status"),
+    [
+        ("evil.example.com", 421),
+        ("evil.example.com:8000", 421),
+        ("127.0.0.1.evil.example.com", 421),
+        ("10.0.0.5:8000", 421),
+        ("localhost:1234", 200),
+        ("127.0.0.1:9", 200),
+        ("[::1]:8000", 200),
+        ("tunnel.example.net", 200),  # allowed_hosts lets a tunnel host through
+        ("tunnel.example.net:443", 200),
+    ],
+)
+def test_host_header_must_be_loopback_or_allowed(guarded, host, status) -> None:
+    r = post_init(guarded, Authorization=f"Bearer {TOKEN}", Host=host)
+    assert r.status_code == status
+
+
+@pytest.mark.parametrize(
+    ("origin", "status"),
+    [
+        ("https://evil.example.com", 403),
+        ("http://127.0.0.1.evil.example.com", 403),
+        ("null", 403),
+        ("http://localhost:3000", 200),
+        ("http://127.0.0.1:6274", 200),
+        ("https://chat.example.com", 200),  # allowed_origins
+    ],
+)
+def test_origin_must_be_loopback_or_allowed(guarded, origin, status) -> None:
+    r = post_init(guarded, Authorization=f"Bearer {TOKEN}", Origin=origin)
+    assert r.status_code == status
+
+
+def test_host_check_covers_healthz_too(guarded) -> None:
+    r = httpx.get(f"{guarded.base}/healthz", headers={"Host": "evil.example.com"})
+    assert r.status_code == 421
+
+
+# -- body limit -------------------------------------------------------------------
+
+
+def test_oversize_body_is_rejected_with_413(guarded) -> None:
+    limit = 2 * (1 << 20) + (1 << 20)  # reference root: 1 MiB max_read_bytes
+    body = b'{"jsonrpc":"2.0","id":1,"method":"ping","pad":"' + b"x" * limit + b'"}'
+    r = httpx.post(
+        guarded.url,
+        content=body,
+        headers={**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}"},
+        timeout=30,
+    )
+    assert r.status_code == 413
+
+
+def test_oversize_chunked_body_is_rejected_with_413(guarded) -> None:
+    def chunks() -> Iterator[bytes]:
+        for _ in range(8):
+            yield b"x" * (1 << 20)
+
+    r = httpx.post(
+        guarded.url,
+        content=chunks(),
+        headers={**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}"},
+        timeout=30,
+    )
+    assert r.status_code == 413
+
+
+def test_body_under_the_limit_is_accepted(guarded) -> None:
+    r = post_init(guarded, Authorization=f"Bearer {TOKEN}")
+    assert r.status_code == 200
+
+
+def test_no_token_configured_means_no_auth(live) -> None:
+    assert post_init(live).status_code == 200
+
+
+def test_token_file_is_read(tmp_path: Path, monkeypatch) -> None:
+    from app.settings import Settings
+
+    f = tmp_path / "token"
+    f.write_text(f"{TOKEN}\n")
+    monkeypatch.setenv("LOOMFS_TOKEN_FILE", str(f))
+    monkeypatch.delenv("LOOMFS_TOKEN", raising=False)
+    assert Settings().resolved_token() == TOKEN
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("a.example, b.example", ["a.example", "b.example"]),
+        ('["a.example", "b.example:8443"]', ["a.example", "b.example:8443"]),
+        ("", []),
+    ],
+)
+def test_list_settings_take_json_or_commas(monkeypatch, raw, expected) -> None:
+    from app.settings import Settings
+
+    monkeypatch.setenv("LOOMFS_ALLOWED_HOSTS", raw)
+    assert Settings().allowed_hosts == expected
