@@ -1,1 +1,26 @@
-"""Tools of this group are added here."""
+"""The delete tool (permission `delete`): entries go to the root's trash, never erased.
+
+Registered only when some root grants delete (only the `workspace` role can).
+"""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver import Context
+
+from app.fs import trash
+from app.fs.trash import DeleteResult
+from app.tools.base import Call, PathArg, RootArg, run, tool
+
+
+# Destructive although nothing is erased: the entry leaves the agent's view for good
+# (the trash is out of its reach). Not idempotent: a retry trashes whatever now has that path.
+@tool(perm="delete", title="Delete to trash", read_only=False, destructive=True, idempotent=False)
+async def delete(ctx: Context, path: PathArg, root: RootArg = None) -> DeleteResult:
+    """Delete a file, directory (with its contents) or symlink by moving it to the root's
+    trash (.mcp-trash/<UTC time>/<path>), which only the owner can reach and restore
+    from. A symlink is deleted itself, never its target. The root cannot be deleted."""
+
+    def work(call: Call) -> DeleteResult:
+        return trash.delete(call.root(root), path)
+
+    return await run(ctx, work)  # type: ignore[return-value]

@@ -1,0 +1,214 @@
+"""`write_file` and `create_directory`: new content through the parent's handle.
+
+Every change goes through `SecureRoot.open_parent`, whose final name is never
+followed: the entry is inspected with `lstat` through the parent descriptor,
+and a symlink, directory or special file there is refused rather than
+written through. Content lands with `app.fs.atomic.replace_file` (temp file,
+fsync, rename, directory fsync).
+
+Lost-update guard: with `expected_sha256`, the file on disk is hashed first
+and its identity (inode, size, times) is checked again just before the
+rename; any difference is `file changed since it was read` and nothing is
+written.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_mod
+from collections.abc import Callable
+
+from pydantic import BaseModel
+
+from app.errors import (
+    AlreadyExists,
+    BadArgument,
+    FileChanged,
+    IsSymlink,
+    LoomError,
+    NotADirectory,
+    NotARegularFile,
+    NotFound,
+    TooLarge,
+    os_error,
+)
+from app.fs.atomic import Identity, fsync_dir, lstat_at, replace_file
+from app.fs.hashing import sha256_bytes, sha256_fd
+from app.security.resolve import FILE_FLAGS, Parent, SecureRoot
+
+
+class WriteResult(BaseModel):
+    path: str
+    created: bool  # false: an existing file was replaced
+    size: int  # bytes written
+    sha256: str  # of the content now on disk: pass it as expected_sha256 next time
+
+
+class DirectoryResult(BaseModel):
+    path: str
+    created: bool  # false: it was already there
+
+
+def existing_target(parent: Parent) -> os.stat_result | None:
+    """The regular file a write would replace, or None; anything else is refused."""
+    try:
+        st = lstat_at(parent.fd, parent.name)
+    except OSError as exc:
+        raise os_error(exc, parent.rel) from None
+    if st is None:
+        return None
+    if stat_mod.S_ISLNK(st.st_mode):
+        raise IsSymlink()
+    if stat_mod.S_ISDIR(st.st_mode):
+        raise NotARegularFile(f"not a regular file: '{parent.rel}' is a directory")
+    if not stat_mod.S_ISREG(st.st_mode):
+        raise NotARegularFile()
+    return st
+
+
+def read_current(parent: Parent, limit: int) -> tuple[bytes, os.stat_result]:
+    """The whole current file (at most `limit` bytes) and what it was when read."""
+    try:
+        fd = os.open(parent.name, FILE_FLAGS, dir_fd=parent.fd)
+    except OSError as exc:
+        raise os_error(exc, parent.rel) from None
+    try:
+        before = os.fstat(fd)
+        if not stat_mod.S_ISREG(before.st_mode):
+            raise NotARegularFile()
+        if before.st_size > limit:
+            raise TooLarge(
+                f"'{parent.rel}' is {before.st_size} bytes, above this root's max_read_bytes "
+                f"({limit}); it cannot be edited through this server"
+            )
+        chunks, total = [], 0
+        while total <= limit:
+            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            total += len(chunk)
+        after = os.fstat(fd)
+    finally:
+        os.close(fd)
+    if total > limit or Identity.of(before) != Identity.of(after):
+        raise FileChanged()  # it was being written while we read it
+    return b"".join(chunks), after
+
+
+def hash_of_current(parent: Parent) -> tuple[str | None, os.stat_result]:
+    try:
+        fd = os.open(parent.name, FILE_FLAGS, dir_fd=parent.fd)
+    except FileNotFoundError:
+        raise FileChanged() from None
+    except OSError as exc:
+        raise os_error(exc, parent.rel) from None
+    try:
+        st = os.fstat(fd)
+        if not stat_mod.S_ISREG(st.st_mode):
+            raise NotARegularFile()
+        # Bounded by the size seen: a file growing while we hash it has changed.
+        return sha256_fd(fd, st.st_size, st.st_size), st
+    finally:
+        os.close(fd)
+
+
+def unchanged_guard(parent: Parent, seen: os.stat_result) -> Callable[[], None]:
+    """A check, run just before the rename, that the file is still the one we read."""
+    want = Identity.of(seen)
+
+    def guard() -> None:
+        now = lstat_at(parent.fd, parent.name)
+        if now is None or not stat_mod.S_ISREG(now.st_mode) or Identity.of(now) != want:
+            raise FileChanged()
+
+    return guard
+
+
+def encode_content(content: str, root: SecureRoot) -> bytes:
+    try:
+        data = content.encode("utf-8")
+    except UnicodeEncodeError:
+        raise BadArgument("content is not valid Unicode (it holds a lone surrogate)") from None
+    if len(data) > root.max_read_bytes:
+        raise TooLarge(
+            f"content is {len(data)} bytes; root '{root.name}' accepts at most "
+            f"{root.max_read_bytes} bytes per file (its max_read_bytes)"
+        )
+    return data
+
+
+def write_file(
+    root: SecureRoot,
+    path: str,
+    content: str,
+    *,
+    overwrite: bool = False,
+    expected_sha256: str | None = None,
+) -> WriteResult:
+    op = "write_file"
+    root.authorize(path, perm="write", op=op)  # permission before the size complaint
+    data = encode_content(content, root)
+    expected = expected_sha256.lower() if expected_sha256 else None
+    try:
+        # With a hash the file must exist, so its folder must too: create nothing.
+        parent = root.open_parent(path, op=op, perm="write", create_parents=expected is None)
+    except NotFound:
+        if expected is not None:
+            raise FileChanged() from None
+        raise
+    with parent:
+        try:
+            st = existing_target(parent)
+            guard = None
+            if st is not None and not overwrite:
+                raise AlreadyExists(
+                    f"'{parent.rel}' already exists; pass overwrite=true to replace it"
+                )
+            if expected is not None:
+                if st is None:
+                    raise FileChanged()
+                digest, seen = hash_of_current(parent)
+                if digest != expected:
+                    raise FileChanged()
+                guard = unchanged_guard(parent, seen)
+                st = seen
+            replace_file(parent.fd, parent.name, data, replace=st is not None, like=st,
+                         guard=guard)
+        except LoomError:
+            raise
+        except FileExistsError:
+            # Someone created it between our look and the rename: still not ours to replace.
+            raise AlreadyExists(
+                f"'{parent.rel}' already exists; pass overwrite=true to replace it"
+            ) from None
+        except OSError as exc:
+            raise os_error(exc, parent.rel) from None
+        return WriteResult(
+            path=parent.rel, created=st is None, size=len(data), sha256=sha256_bytes(data)
+        )
+
+
+def create_directory(root: SecureRoot, path: str) -> DirectoryResult:
+    """Like `mkdir -p`: missing parents are created, an existing directory is fine."""
+    op = "create_directory"
+    parts = root.authorize(path, perm="write", op=op)
+    if not parts:
+        return DirectoryResult(path="", created=False)  # the root always exists
+    with root.open_parent(path, op=op, perm="write", create_parents=True) as parent:
+        try:
+            os.mkdir(parent.name, 0o777, dir_fd=parent.fd)
+        except FileExistsError:
+            st = lstat_at(parent.fd, parent.name)
+            if st is not None and stat_mod.S_ISDIR(st.st_mode):
+                return DirectoryResult(path=parent.rel, created=False)
+            if st is not None and stat_mod.S_ISLNK(st.st_mode):
+                # An in-root link to a directory satisfies `mkdir -p`; one leading
+                # out or to a file is refused with the choke point's own message.
+                root.open_dir(path, op=op, perm="write").close()
+                return DirectoryResult(path=parent.rel, created=False)
+            raise NotADirectory(f"'{parent.rel}' already exists and is not a directory") from None
+        except OSError as exc:
+            raise os_error(exc, parent.rel) from None
+        fsync_dir(parent.fd)
+        return DirectoryResult(path=parent.rel, created=True)
