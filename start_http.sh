@@ -3,18 +3,19 @@
 #   - creates .venv if missing and installs the package into it
 #   - creates config/roots.toml from config/roots.example.toml if missing
 #   - runs: loom-fs-mcp --transport http --config config/roots.toml [extra args...]
-# Extra arguments pass through (e.g. --port 8001). Environment: LOOMFS_TOKEN,
+# Extra arguments pass through (e.g. --port 8001). Environment: LOOMFS_VENV, LOOMFS_TOKEN,
 # LOOMFS_TOKEN_FILE, LOOMFS_ALLOWED_HOSTS, LOOMFS_ALLOWED_ORIGINS, LOOMFS_HOST, LOOMFS_PORT.
 set -euo pipefail
 cd "$(dirname "$0")"
 
 PY=${PYTHON:-python3}
-if [ ! -x .venv/bin/loom-fs-mcp ]; then
-  if [ ! -x .venv/bin/python ]; then
-    "$PY" -m venv .venv
+VENV=${LOOMFS_VENV:-.venv}   # an existing venv with loom-fs-mcp installed may be reused
+if [ ! -x "$VENV/bin/loom-fs-mcp" ]; then
+  if [ ! -x "$VENV/bin/python" ]; then
+    "$PY" -m venv "$VENV"
   fi
-  .venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-  .venv/bin/python -m pip install -q --disable-pip-version-check -e .
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e .
 fi
 
 CONFIG=${LOOMFS_CONFIG:-config/roots.toml}
@@ -23,4 +24,4 @@ if [ ! -f "$CONFIG" ]; then
   echo "created $CONFIG from config/roots.example.toml; edit it to declare your roots" >&2
 fi
 
-exec .venv/bin/loom-fs-mcp --transport http --config "$CONFIG" "$@"
+exec "$VENV/bin/loom-fs-mcp" --transport http --config "$CONFIG" "$@"

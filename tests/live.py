@@ -65,12 +65,12 @@ class LiveServer:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     @contextlib.asynccontextmanager
-    async def session(self) -> AsyncIterator[ClientSession]:
+    async def session(self, message_handler: Any = None) -> AsyncIterator[ClientSession]:
         """An initialised 2025-11-25 ClientSession over Streamable HTTP."""
         async with (
             httpx.AsyncClient(headers=self.headers(), timeout=30) as http,
             streamable_http_client(self.url, http_client=http) as (read, write),
-            ClientSession(read, write) as s,
+            ClientSession(read, write, message_handler=message_handler) as s,
         ):
             await s.initialize()
             yield s

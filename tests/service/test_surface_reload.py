@@ -1,0 +1,142 @@
+"""The tool surface follows the config, across reloads, with list_changed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+
+from tests.live import live_server
+
+WRITE_TOOLS = {"write_file", "edit_file", "create_directory", "move_file"}
+
+
+def add_root(cfg: Path, path: Path, name: str, role: str) -> None:
+    cfg.write_text(
+        cfg.read_text() + f'\n[[roots]]\nname = "{name}"\npath = "{path}"\nrole = "{role}"\n'
+    )
+
+
+async def tool_names(s) -> set[str]:  # type: ignore[no-untyped-def]
+    return {t.name for t in (await s.list_tools()).tools}
+
+
+@pytest.mark.parametrize(
+    ("role", "present", "absent"),
+    [
+        ("reference", {"list_roots", "reload_config"}, WRITE_TOOLS | {"delete"}),
+        ("sourcecode", WRITE_TOOLS, {"delete"}),
+        ("workspace", WRITE_TOOLS | {"delete"}, set()),
+    ],
+)
+async def test_surface_follows_the_roles(one_root_config, role, present, absent) -> None:
+    with live_server(one_root_config(role)) as srv:
+        async with srv.session() as s:
+            names = await tool_names(s)
+    assert present <= names
+    assert not (absent & names)
+
+
+async def test_reload_adding_a_workspace_adds_tools_and_notifies(one_root_config, tmp_path) -> None:
+    cfg = one_root_config("reference")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    changed = anyio.Event()
+
+    async def on_message(message) -> None:  # type: ignore[no-untyped-def]
+        if getattr(message, "method", None) == "notifications/tools/list_changed":
+            changed.set()
+
+    with live_server(cfg) as srv:
+        async with srv.session(message_handler=on_message) as s:
+            before = await tool_names(s)
+            assert not (WRITE_TOOLS & before)
+            add_root(cfg, scratch, "scratch", "workspace")
+            res = await s.call_tool("reload_config", {})
+            assert not res.is_error
+            assert res.structured_content["generation"] == 2
+            with anyio.fail_after(10):
+                await changed.wait()
+            after = await tool_names(s)
+    assert WRITE_TOOLS | {"delete"} <= after
+
+
+async def test_2026_client_hears_list_changed_through_listen(one_root_config, tmp_path) -> None:
+    cfg = one_root_config("reference")
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    with live_server(cfg) as srv:
+        async with httpx.AsyncClient() as http:
+            async with Client(streamable_http_client(srv.url, http_client=http)) as client:
+                async with client.listen(tools_list_changed=True) as sub:
+                    add_root(cfg, scratch, "scratch", "workspace")
+                    res = await client.call_tool("reload_config", {})
+                    assert not res.is_error
+                    with anyio.fail_after(10):
+                        async for _event in sub:
+                            break
+                names = {t.name for t in (await client.list_tools()).tools}
+    assert "delete" in names
+
+
+@pytest.mark.parametrize(
+    "breakage",
+    [
+        'role = "workspace"\npermissions = ["read", "fly"]',  # unknown permission
+        'role = "reference"\npermissions = ["write"]',  # above the ceiling
+        'role = "nonsense"',  # unknown role
+        'role = "workspace"\nsurprise = 1',  # unknown key
+    ],
+)
+async def test_invalid_reload_changes_nothing(one_root_config, tmp_path, breakage) -> None:
+    cfg = one_root_config("reference")
+    with live_server(cfg) as srv:
+        async with srv.session() as s:
+            before = await tool_names(s)
+            snap = srv.registry.current
+            cfg.write_text(cfg.read_text().replace('role = "reference"', breakage))
+            res = await s.call_tool("reload_config", {})
+            assert res.is_error
+            assert res.content[0].text.startswith("invalid config:")
+            assert str(tmp_path) not in res.content[0].text
+            assert srv.registry.current is snap
+            assert await tool_names(s) == before
+            ok = await s.call_tool("list_roots", {})
+            assert ok.structured_content["roots"][0]["role"] == "reference"
+
+
+async def test_reload_under_load_fails_no_call(one_root_config) -> None:
+    cfg = one_root_config("reference")
+    failures: list[str] = []
+    calls = 0
+
+    with live_server(cfg) as srv:
+
+        async def client(n: int) -> None:
+            nonlocal calls
+            async with srv.session() as s:
+                for _ in range(25):
+                    res = await s.call_tool("list_roots", {})
+                    calls += 1
+                    if res.is_error or res.structured_content["roots"][0]["name"] != "main":
+                        failures.append(str(res.content))
+
+        async def reloader() -> None:
+            async with srv.session() as s:
+                for _ in range(10):
+                    res = await s.call_tool("reload_config", {})
+                    if res.is_error:
+                        failures.append(res.content[0].text)
+                    await anyio.sleep(0.02)
+
+        async with anyio.create_task_group() as tg:
+            for n in range(4):
+                tg.start_soon(client, n)
+            tg.start_soon(reloader)
+        assert srv.registry.current.generation == 11
+    assert failures == []
+    assert calls == 100
