@@ -24,7 +24,7 @@ from app.security.resolve import (
     Parent,
     SecureRoot,
 )
-from app.security.walk import WalkEntry, Walker
+from app.security.walk import WalkDir, WalkEntry, Walker, kind_of_entry
 
 __all__ = [
     "DenyRules",
@@ -33,8 +33,10 @@ __all__ = [
     "OpenedFile",
     "Parent",
     "SecureRoot",
+    "WalkDir",
     "WalkEntry",
     "Walker",
     "fold_name",
+    "kind_of_entry",
     "split_request",
 ]

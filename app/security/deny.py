@@ -14,7 +14,7 @@ from __future__ import annotations
 import fnmatch
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 FLOOR: tuple[str, ...] = (
@@ -106,8 +106,28 @@ def floor_pattern_of(pattern: str) -> str | None:
     return None
 
 
+class _NameCache(dict):  # type: ignore[type-arg]
+    """name -> deny pattern or None, computed on first sight, bounded in size."""
+
+    __slots__ = ("_compute",)
+    MAX = 65536
+
+    def __init__(self, compute: Callable[[str], str | None]) -> None:
+        super().__init__()
+        self._compute = compute
+
+    def __missing__(self, name: str) -> str | None:
+        hit = self._compute(name)
+        if len(self) < self.MAX:
+            self[name] = hit
+        return hit
+
+
 class DenyRules:
-    """The compiled deny/allow rules of one root. Immutable once built."""
+    """The compiled deny/allow rules of one root. Immutable once built.
+
+    `name(component)` is the pattern denying one path component, or None.
+    """
 
     def __init__(
         self,
@@ -127,13 +147,11 @@ class DenyRules:
         self._path_extra = _Level.of(path_extra)
         # The server's own config file and audit log, as paths relative to this root.
         self._protected = {_fold_pattern(p): p for p in protected}
-        self._cache: dict[str, str | None] = {}
+        # `name` is the walk's per-entry test, so a hit is one C-level dict lookup.
+        self.name: Callable[[str], str | None] = _NameCache(self._match_name).__getitem__
 
-    def name(self, name: str) -> str | None:
-        """The pattern denying one path component, or None."""
-        hit = self._cache.get(name, "")
-        if hit != "":
-            return hit
+    def _match_name(self, name: str) -> str | None:
+        """The pattern denying one path component, or None (see `name`)."""
         folded = fold_name(name)
         hit = self._floor.first(folded)
         if hit is None:
@@ -144,8 +162,6 @@ class DenyRules:
                 self._templates.first(folded) or self._allow.first(folded)
             ):
                 hit = base
-        if len(self._cache) < 65536:
-            self._cache[name] = hit
         return hit
 
     def path(self, parts: Sequence[str]) -> str | None:

@@ -3,9 +3,25 @@
 A denied name costs one (cached) match and is never opened, so a `.venv` or
 `node_modules` under a root costs one name lookup, not a traversal. Symlinks
 are reported but never followed (which also settles cycles). A directory that
-cannot be opened is skipped and counted, never fatal. Every directory is
-opened through the root handle with no link followed at any step, so a
-directory swapped for a link mid-walk is skipped rather than entered.
+cannot be opened is skipped and counted, never fatal.
+
+Every directory is opened with `O_NOFOLLOW|O_DIRECTORY`: from its parent's
+handle, which the walk opened the same way and keeps until the parent's last
+subdirectory is open (at most `MAX_HELD` of them, so a wide tree cannot
+exhaust descriptors), or else from the root handle with no link followed at any
+step (`SecureRoot.open_subdir`). A directory swapped for a link mid-walk is
+therefore skipped, never entered. Limit (the one `resolve` states): a
+directory moved *out* of the root while the walk holds its handle is listed
+where it went; the walk never climbs out of it, since it never follows `..`
+or a link.
+
+The loop is the hot path of every search, so it comes in two shapes.
+`Walker.dirs()` yields one `WalkDir` per directory: its visible entries as
+sorted `os.DirEntry` objects, with no Python object built per entry; a search
+that matches names should use it (`benchmarks/walk.py` holds it to within 2x
+of a bare `os.scandir` walk). Iterating the `Walker` itself yields one
+`WalkEntry` per entry (kind and relative path worked out), which is what
+listings want and costs about a third more.
 """
 
 from __future__ import annotations
@@ -14,40 +30,59 @@ import os
 import stat as stat_mod
 from collections import deque
 from collections.abc import Iterator
-from dataclasses import dataclass
+from operator import attrgetter
+from typing import NamedTuple
 
-from app.security.resolve import SecureRoot
+from app.security.resolve import DIR_FLAGS, SecureRoot
 
 FILE, DIR, SYMLINK, OTHER = "file", "dir", "symlink", "other"
+MAX_HELD = 32  # parent handles one walk keeps open for their subdirectories
+
+_by_name = attrgetter("name")
+_new_entry = tuple.__new__
 
 
-@dataclass(slots=True)
-class WalkEntry:
+class WalkDir(NamedTuple):
+    """One listed directory and its visible entries."""
+
     parts: tuple[str, ...]  # relative to the root
+    prefix: str  # "" or "a/b/": an entry's relative path is `prefix + entry.name`
+    depth: int  # of its entries: 1 for the children of the start directory
+    fd: int  # the open directory; valid only while this batch is current
+    entries: list[os.DirEntry[str]]  # not denied, sorted by name; see `kind_of_entry`
+
+
+class WalkEntry(NamedTuple):
+    """One entry found by the walk (built with `tuple.__new__`: no Python-level init)."""
+
+    parent: tuple[str, ...]  # the directory holding it, relative to the root
     name: str
-    kind: str
+    path: str  # `/`-separated, relative to the root
+    kind: str  # file | dir | symlink | other
     depth: int  # 1 for the children of the start directory
     dir_fd: int  # the open parent directory; valid only while this entry is current
     entry: os.DirEntry[str]
 
     @property
-    def path(self) -> str:
-        return "/".join(self.parts)
+    def parts(self) -> tuple[str, ...]:
+        """The entry's path relative to the root, by component."""
+        return (*self.parent, self.name)
 
     def lstat(self) -> os.stat_result:
         return self.entry.stat(follow_symlinks=False)
 
 
-def _kind(entry: os.DirEntry[str]) -> str:
+def kind_of_entry(entry: os.DirEntry[str]) -> str:
+    # d_type answers these without a system call; lstat only where the filesystem has none.
     try:
-        if entry.is_symlink():
-            return SYMLINK
         if entry.is_dir(follow_symlinks=False):
             return DIR
         if entry.is_file(follow_symlinks=False):
             return FILE
+        if entry.is_symlink():
+            return SYMLINK
     except OSError:
-        return OTHER
+        pass
     return OTHER
 
 
@@ -61,8 +96,24 @@ def kind_of_mode(mode: int) -> str:
     return OTHER
 
 
+class _Held:
+    """A listed directory's handle, kept until its queued subdirectories are open."""
+
+    __slots__ = ("fd", "waiting")
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.waiting = 0
+
+
 class Walker:
-    """One walk under a root, with the counters a result reports."""
+    """One walk under a root, with the counters a result reports.
+
+    `examined_entries` counts the visible (not denied) entries of every
+    directory listed so far, `dirs_opened` the directories actually opened,
+    `skipped_links` the symlinks among the visible entries: a pruned name is
+    in none of them.
+    """
 
     def __init__(self, root: SecureRoot, start: tuple[str, ...], max_depth: int | None = None):
         self.root = root
@@ -74,37 +125,77 @@ class Walker:
         self.examined_entries = 0
 
     def __iter__(self) -> Iterator[WalkEntry]:
+        for d in self.dirs():
+            parts, prefix, depth, fd = d.parts, d.prefix, d.depth, d.fd
+            for entry in d.entries:
+                name = entry.name
+                yield _new_entry(
+                    WalkEntry, (parts, name, prefix + name, kind_of_entry(entry), depth, fd, entry)
+                )
+
+    def dirs(self) -> Iterator[WalkDir]:
+        """One batch per directory, breadth-first; subdirectories already queued."""
+        held: set[_Held] = set()
+        try:
+            yield from self._dirs(held)
+        finally:
+            # The consumer may stop early (a limit, a cancelled call): release every handle.
+            for h in held:
+                os.close(h.fd)
+
+    def _open(self, parts: tuple[str, ...], parent: _Held | None, held: set[_Held]) -> int:
+        if parent is None:
+            return self.root.open_subdir(parts)
+        try:
+            return os.open(parts[-1], DIR_FLAGS, dir_fd=parent.fd)
+        finally:
+            parent.waiting -= 1
+            if parent.waiting == 0:
+                held.discard(parent)
+                os.close(parent.fd)
+
+    def _dirs(self, held: set[_Held]) -> Iterator[WalkDir]:
         rules = self.root.rules
+        denied = rules.name
         whole_paths = rules.protects_whole_paths()
-        queue: deque[tuple[tuple[str, ...], int]] = deque([(self.start, 0)])
+        max_depth = self.max_depth
+        queue: deque[tuple[tuple[str, ...], int, _Held | None]] = deque([(self.start, 0, None)])
         while queue:
-            parts, depth = queue.popleft()
+            parts, depth, parent = queue.popleft()
             try:
-                fd = self.root.open_subdir(parts)
+                fd = self._open(parts, parent, held)
             except OSError:
                 self.unreadable_dirs += 1
                 continue
             self.dirs_opened += 1
+            mine = _Held(fd) if len(held) < MAX_HELD else None
             try:
                 try:
                     with os.scandir(fd) as it:
-                        entries = sorted(it, key=lambda e: e.name)
+                        entries = [e for e in it if denied(e.name) is None]
                 except OSError:
                     self.unreadable_dirs += 1
                     continue
+                if whole_paths:
+                    entries = [e for e in entries if rules.prefixes((*parts, e.name)) is None]
+                entries.sort(key=_by_name)
+                self.examined_entries += len(entries)
+                depth += 1
+                descend = max_depth is None or depth < max_depth
                 for entry in entries:
-                    name = entry.name
-                    if rules.name(name) is not None:
-                        continue
-                    child = (*parts, name)
-                    if whole_paths and rules.prefixes(child) is not None:
-                        continue
-                    self.examined_entries += 1
-                    kind = _kind(entry)
-                    if kind == SYMLINK:
-                        self.skipped_links += 1
-                    yield WalkEntry(child, name, kind, depth + 1, fd, entry)
-                    if kind == DIR and (self.max_depth is None or depth + 1 < self.max_depth):
-                        queue.append((child, depth + 1))
+                    try:
+                        if entry.is_dir(follow_symlinks=False):
+                            if descend:
+                                queue.append(((*parts, entry.name), depth, mine))
+                                if mine is not None:
+                                    mine.waiting += 1
+                        elif entry.is_symlink():
+                            self.skipped_links += 1
+                    except OSError:
+                        pass
+                yield WalkDir(parts, "/".join(parts) + "/" if parts else "", depth, fd, entries)
             finally:
-                os.close(fd)
+                if mine is not None and mine.waiting:
+                    held.add(mine)  # closed by the last subdirectory's `_open`
+                else:
+                    os.close(fd)
