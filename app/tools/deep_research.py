@@ -1,1 +1,87 @@
-"""Tools of this group are added here."""
+"""ChatGPT deep research / company knowledge tools: `search` and `fetch` (SPEC §4.6).
+
+Present only when the config says `search_fetch_tools = true`. Their shapes
+are OpenAI's published ones (one query string in, `{results: [{id, title,
+url}]}` out; one id in, `{id, title, text, url, metadata}` out), sent as
+structured content and as one text item holding the same JSON. `search` adds
+`truncated` and `note` only when it stopped short, so a complete answer is
+exactly the published shape.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from pydantic import BaseModel, Field
+
+from app.fs import deep_research as dr
+from app.tools.base import Call, run, tool
+
+
+class SearchHit(BaseModel):
+    id: str = Field(description="'root/relative/path': pass it to fetch.")
+    title: str
+    url: str = Field(description="Citation URL; empty unless public_base_url is configured.")
+
+
+class SearchResult(BaseModel):
+    results: list[SearchHit]
+    truncated: bool = Field(
+        default=False, description="Present and true only when the search stopped short."
+    )
+    note: str | None = Field(default=None, description="What was not examined, and why.")
+
+
+class FetchResult(BaseModel):
+    id: str
+    title: str
+    text: str
+    url: str
+    metadata: dict[str, Any]
+
+
+Query = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=1000,
+        description="Words to look for in file paths and file text (case-insensitive).",
+    ),
+]
+DocId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=4200,
+        description="An id from search results: 'root/relative/path'.",
+    ),
+]
+
+
+@tool(perm="search_fetch", title="Search files", read_only=True, idempotent=True)
+async def search(ctx: Context, query: Query) -> SearchResult:
+    """Search every readable root for text files whose path or content contains the
+    query's words (case-insensitive); best matches first (whole phrase, then most words,
+    then words in the path). Each result's id is 'root/relative/path': pass it to fetch
+    for the text. Secrets and tool folders (.env, keys, .git, node_modules ...) are never
+    searched. `truncated` and `note` appear only when the search stopped short."""
+
+    def work(call: Call) -> dict[str, Any]:
+        return dr.search(call.snapshot, query, call.check)
+
+    return await run(ctx, work)  # type: ignore[return-value]
+
+
+@tool(perm="search_fetch", title="Fetch file", read_only=True, idempotent=True)
+async def fetch(ctx: Context, id: DocId) -> FetchResult:
+    """Fetch the text of one file by the id search returned ('root/relative/path').
+    Reads at most the root's max_read_bytes and answers at most max_output_chars; when
+    the text was cut it ends with a visible '[... truncated: ...]' marker and
+    metadata.truncated is true. metadata also holds root, path, size, modified (UTC)
+    and encoding."""
+
+    def work(call: Call) -> dict[str, Any]:
+        return dr.fetch(call.snapshot, id)
+
+    return await run(ctx, work)  # type: ignore[return-value]

@@ -1,0 +1,292 @@
+"""`search` and `fetch` for ChatGPT deep research and company knowledge.
+
+OpenAI's connector contract: `search(query)` -> `{results: [{id, title, url}]}`,
+`fetch(id)` -> `{id, title, text, url, metadata}`. Neither takes a root, so an
+id is `root/relative/path` and a search covers every root that grants read.
+
+The ways in are the same as every other tool's: search walks with
+`app.security.walk.Walker` (denied names pruned before descending and
+invisible, symlinks never followed, files opened by name from the walk's own
+directory handle), and fetch opens through `SecureRoot.open_file`
+(permission, confinement, deny on the request *and* on the in-root target).
+A denied file is therefore neither found nor fetched. What this does not
+protect against is the same as elsewhere: filtering is by name, so a secret
+written into an allowed file is readable.
+
+Query: case-insensitive words; a file matches when at least one word occurs
+in its root-relative path or its text. Best first: the whole query as a
+phrase, then the most distinct words, then words in the path, then
+occurrences, then walk order (deterministic).
+
+Budgets: content scanned in one call is capped by `max_search_bytes` (after
+that only paths are matched, and the result says so with `truncated` and a
+`note`); a file above `max_search_file_bytes` (default: the root's
+`max_read_bytes`) or binary is matched by its path only; results are capped
+by `max_search_results` (at most RESULTS) and by `max_output_chars`. Fetch
+reads at most the root's `max_read_bytes` and answers at most
+`max_output_chars`; a cut text ends with a visible marker and the metadata
+says `truncated: true` with a note.
+"""
+
+from __future__ import annotations
+
+import codecs
+import heapq
+import json
+import os
+import stat as stat_mod
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+from urllib.parse import quote
+
+from app.errors import BadArgument, BinaryFile, os_error
+from app.security.resolve import FILE_FLAGS
+from app.security.walk import FILE, Walker
+
+if TYPE_CHECKING:
+    from app.registry import Snapshot
+
+RESULTS = 50  # a ranked list longer than this helps no model
+MAX_TERMS = 32
+HEAD = 4096  # bytes sniffed for a BOM and for NUL (binary)
+CHECK_EVERY = 256  # entries between two cancellation checks
+_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF8, "utf-8-sig"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def dumps(data: Any) -> str:
+    """The serialisation `app.tools.base.ok_result` sends: sizes are measured on it."""
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def encoding_of(head: bytes) -> str | None:
+    """The text encoding, or None for binary (a NUL in the head without a UTF-16/32 BOM)."""
+    for bom, enc in _BOMS:
+        if head.startswith(bom):
+            return enc
+    return None if b"\0" in head[:HEAD] else "utf-8"
+
+
+def decode(data: bytes, encoding: str, *, complete: bool) -> str:
+    """Decode; a read cut short may end inside a character, whose bytes are dropped."""
+    return codecs.getincrementaldecoder(encoding)("replace").decode(data, complete)
+
+
+def read_upto(fd: int, limit: int) -> bytes:
+    parts, got = [], 0
+    while got < limit:
+        chunk = os.pread(fd, min(limit - got, 1 << 20), got)
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
+def doc_url(base: str | None, root: str, rel: str) -> str:
+    return f"{base.rstrip('/')}/{quote(root)}/{quote(rel)}" if base else ""
+
+
+def terms_of(query: str) -> list[str]:
+    words = list(dict.fromkeys(w.casefold() for w in query.split()))
+    if not words:
+        raise BadArgument("query is empty: give one or more words to look for")
+    if len(words) > MAX_TERMS:
+        raise BadArgument(f"query has {len(words)} distinct words; at most {MAX_TERMS}")
+    # One-letter words match nearly everything; keep them only if nothing else is left.
+    return [w for w in words if len(w) > 1] or words
+
+
+# -- search ------------------------------------------------------------------
+
+
+def search(snap: Snapshot, query: str, check: Callable[[], None]) -> dict[str, Any]:
+    terms = terms_of(query)
+    phrase = " ".join(query.split()).casefold()
+    limits = snap.limits
+    cap = min(RESULTS, limits.max_search_results)
+    budget = limits.max_search_bytes
+    scanned = 0
+    over_budget = False  # some file's text was not scanned for lack of budget
+    best: list[tuple[tuple[int, ...], str, str]] = []  # a min-heap of the `cap` best
+    order = 0
+    for root in snap.roots.values():
+        if "read" not in root.permissions:
+            continue
+        root.authorize("", perm="read", op="search")
+        root.record("ALLOW", "", "search")
+        per_file = min(limits.max_search_file_bytes or root.max_read_bytes, root.max_read_bytes)
+        walker = Walker(root, ())
+        for entry in walker:
+            order += 1
+            if order % CHECK_EVERY == 0:
+                check()
+            if entry.kind is not FILE:
+                continue
+            rel = entry.path
+            path_text = rel.casefold()
+            in_path = {t for t in terms if t in path_text}
+            found, count, whole = set(in_path), len(in_path), phrase in path_text
+            if len(in_path) < len(terms) or not whole:
+                text, used, late = _content(entry.name, entry.dir_fd, per_file, budget - scanned)
+                scanned += used
+                over_budget = over_budget or late
+                if text is not None:
+                    for t in terms:
+                        n = text.count(t)
+                        if n:
+                            found.add(t)
+                            count += n
+                    whole = whole or phrase in text
+            if not found:
+                continue
+            score = (int(whole), len(found), len(in_path), min(count, 10_000), -order)
+            item = (score, root.name, rel)
+            if len(best) < cap:
+                heapq.heappush(best, item)
+            elif item > best[0]:
+                heapq.heapreplace(best, item)
+    ranked = sorted(best, reverse=True)
+    results = [
+        {"id": f"{r}/{rel}", "title": rel, "url": doc_url(limits.public_base_url, r, rel)}
+        for _, r, rel in ranked
+    ]
+    notes = []
+    if over_budget:
+        notes.append(
+            f"the content budget (max_search_bytes = {budget}) ran out: later files were "
+            "matched by their path only; use more specific words"
+        )
+    kept = _fit(results, limits.max_output_chars)
+    if kept < len(results):
+        notes.append(
+            f"{len(results) - kept} further matches were left out to fit max_output_chars "
+            f"({limits.max_output_chars}); use more specific words"
+        )
+        results = results[:kept]
+    out: dict[str, Any] = {"results": results}
+    if notes:
+        out["truncated"] = True
+        out["note"] = "; ".join(notes)
+    return out
+
+
+def _content(
+    name: str, dir_fd: int, per_file: int, left: int
+) -> tuple[str | None, int, bool]:
+    """A walked file's case-folded text (None when not scanned), bytes read, and
+    whether it went unscanned for lack of budget. Too large, binary, unreadable or
+    no longer a regular file: matched by path only, and not a budget matter."""
+    try:
+        fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
+    except OSError:  # gone, swapped for a link, unreadable
+        return None, 0, False
+    try:
+        st = os.fstat(fd)
+        if not stat_mod.S_ISREG(st.st_mode) or st.st_size > per_file:
+            return None, 0, False
+        if st.st_size > left:
+            return None, 0, True
+        data = read_upto(fd, min(per_file, left))
+    except OSError:
+        return None, 0, False
+    finally:
+        os.close(fd)
+    enc = encoding_of(data[:HEAD])
+    if enc is None:
+        return None, len(data), False
+    return decode(data, enc, complete=True).casefold(), len(data), False
+
+
+def _fit(results: list[dict[str, str]], cap: int) -> int:
+    """How many results fit in `cap` characters, keeping room for the note."""
+    total = len('{"results":[]}') + 512
+    for n, item in enumerate(results):
+        total += len(dumps(item)) + 1
+        if total > cap:
+            return n
+    return len(results)
+
+
+# -- fetch -------------------------------------------------------------------
+
+
+def fetch(snap: Snapshot, doc_id: str) -> dict[str, Any]:
+    root_name, sep, rel = doc_id.partition("/")
+    if not sep or not root_name or not rel.strip("/"):
+        raise BadArgument(
+            f"invalid id '{doc_id[:200]}': expected 'root/relative/path' as returned by search"
+        )
+    root = snap.root(root_name)
+    with root.open_file(rel, op="fetch", perm="read") as f:
+        size, limit = f.st.st_size, root.max_read_bytes
+        try:
+            data = read_upto(f.fd, limit + 1)
+        except OSError as exc:
+            raise os_error(exc, f.rel) from None
+        rel, mtime = f.rel, f.st.st_mtime
+    enc = encoding_of(data[:HEAD])
+    if enc is None:
+        raise BinaryFile(f"binary file: '{rel}' is not text (a NUL byte in its first 4 KiB)")
+    cut_bytes = len(data) > limit
+    text = decode(data[:limit], enc, complete=not cut_bytes)
+    notes = []
+    if cut_bytes:
+        notes.append(
+            f"only the first {limit} bytes of {max(size, len(data))} were read "
+            f"(the root's max_read_bytes)"
+        )
+    metadata: dict[str, Any] = {
+        "root": root.name,
+        "path": rel,
+        "size": size,
+        "modified": datetime.fromtimestamp(mtime, tz=timezone.utc).isoformat(),
+        "encoding": "utf-8" if enc == "utf-8-sig" else enc,
+        "truncated": cut_bytes,
+    }
+    doc = {
+        "id": f"{root.name}/{rel}",
+        "title": rel,
+        "text": text,
+        "url": doc_url(snap.limits.public_base_url, root.name, rel),
+        "metadata": metadata,
+    }
+    return _bound(doc, text, notes, snap.limits.max_output_chars)
+
+
+def _bound(doc: dict[str, Any], text: str, notes: list[str], cap: int) -> dict[str, Any]:
+    """Cut the text so the whole answer fits `cap` characters; say so in text and metadata."""
+    if notes:
+        doc["metadata"]["note"] = "; ".join(notes)
+        doc["text"] = text + _marker(notes)
+    if len(dumps(doc)) <= cap:
+        return doc
+    notes = [*notes, f"the text was cut to fit max_output_chars ({cap})"]
+    marker = _marker(notes)
+    doc["metadata"].update(truncated=True, note="; ".join(notes))
+    doc["text"] = ""
+    room = cap - len(dumps(doc)) - len(dumps(marker)) + 2
+    doc["text"] = _prefix(text, room) + marker
+    return doc
+
+
+def _marker(notes: list[str]) -> str:
+    return f"\n[... truncated: {'; '.join(notes)}]"
+
+
+def _prefix(text: str, room: int) -> str:
+    """The longest prefix of `text` whose JSON-escaped form fits in `room` characters."""
+    k = min(len(text), max(room, 0))
+    while k > 0:
+        over = len(dumps(text[:k])) - 2 - room
+        if over <= 0:
+            return text[:k]
+        k -= max(1, over // 2)
+    return ""
+
