@@ -6,6 +6,7 @@ import argparse
 import contextlib
 import errno
 import logging
+import os
 import signal
 import socket
 import sys
@@ -57,7 +58,22 @@ def bind_guard(host: str, allow_remote: bool, token: str | None) -> str | None:
     )
 
 
+def platform_refusal() -> str | None:
+    """Why this platform cannot run the handle-based choke point, or None."""
+    needed = (os.open, os.stat, os.mkdir, os.rename, os.unlink, os.readlink)
+    if all(fn in os.supports_dir_fd for fn in needed) and os.scandir in os.supports_fd:
+        return None
+    return (
+        "this platform lacks the dir_fd/O_NOFOLLOW system calls that confinement relies on; "
+        "refusing to serve rather than fall back to path-string checks that races defeat"
+    )
+
+
 def serve(args: argparse.Namespace, config_path: str, loaded: LoadedConfig) -> int:
+    refusal = platform_refusal()
+    if refusal:
+        print(f"loom-fs-mcp: {refusal}", file=sys.stderr)
+        return 1
     settings = Settings()
     host = args.host or settings.host
     port = args.port if args.port is not None else settings.port
