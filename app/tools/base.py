@@ -144,8 +144,14 @@ def _progress_sink(ctx: Context) -> Callable[[float, float | None, str | None], 
     return sink
 
 
-async def run(ctx: Context, work: Callable[[Call], BaseModel | dict[str, Any]]) -> CallToolResult:
-    """Run `work` on this call's snapshot in a worker thread; map errors once, here."""
+async def run(
+    ctx: Context, work: Callable[[Call], BaseModel | dict[str, Any] | CallToolResult]
+) -> CallToolResult:
+    """Run `work` on this call's snapshot in a worker thread; map errors once, here.
+
+    A `work` that must answer more than JSON (read_media_file's image block)
+    returns its own `CallToolResult`, which is passed through as is.
+    """
     call = Call(registry_of(ctx).current, progress_sink=_progress_sink(ctx))
     try:
         result = await anyio.to_thread.run_sync(work, call, abandon_on_cancel=True)
@@ -161,4 +167,6 @@ async def run(ctx: Context, work: Callable[[Call], BaseModel | dict[str, Any]]) 
         return error_result(
             "internal error while handling the call (details are in the server log)"
         )
+    if isinstance(result, CallToolResult):
+        return result
     return ok_result(result)

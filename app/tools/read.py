@@ -1,1 +1,148 @@
-"""Tools of this group are added here."""
+"""Read tools: list_directory, stat_path, read_text_file, read_multiple_files,
+read_media_file. Thin handlers: bounds at the edge, the work in `app.fs`."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver import Context
+from mcp.types import AudioContent, CallToolResult, ImageContent, TextContent
+from pydantic import Field
+
+from app.errors import BadArgument
+from app.fs import listing, media
+from app.fs import read as read_mod
+from app.fs.paging import clamp_limit, dumps
+from app.tools.base import Call, Offset, PathArg, RootArg, run, tool
+
+MAX_LINE = 1_000_000_000
+
+DirPathArg = Annotated[
+    str,
+    Field(
+        max_length=4096,
+        description="Directory relative to the root, '/'-separated; '' is the root.",
+    ),
+]
+Limit = Annotated[
+    int,
+    Field(ge=1, le=100_000, description="Most entries to return (capped by max_search_results)."),
+]
+LineArg = Annotated[int, Field(ge=1, le=MAX_LINE)]
+
+
+@tool(perm="read", title="List directory", read_only=True, idempotent=True)
+async def list_directory(
+    ctx: Context,
+    root: RootArg = None,
+    path: DirPathArg = "",
+    recursive: Annotated[bool, Field(description="Also list subdirectories' entries.")] = False,
+    max_depth: Annotated[
+        int, Field(ge=1, le=64, description="With recursive: levels below path (1 = its entries).")
+    ] = 2,
+    offset: Offset = 0,
+    limit: Limit = 100,
+) -> listing.ListResult:
+    """List a directory's entries (path, name, type file|dir|symlink|other, size of files,
+    modified time in UTC), sorted by name; recursive=true walks breadth-first to max_depth.
+    Denied names (secrets, .git, node_modules, ...) never appear; symlinks are listed as
+    symlink and never entered (skipped_links counts them). Paginated: when has_more is
+    true, call again with offset=next_offset."""
+
+    def work(call: Call) -> listing.ListResult:
+        limits = call.snapshot.limits
+        return listing.list_directory(
+            call.root(root), path, recursive=recursive, max_depth=max_depth, offset=offset,
+            limit=clamp_limit(limit, limits.max_search_results), cap=limits.max_output_chars,
+            control=call,
+        )
+
+    return await run(ctx, work)  # type: ignore[return-value]
+
+
+@tool(perm="read", title="Stat path", read_only=True, idempotent=True)
+async def stat_path(ctx: Context, path: PathArg, root: RootArg = None) -> listing.StatResult:
+    """Metadata of one file or directory: type, size, modified and created times (UTC; created
+    is null where the system does not record it), permission bits, whether a file is text,
+    and its sha256 when the whole file fits in the root's max_read_bytes (pass it as
+    expected_sha256 to write tools). An in-root symlink is followed."""
+
+    def work(call: Call) -> listing.StatResult:
+        return listing.stat_path(call.root(root), path)
+
+    return await run(ctx, work)  # type: ignore[return-value]
+
+
+@tool(perm="read", title="Read text file", read_only=True, idempotent=True)
+async def read_text_file(
+    ctx: Context,
+    path: PathArg,
+    root: RootArg = None,
+    start_line: Annotated[int, Field(ge=1, le=MAX_LINE, description="First line (1-based).")] = 1,
+    end_line: Annotated[int, Field(ge=1, le=MAX_LINE, description="Last line, inclusive.")] = 300,
+    tail: Annotated[
+        int | None,
+        Field(default=None, ge=1, le=100_000, description="Return the last N lines instead."),
+    ] = None,
+) -> read_mod.ReadTextResult:
+    """Read lines start_line..end_line of a text file (default 1-300), or its last `tail`
+    lines, as "120 | text" lines. Decodes UTF-8 (with or without BOM), UTF-16/32 with BOM
+    and GB18030; binary files are refused. When has_more is true, continue from
+    next_start_line. total_lines is given once the end of the file was reached; reading past
+    it returns empty content with start_beyond_eof=true. One call reads at most the root's
+    max_read_bytes of the file (use tail for the end of a larger file). sha256 is the whole
+    file's, for write tools' expected_sha256."""
+
+    def work(call: Call) -> read_mod.ReadTextResult:
+        if tail is None and end_line < start_line:
+            raise BadArgument(f"end_line ({end_line}) is before start_line ({start_line})")
+        return read_mod.read_text_file(
+            call.root(root), path, start=start_line, end=end_line, tail=tail,
+            cap=call.snapshot.limits.max_output_chars,
+        )
+
+    return await run(ctx, work)  # type: ignore[return-value]
+
+
+@tool(perm="read", title="Read several files", read_only=True, idempotent=True)
+async def read_multiple_files(
+    ctx: Context,
+    paths: Annotated[
+        list[Annotated[str, Field(max_length=4096)]],
+        Field(min_length=1, max_length=read_mod.MAX_FILES, description="Files to read."),
+    ],
+    root: RootArg = None,
+) -> read_mod.ReadManyResult:
+    """Read several text files of one root in one call, each from its first line. The
+    output is shared between the files; one that does not fit whole says has_more and
+    next_start_line (continue it with read_text_file). A file that cannot be read gets its
+    own error and does not stop the others."""
+
+    def work(call: Call) -> read_mod.ReadManyResult:
+        return read_mod.read_multiple_files(
+            call.root(root), paths, cap=call.snapshot.limits.max_output_chars, control=call
+        )
+
+    return await run(ctx, work)  # type: ignore[return-value]
+
+
+@tool(perm="read", title="Read image or audio", read_only=True, idempotent=True)
+async def read_media_file(ctx: Context, path: PathArg, root: RootArg = None) -> media.MediaInfo:
+    """Return an image (PNG, JPEG, GIF, WebP, BMP) or audio file (WAV, MP3, OGG, FLAC, M4A)
+    as MCP image/audio content, with its type, size and sha256. The type is recognised from
+    the file's bytes; the file must fit in the root's max_read_bytes."""
+
+    def work(call: Call) -> CallToolResult:
+        info, data = media.read_media(call.root(root), path)
+        block = (
+            ImageContent(type="image", data=data, mime_type=info.mime_type)
+            if info.kind == "image"
+            else AudioContent(type="audio", data=data, mime_type=info.mime_type)
+        )
+        described = info.model_dump(mode="json")
+        return CallToolResult(
+            content=[block, TextContent(type="text", text=dumps(described))],
+            structured_content=described,
+        )
+
+    return await run(ctx, work)  # type: ignore[return-value]

@@ -1,0 +1,128 @@
+"""Finding a literal in one file's bytes: the inner loop of `search_text`.
+
+Byte search without decoding: the query is encoded once (UTF-8) and looked
+for with `bytes.find` (memchr-fast) on the buffer the file was read into.
+Line numbers are counted only up to each match (`count(b"\\n", last, pos)`),
+and a line is reported once however many times it matches. Case-insensitive
+search lowers both sides when the query is ASCII (one C-level pass), and
+otherwise compiles a bytes regex whose letters are the UTF-8 spellings of
+each case variant. Files with a UTF-16/32 BOM are decoded, since their bytes
+never hold the UTF-8 query.
+"""
+
+from __future__ import annotations
+
+import codecs
+import re
+from collections.abc import Callable, Iterator
+
+PREVIEW_CHARS = 200
+_WIDE_BOMS = (
+    (codecs.BOM_UTF32_LE, "utf-32-le"),
+    (codecs.BOM_UTF32_BE, "utf-32-be"),
+    (codecs.BOM_UTF16_LE, "utf-16-le"),
+    (codecs.BOM_UTF16_BE, "utf-16-be"),
+)
+
+
+def wide_encoding(head: bytes | bytearray | memoryview) -> tuple[str, int] | None:
+    """The encoding and BOM length of a UTF-16/32 file, else None."""
+    start = bytes(head[:4])
+    for bom, enc in _WIDE_BOMS:
+        if start.startswith(bom):
+            return enc, len(bom)
+    return None
+
+
+class Matcher:
+    """One query, compiled once per call for every file."""
+
+    def __init__(self, query: str, case_sensitive: bool) -> None:
+        self.query = query
+        self.case_sensitive = case_sensitive
+        self.needle = query.encode("utf-8")
+        self.lower = not case_sensitive and query.isascii()
+        if self.lower:
+            self.needle = self.needle.lower()
+        self.regex: re.Pattern[bytes] | None = None
+        if not case_sensitive and not query.isascii():
+            self.regex = re.compile(b"".join(_variants(ch) for ch in query))
+        flags = 0 if case_sensitive else re.IGNORECASE
+        self.text_regex = re.compile(re.escape(query), flags)
+
+    def lines(self, buf: bytes | bytearray, n: int) -> Iterator[tuple[int, int, int, int]]:
+        """(line number, line start, line end, match start) of each matching line."""
+        hay = bytes(memoryview(buf)[:n]).lower() if self.lower else buf
+        find: Callable[[int], int]
+        if self.regex is not None:
+            search = self.regex.search
+
+            def find(pos: int) -> int:
+                m = search(hay, pos, n)
+                return -1 if m is None else m.start()
+        else:
+            needle = self.needle
+
+            def find(pos: int) -> int:
+                return hay.find(needle, pos, n)
+
+        pos = find(0)
+        line = 1
+        last = 0
+        while pos >= 0:
+            line += buf.count(b"\n", last, pos)
+            start = buf.rfind(b"\n", 0, pos) + 1
+            end = buf.find(b"\n", pos, n)
+            if end < 0:
+                end = n
+            yield line, start, end, pos
+            if end >= n:
+                return
+            last = end
+            pos = find(end + 1)
+            if pos >= 0:
+                line += 1  # the newline at `end`
+                last = end + 1
+
+    def text_lines(self, text: str) -> Iterator[tuple[int, str, int]]:
+        """(line number, line, match column) in decoded text (UTF-16/32 files)."""
+        line = 1
+        last = 0
+        for m in self.text_regex.finditer(text):
+            pos = m.start()
+            if pos < last:
+                continue  # same line as the previous match
+            line += text.count("\n", last, pos)
+            start = text.rfind("\n", 0, pos) + 1
+            end = text.find("\n", pos)
+            end = len(text) if end < 0 else end
+            yield line, text[start:end], pos - start
+            line += 1
+            last = end + 1
+
+
+def _variants(ch: str) -> bytes:
+    forms = {ch, ch.lower(), ch.upper(), ch.casefold(), ch.swapcase()}
+    spelled = sorted({f.encode("utf-8") for f in forms if len(f) == 1})
+    if len(spelled) == 1:
+        return re.escape(spelled[0])
+    return b"(?:" + b"|".join(re.escape(s) for s in spelled) + b")"
+
+
+def preview(line: bytes, col: int) -> str:
+    """The matching line, decoded for display, cut around the match when long."""
+    if len(line) > PREVIEW_CHARS * 2:
+        lo = max(0, col - PREVIEW_CHARS // 3)
+        hi = min(len(line), lo + PREVIEW_CHARS)
+        text = line[lo:hi].decode("utf-8", "replace").strip("\ufffd")
+        return ("..." if lo else "") + text.strip() + ("..." if hi < len(line) else "")
+    text = line.decode("utf-8", "replace")
+    return text.rstrip("\r").lstrip("\ufeff").strip()
+
+
+def preview_text(line: str, col: int) -> str:
+    if len(line) > PREVIEW_CHARS * 2:
+        lo = max(0, col - PREVIEW_CHARS // 3)
+        hi = min(len(line), lo + PREVIEW_CHARS)
+        return ("..." if lo else "") + line[lo:hi].strip() + ("..." if hi < len(line) else "")
+    return line.rstrip("\r").strip()

@@ -1,0 +1,109 @@
+"""Offset pagination and the output bound shared by every listing, search and read.
+
+A result's text is the compact JSON that `app.tools.base.ok_result` sends, so
+sizes are measured on exactly that serialisation. A page is cut to fit
+`max_output_chars` item by item; the cut is never silent (`has_more` +
+`next_offset` + `note`), and the next page starts exactly after the last item
+returned, so walking every page yields every item once, in order.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar
+
+from pydantic import BaseModel
+
+M = TypeVar("M", bound=BaseModel)
+
+# Room kept for fields that change once the page is known (numbers, the note).
+RESERVE = 256
+
+
+def dumps(data: Any) -> str:
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def json_len(value: BaseModel | dict[str, Any] | list[Any] | str) -> int:
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    return len(dumps(value))
+
+
+def escaped_len(text: str) -> int:
+    """Characters `text` takes inside a JSON string (without the quotes)."""
+    if text.isascii() and text.isprintable() and '"' not in text and "\\" not in text:
+        return len(text)
+    return len(dumps(text)) - 2
+
+
+def cut_to(text: str, limit: int) -> str:
+    """The longest prefix of `text` whose JSON-escaped form fits in `limit`."""
+    if limit <= 0:
+        return ""
+    k = min(len(text), limit)
+    while k > 0:
+        over = escaped_len(text[:k]) - limit
+        if over <= 0:
+            return text[:k]
+        k -= max(1, over // 6)
+    return ""
+
+
+def clamp_limit(limit: int, cap: int) -> int:
+    """`limit` above `max_search_results` is clamped; the result shows the value used."""
+    return max(1, min(limit, cap))
+
+
+def fit_page(
+    make: Callable[[int], M], items: Sequence[BaseModel | dict[str, Any]], cap: int
+) -> tuple[M, int]:
+    """The result holding as many of `items` as fit in `cap` characters, and that count.
+
+    `make(n)` builds the result with the first `n` items (and its note and
+    next_offset for that n).
+    """
+    total = json_len(make(0)) + RESERVE
+    n = 0
+    for item in items:
+        total += json_len(item) + 1
+        if total > cap:
+            break
+        n += 1
+    while True:
+        result = make(n)
+        if n == 0 or json_len(result) <= cap:
+            return result, n
+        n -= 1
+
+
+def page_note(returned: int, offset: int, cut_by_output: bool, cap: int) -> str | None:
+    if not cut_by_output:
+        return None
+    return (
+        f"output limit reached (max_output_chars = {cap}): {returned} items returned; "
+        f"continue with offset={offset + returned}"
+    )
+
+
+class Control(Protocol):
+    """What long fs work needs from its call: a cancel check and a progress sink."""
+
+    def check(self) -> None: ...
+
+    def progress(
+        self, done: float, total: float | None = None, message: str | None = None
+    ) -> None: ...
+
+
+class NoControl:
+    """For direct callers (tests, benchmarks): never cancelled, progress dropped."""
+
+    def check(self) -> None:
+        return None
+
+    def progress(
+        self, done: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        return None

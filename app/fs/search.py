@@ -1,0 +1,260 @@
+"""search_files and search_text: one pruned walk, offset pages, honest stops.
+
+Both walk breadth-first from `path` (denied names pruned before descending,
+links never followed) and collect matches in walk order, so a page is stable:
+the same call with `next_offset` continues exactly where the last one
+stopped. A call stops once it has one match more than its page needs (that
+is `has_more`), so a page deep in the results costs the walk up to it.
+
+`search_text` reads each candidate file once, with one read into a reused
+buffer, after three guards: its size against `max_search_file_bytes`
+(default: the root's `max_read_bytes`), a NUL in its first 4 KiB (binary),
+and the call's global byte budget `max_search_bytes`. A file skipped by a
+guard is counted; running out of budget stops the call with `truncated` and
+a note that names the first file not examined and how to narrow.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import stat as stat_mod
+import time
+
+from pydantic import BaseModel
+
+from app.errors import BadArgument
+from app.fs.glob import compile_glob
+from app.fs.grep import Matcher, preview, preview_text, wide_encoding
+from app.fs.listing import relabel, unreadable_note
+from app.fs.paging import Control, fit_page, page_note
+from app.fs.textio import HEAD
+from app.security.resolve import FILE_FLAGS, SecureRoot
+from app.security.walk import FILE, Walker, kind_of_entry
+
+PROGRESS_EVERY = 0.5  # seconds between progress notifications
+MAX_QUERY = 1000
+
+
+class FileMatch(BaseModel):
+    path: str
+    type: str
+    size: int | None
+
+
+class TextMatch(BaseModel):
+    path: str
+    line: int
+    preview: str
+
+
+class _Page(BaseModel):
+    offset: int
+    limit: int
+    returned: int
+    has_more: bool
+    next_offset: int | None
+    truncated: bool
+    note: str | None
+
+
+class SearchFilesResult(_Page):
+    matches: list[FileMatch]
+    examined_entries: int
+    skipped_links: int
+
+
+class SearchTextResult(_Page):
+    matches: list[TextMatch]
+    examined_files: int
+    scanned_bytes: int
+    skipped_too_large: int
+    skipped_binary: int
+    skipped_links: int
+
+
+def _page_fields(offset: int, limit: int, n: int, more: bool, notes: list[str | None]):  # type: ignore[no-untyped-def]
+    return dict(
+        offset=offset, limit=limit, returned=n, has_more=more,
+        next_offset=offset + n if more else None, note="; ".join(x for x in notes if x) or None,
+    )
+
+
+def search_files(
+    root: SecureRoot, pattern: str, path: str, *, offset: int, limit: int, cap: int,
+    control: Control,
+) -> SearchFilesResult:
+    glob = compile_glob(pattern)
+    with root.open_dir(path, op="search_files") as d:
+        start, shown = d.parts, d.rel
+    walker = Walker(root, start)
+    name_of = relabel(start, shown)
+    strip = len("/".join(start)) + 1 if start else 0
+    basename, match_name, full = glob.basename, glob.match_name, glob.regex.fullmatch
+    page: list[FileMatch] = []
+    found = 0
+    more = False
+    # Batches per directory: no Python object per entry until a name matches.
+    for d in walker.dirs():
+        control.check()
+        prefix = d.prefix
+        for entry in d.entries:
+            if not (match_name(entry.name) if basename else full((prefix + entry.name)[strip:])):
+                continue
+            if found >= offset:
+                if len(page) == limit:
+                    more = True
+                    break
+                page.append(_file_match(entry, name_of(prefix + entry.name)))
+            found += 1
+        if more:
+            break
+
+    def make(n: int) -> SearchFilesResult:
+        cut = n < len(page)
+        return SearchFilesResult(
+            matches=page[:n], truncated=False, examined_entries=walker.examined_entries,
+            skipped_links=walker.skipped_links,
+            **_page_fields(offset, limit, n, more or cut,
+                           [page_note(n, offset, cut, cap), unreadable_note(walker)]),
+        )
+
+    return fit_page(make, page, cap)[0]
+
+
+def _file_match(entry: os.DirEntry[str], path: str) -> FileMatch:
+    kind = kind_of_entry(entry)
+    size = None
+    if kind == FILE:
+        with contextlib.suppress(OSError):  # gone since the directory was read
+            size = entry.stat(follow_symlinks=False).st_size
+    return FileMatch(path=path, type=kind, size=size)
+
+
+class _Stats:
+    __slots__ = ("binary", "examined", "scanned", "too_large")
+
+    def __init__(self) -> None:
+        self.examined = self.scanned = self.too_large = self.binary = 0
+
+
+def search_text(
+    root: SecureRoot, query: str, path: str, *, file_glob: str, case_sensitive: bool,
+    offset: int, limit: int, cap: int, file_limit: int, budget: int, control: Control,
+) -> SearchTextResult:
+    if not query:
+        raise BadArgument("query must not be empty")
+    if len(query) > MAX_QUERY:
+        raise BadArgument(f"query is longer than {MAX_QUERY} characters")
+    glob = compile_glob(file_glob)
+    everything = glob.basename and glob.pattern in ("*", "**")
+    with root.open_dir(path, op="search_text") as d:
+        start, shown = d.parts, d.rel
+    walker = Walker(root, start)
+    name_of = relabel(start, shown)
+    strip = len("/".join(start)) + 1 if start else 0
+    matcher = Matcher(query, case_sensitive)
+    buf = bytearray(1 << 16)  # reused for every file; grown when a larger one comes
+    view = memoryview(buf)
+    want = offset + limit + 1  # one more than the page: that is has_more
+    hits: list[TextMatch] = []
+    found = 0
+    s = _Stats()
+    stopped_at: str | None = None
+    next_progress = time.monotonic() + PROGRESS_EVERY
+    for d in walker.dirs():
+        prefix, dir_fd = d.prefix, d.fd
+        for entry in d.entries:
+            name = entry.name
+            try:
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+            except OSError:
+                continue
+            if not (everything or glob.matches((prefix + name)[strip:], name)):
+                continue
+            try:
+                fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
+            except OSError:  # gone, swapped for a link, or unreadable: skipped
+                continue
+            try:
+                st = os.fstat(fd)
+                size = st.st_size
+                if not stat_mod.S_ISREG(st.st_mode):
+                    continue
+                if size > file_limit:
+                    s.too_large += 1
+                    continue
+                if s.scanned + size > budget:
+                    stopped_at = prefix + name
+                    break
+                if size > len(buf):
+                    view.release()
+                    buf = bytearray(max(size, min(2 * len(buf), file_limit)))
+                    view = memoryview(buf)
+                # The head first: a binary file costs 4 KiB, not its size.
+                n = os.readv(fd, [view[: min(size, HEAD)]]) if size else 0
+                if size > n == HEAD:
+                    n += os.readv(fd, [view[n:size]])
+            except OSError:
+                continue
+            finally:
+                os.close(fd)
+            s.examined += 1
+            s.scanned += n
+            control.check()
+            wide = wide_encoding(view[:4]) if n >= 2 else None
+            if wide is None and buf.find(b"\0", 0, min(n, HEAD)) >= 0:
+                s.binary += 1
+                continue
+            rel = None
+            for line, text in _matches(matcher, buf, n, wide):
+                if found >= offset:
+                    if rel is None:
+                        rel = name_of(prefix + name)
+                    hits.append(TextMatch(path=rel, line=line, preview=text))
+                found += 1
+                if found >= want:
+                    break
+            if found >= want:
+                break
+        if found >= want or stopped_at is not None:
+            break
+        if time.monotonic() >= next_progress:
+            control.progress(s.examined, None, f"{s.examined} files searched, {found} matches")
+            next_progress = time.monotonic() + PROGRESS_EVERY
+    more = len(hits) > limit
+    page = hits[:limit]
+    notes: list[str | None] = []
+    if stopped_at is not None:
+        notes.append(
+            f"stopped at the byte budget (max_search_bytes = {budget}) after scanning "
+            f"{s.scanned} bytes in {s.examined} files; '{name_of(stopped_at)}' and the files "
+            "after it (breadth-first order) were not examined: narrow the search with path= "
+            "or file_glob="
+        )
+    if s.too_large:
+        notes.append(f"{s.too_large} file(s) over {file_limit} bytes were not searched")
+    notes.append(unreadable_note(walker))
+
+    def make(n: int) -> SearchTextResult:
+        cut = n < len(page)
+        return SearchTextResult(
+            matches=page[:n], truncated=stopped_at is not None, examined_files=s.examined,
+            scanned_bytes=s.scanned, skipped_too_large=s.too_large, skipped_binary=s.binary,
+            skipped_links=walker.skipped_links,
+            **_page_fields(offset, limit, n, more or cut, [page_note(n, offset, cut, cap), *notes]),
+        )
+
+    return fit_page(make, page, cap)[0]
+
+
+def _matches(matcher: Matcher, buf: bytearray, n: int, wide: tuple[str, int] | None):  # type: ignore[no-untyped-def]
+    if wide is None:
+        for line, ls, le, pos in matcher.lines(buf, n):
+            yield line, preview(bytes(buf[ls:le]), pos - ls)
+        return
+    enc, bom = wide
+    text = bytes(buf[bom:n]).decode(enc, "replace")
+    for line, raw, col in matcher.text_lines(text):
+        yield line, preview_text(raw, col)

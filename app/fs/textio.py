@@ -1,0 +1,314 @@
+"""Text on disk: encoding detection, line windows and tails, read within a byte budget.
+
+Lines are found on the raw bytes (the newline of the detected encoding, at
+code-unit boundaries), so lines before a window are counted without being
+decoded or kept, and a window near the start of a huge file costs only the
+bytes up to it. A `Source` hands out bytes and enforces the per-call budget
+(`max_read_bytes`): when the budget runs out the reader stops and says so,
+it never loads more. Decoding happens last, on the few lines kept.
+
+Encodings: a BOM decides (UTF-8, UTF-16 LE/BE, UTF-32 LE/BE); without one,
+UTF-8 when the bytes seen decode strictly, else GB18030 when they do, else
+UTF-8 with replacement characters. Binary means a NUL byte in the first
+4 KiB of a file without a UTF-16/32 BOM (UTF-16 text is full of NULs).
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+HEAD = 4096  # bytes sniffed for a BOM and for NULs
+CHUNK = 1 << 16
+# The widest code point in any supported encoding: bounds the bytes kept per char.
+MAX_BYTES_PER_CHAR = 4
+
+_BOMS: tuple[tuple[bytes, str, int], ...] = (
+    # UTF-32 LE first: its BOM starts with the UTF-16 LE one.
+    (codecs.BOM_UTF32_LE, "utf-32-le", 4),
+    (codecs.BOM_UTF32_BE, "utf-32-be", 4),
+    (codecs.BOM_UTF8, "utf-8-sig", 1),
+    (codecs.BOM_UTF16_LE, "utf-16-le", 2),
+    (codecs.BOM_UTF16_BE, "utf-16-be", 2),
+)
+_CODEC = {"utf-8-sig": "utf-8"}  # the BOM is skipped by offset, the rest is plain UTF-8
+
+
+@dataclass(frozen=True)
+class Sniff:
+    bom_encoding: str | None  # decided by a BOM, else None (UTF-8 or GB18030, see `decide`)
+    base: int  # where the text starts (after the BOM)
+    unit: int  # bytes per code unit: line breaks are looked for at multiples of it
+    binary: bool
+
+    @property
+    def newline(self) -> bytes:
+        enc = self.bom_encoding
+        return "\n".encode(_CODEC.get(enc, enc)) if enc else b"\n"
+
+
+def sniff(head: bytes) -> Sniff:
+    for bom, enc, unit in _BOMS:
+        if head.startswith(bom):
+            return Sniff(enc, len(bom), unit, False)
+    return Sniff(None, 0, 1, b"\0" in head[:HEAD])
+
+
+def _decodes(data: bytes, encoding: str, final: bool) -> bool:
+    try:
+        codecs.getincrementaldecoder(encoding)("strict").decode(data, final)
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def decide(sn: Sniff, samples: list[tuple[bytes, bool]]) -> str:
+    """The encoding to report; `samples` are (bytes, ends at a character boundary)."""
+    if sn.bom_encoding:
+        return sn.bom_encoding
+    for enc in ("utf-8", "gb18030"):
+        if all(_decodes(data, enc, final) for data, final in samples):
+            return enc
+    return "utf-8"  # undecodable bytes show as U+FFFD
+
+
+def decode(raw: bytes, encoding: str, *, complete: bool = True) -> str:
+    """Decode one line; a line cut short may end inside a character: drop that part."""
+    dec = codecs.getincrementaldecoder(_CODEC.get(encoding, encoding))("replace")
+    text = dec.decode(raw, complete)
+    if complete and text.endswith("\r"):
+        text = text[:-1]
+    return text
+
+
+class Source:
+    """Bytes of one open file, at most `budget` of them per call."""
+
+    def __init__(self, fd: int, size: int, budget: int, data: bytes | None = None) -> None:
+        self.fd = fd
+        self.size = size
+        self.budget = budget
+        self.data = data  # the whole file, when it fit in the budget
+        self.used = 0
+        self.exhausted = False  # a read was cut short by the budget
+
+    @classmethod
+    def open(cls, fd: int, size: int, budget: int) -> Source:
+        """Read a file that fits in the budget at once; stream anything larger."""
+        if size <= budget:
+            data = pread_all(fd, budget + 1)
+            if len(data) <= budget:
+                return cls(fd, len(data), budget, data)
+        return cls(fd, size, budget)
+
+    @property
+    def whole(self) -> bool:
+        return self.data is not None
+
+    def read(self, offset: int, n: int) -> bytes:
+        if self.data is not None:
+            return self.data[offset : offset + n]
+        left = self.budget - self.used
+        if n > left:
+            n = left
+            self.exhausted = True
+        if n <= 0:
+            return b""
+        chunk = os.pread(self.fd, n, offset)
+        self.used += len(chunk)
+        return chunk
+
+
+def pread_all(fd: int, limit: int) -> bytes:
+    parts: list[bytes] = []
+    got = 0
+    while got < limit:
+        chunk = os.pread(fd, min(limit - got, 1 << 20), got)
+        if not chunk:
+            break
+        parts.append(chunk)
+        got += len(chunk)
+    return b"".join(parts)
+
+
+def find_break(buf: bytes, token: bytes, unit: int, pos: int, end: int | None = None) -> int:
+    """Next line break at or after `pos` that sits on a code-unit boundary."""
+    stop = len(buf) if end is None else end
+    while True:
+        i = buf.find(token, pos, stop)
+        if i < 0 or unit == 1 or i % unit == 0:
+            return i
+        pos = i + 1
+
+
+def rfind_break(buf: bytes, token: bytes, unit: int, end: int) -> int:
+    while True:
+        i = buf.rfind(token, 0, end)
+        if i < 0 or unit == 1 or i % unit == 0:
+            return i
+        end = i + len(token) - 1
+
+
+def count_breaks(buf: bytes, token: bytes, unit: int, start: int = 0) -> int:
+    if unit == 1:
+        return buf.count(token, start)
+    n = 0
+    pos = find_break(buf, token, unit, start)
+    while pos >= 0:
+        n += 1
+        pos = find_break(buf, token, unit, pos + unit)
+    return n
+
+
+@dataclass
+class RawLine:
+    number: int  # 1-based; negative when counted from the end of a file
+    data: bytes
+    cut: bool = False  # only the start (or, in a tail, the end) of the line was kept
+    complete: bool = True  # False: the budget ended inside this line
+
+
+@dataclass
+class Scan:
+    """How far a forward scan got."""
+
+    lines_seen: int = 0  # complete lines, plus a last line without a break at EOF
+    eof: bool = False
+
+
+def forward(src: Source, sn: Sniff, start: int, keep: int, scan: Scan) -> Iterator[RawLine]:
+    """Yield lines numbered >= `start`, each with at most `keep` raw bytes kept.
+
+    Ends at EOF (`scan.eof`) or when the budget runs out; a line the budget
+    cut in two is yielded with `complete=False`. Lines before `start` are
+    counted, never kept.
+    """
+    token, unit = sn.newline, sn.unit
+    tlen = len(token)
+    offset = sn.base
+    number = 1
+    open_ = False  # the current line has at least one byte
+    pieces: list[bytes] = []
+    held = 0
+    cut = False
+    while True:
+        chunk = src.read(offset, CHUNK)
+        if not chunk:
+            break
+        offset += len(chunk)
+        if number < start and unit == 1:
+            # A whole chunk before the window: one C-level count, nothing kept.
+            n = chunk.count(token)
+            if number + n < start:
+                open_ = not chunk.endswith(token) if n else True
+                number += n
+                scan.lines_seen = number - 1
+                continue
+        pos = 0
+        while True:
+            i = find_break(chunk, token, unit, pos)
+            end = len(chunk) if i < 0 else i
+            if end > pos:
+                open_ = True
+                if number >= start:
+                    room = keep - held
+                    if room > 0:
+                        piece = chunk[pos : min(end, pos + room)]
+                        pieces.append(piece)
+                        held += len(piece)
+                    if end - pos > room:
+                        cut = True
+            if i < 0:
+                break
+            scan.lines_seen = number
+            if number >= start:
+                yield RawLine(number, b"".join(pieces), cut)
+            number += 1
+            pieces, held, cut, open_ = [], 0, False, False
+            pos = i + tlen
+    if src.exhausted:
+        if number >= start and open_:
+            yield RawLine(number, b"".join(pieces), True, complete=False)
+        return
+    scan.eof = True
+    if open_:
+        scan.lines_seen = number
+        if number >= start:
+            yield RawLine(number, b"".join(pieces), cut)
+
+
+@dataclass
+class Tail:
+    lines: list[RawLine]
+    total: int | None  # known when the scan reached the start or the file is in memory
+
+
+def tail(src: Source, sn: Sniff, want: int, keep_total: int) -> Tail:
+    """The last `want` lines, read backwards; at most `keep_total` bytes looked at."""
+    token, unit, base = sn.newline, sn.unit, sn.base
+    tlen = len(token)
+    end = src.size
+    if end <= base:
+        return Tail([], 0)
+    last = src.read(end - tlen, tlen) if end - base >= tlen else b""
+    trailing = last == token and (end - tlen - base) % unit == 0
+    stop = end - tlen if trailing else end  # the text, without its final line break
+    limit = keep_total if src.whole else min(keep_total, src.budget - src.used)
+    blocks: list[bytes] = []  # last block first
+    lo = stop
+    found = 0
+    cut_at: int | None = None  # file offset where the wanted lines begin
+    looked = 0
+    while lo > base and cut_at is None:
+        new_lo = lo - min(CHUNK, lo - base, limit - looked)
+        new_lo += -(new_lo - base) % unit  # stay on a code-unit boundary
+        if new_lo >= lo:
+            break
+        block = src.read(new_lo, lo - new_lo)
+        if len(block) < lo - new_lo:
+            break
+        blocks.append(block)
+        looked += len(block)
+        hi = len(block)
+        while True:
+            i = rfind_break(block, token, unit, hi)
+            if i < 0:
+                break
+            found += 1
+            if found == want:
+                cut_at = new_lo + i + tlen
+                break
+            hi = i
+        lo = new_lo
+    buf = b"".join(reversed(blocks))
+    if cut_at is not None:
+        body, head_complete = buf[cut_at - lo :], True
+    else:
+        body, head_complete = buf, lo <= base
+    lines = [RawLine(0, raw) for raw in _split(body, token, unit)]
+    if not head_complete:
+        lines[0].cut = True
+    total: int | None = None
+    if lo <= base and cut_at is None:
+        total = len(lines)
+    elif src.data is not None:
+        total = count_breaks(src.data, token, unit, base) + (0 if trailing else 1)
+    for k, line in enumerate(lines):
+        line.number = (total - len(lines) + 1 + k) if total is not None else -(len(lines) - k)
+    return Tail(lines, total)
+
+
+def _split(body: bytes, token: bytes, unit: int) -> list[bytes]:
+    if unit == 1:
+        return body.split(token)
+    out: list[bytes] = []
+    pos = 0
+    while True:
+        i = find_break(body, token, unit, pos)
+        if i < 0:
+            out.append(body[pos:])
+            return out
+        out.append(body[pos:i])
+        pos = i + len(token)
