@@ -31,6 +31,8 @@ def split_request(path: str) -> tuple[str, ...]:
         raise InvalidPath("contains a NUL byte")
     if _CONTROL.search(path):
         raise InvalidPath("contains a control character")
+    if path.startswith(("//", "\\\\")):
+        raise InvalidPath("UNC paths are not accepted; give a path relative to the root")
     if "\\" in path:
         raise InvalidPath("contains a backslash; use '/' as the separator")
     if path.startswith("/"):
