@@ -35,7 +35,7 @@ DEFAULT_MAX_READ = {"reference": 1 << 20, "sourcecode": 2 << 20, "workspace": 8 
 SYSTEM_TREES = ("/proc", "/sys", "/dev")
 
 SENSITIVE_REFUSAL = (
-    "allow_sensitive_files = true is refused: the built-in deny list cannot be switched "
+    "allow_sensitive_files: true is refused: the built-in deny list cannot be switched "
     "off by a config file (a guarantee a config file can switch off is no guarantee). "
     'Re-open precisely the names you need with a root\'s `allow` list, e.g. allow = [".env"]'
 )
@@ -79,13 +79,16 @@ class Config(BaseModel):
         if not isinstance(data, dict):
             return data
         data = dict(data)
-        if data.get("allow_sensitive_files") is True:
+        if data.get("allow_sensitive_files", False) is not False:
             raise ValueError(SENSITIVE_REFUSAL)
+        data.pop("allow_sensitive_files", None)
         _rename_list(data, "deny_patterns", "deny")
         _rename_list(data, "allow_patterns", "allow")
         roots = data.get("roots")
         if isinstance(roots, dict):
             data["roots"] = [_compat_root(alias, spec) for alias, spec in roots.items()]
+        elif isinstance(roots, list):
+            data["roots"] = [_drop_sensitive(spec) for spec in roots]
         return data
 
 
@@ -98,15 +101,23 @@ def _rename_list(data: dict[str, Any], old: str, new: str) -> None:
             data[new] = value
 
 
+def _drop_sensitive(spec: Any) -> Any:
+    """`allow_sensitive_files = false` is what we always do; `true` is refused, naming the root."""
+    if not isinstance(spec, dict) or "allow_sensitive_files" not in spec:
+        return spec
+    spec = dict(spec)
+    if spec.pop("allow_sensitive_files") is not False:
+        raise ValueError(f"root '{spec.get('name', '?')}': {SENSITIVE_REFUSAL}")
+    return spec
+
+
 def _compat_root(alias: str, spec: Any) -> Any:
+    """One root of either shape; `allow_sensitive_files` is refused or dropped here."""
     if isinstance(spec, str):
         return {"name": alias, "path": spec, "role": "reference"}
     if not isinstance(spec, dict):
         return spec
-    spec = {"name": alias, "role": "reference", **spec}
-    if spec.get("allow_sensitive_files") is True:
-        raise ValueError(f"root '{alias}': {SENSITIVE_REFUSAL}")
-    spec.pop("allow_sensitive_files", None)
+    spec = _drop_sensitive({"name": alias, "role": "reference", **spec})
     _rename_list(spec, "deny_patterns", "deny")
     _rename_list(spec, "allow_patterns", "allow")
     return spec
@@ -187,9 +198,10 @@ def _format_validation(exc: ValidationError, data: dict[str, Any]) -> str:
                 name = list(roots)[loc[1]]
             where = f"root '{name}': "
             loc = loc[2:]
-        field = ".".join(str(p) for p in loc) or "config"
         msg = err["msg"].removeprefix("Value error, ")
-        lines.append(f"{where}{field}: {msg}")
+        # A whole-config check (loc empty) names its own field and root in `msg`.
+        field = f"{'.'.join(str(p) for p in loc)}: " if loc else ""
+        lines.append(f"{where}{field}{msg}")
     return "invalid config: " + "; ".join(lines)
 
 
@@ -241,7 +253,8 @@ def validate(model: Config, source: str) -> LoadedConfig:
         for perm in perms:
             if perm not in ceiling:
                 raise ConfigError(
-                    f"invalid config: root '{r.name}' (role {r.role}) cannot be granted {perm}"
+                    f"invalid config: root '{r.name}' (role {r.role}) cannot be granted {perm}; "
+                    f"its permissions may name only: {', '.join(ceiling)}"
                 )
         perms = tuple(p for p in PERMISSION_ORDER if p in perms)
         allow = (*model.allow, *r.allow)
@@ -252,11 +265,12 @@ def validate(model: Config, source: str) -> LoadedConfig:
                     f"{where}: allow: '{entry}' would re-open the floor pattern '{floor}', "
                     "which nothing can re-open"
                 )
-        if "write" in perms or "delete" in perms:
-            for label, file in (("config file", source), ("audit log", audit_log)):
+        changes = [p for p in perms if p != "read"]
+        if changes:
+            for label, file in (("config file", source), ("audit log (audit_log)", audit_log)):
                 if _contains(real, file):
                     raise ConfigError(
-                        f"{where}: grants write and contains the server's {label}; "
+                        f"{where}: grants {', '.join(changes)} and contains the server's {label}; "
                         "move it out of the root or make the root read-only"
                     )
         resolved.append(
@@ -274,8 +288,8 @@ def validate(model: Config, source: str) -> LoadedConfig:
         for b in resolved[i + 1 :]:
             if _contains(a.real, b.real) or _contains(b.real, a.real):
                 raise ConfigError(
-                    f"invalid config: roots '{a.name}' and '{b.name}' overlap "
-                    "(one contains the other); the effective permission would be ambiguous"
+                    f"invalid config: roots '{a.name}' and '{b.name}' overlap: one path contains "
+                    "the other (after resolving links); the effective permission would be ambiguous"
                 )
     default = model.default_root
     if default is not None and default not in seen:
