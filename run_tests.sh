@@ -15,6 +15,7 @@ fi
 if ! command -v rg >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
   (apt-get update -qq && apt-get install -y -qq ripgrep) >/dev/null 2>&1 || true
 fi
+scripts/install_node.sh  # Node 22, MCP conformance suite, Inspector (tests/clients); fails loudly
 
 set +e
 .venv/bin/python -m pytest "$@"

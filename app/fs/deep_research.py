@@ -115,7 +115,7 @@ def search(snap: Snapshot, query: str, check: Callable[[], None]) -> dict[str, A
     scanned = 0
     over_budget = False  # some file's text was not scanned for lack of budget
     best: list[tuple[tuple[int, ...], str, str]] = []  # a min-heap of the `cap` best
-    order = 0
+    order = matched = 0
     for root in snap.roots.values():
         if "read" not in root.permissions:
             continue
@@ -127,7 +127,7 @@ def search(snap: Snapshot, query: str, check: Callable[[], None]) -> dict[str, A
             order += 1
             if order % CHECK_EVERY == 0:
                 check()
-            if entry.kind is not FILE:
+            if entry.kind != FILE:
                 continue
             rel = entry.path
             path_text = rel.casefold()
@@ -146,6 +146,7 @@ def search(snap: Snapshot, query: str, check: Callable[[], None]) -> dict[str, A
                     whole = whole or phrase in text
             if not found:
                 continue
+            matched += 1
             score = (int(whole), len(found), len(in_path), min(count, 10_000), -order)
             item = (score, root.name, rel)
             if len(best) < cap:
@@ -158,6 +159,11 @@ def search(snap: Snapshot, query: str, check: Callable[[], None]) -> dict[str, A
         for _, r, rel in ranked
     ]
     notes = []
+    if matched > len(results):
+        notes.append(
+            f"{matched} files matched; only the best {cap} are listed "
+            f"(the cap is max_search_results, at most {RESULTS}); use more specific words"
+        )
     if over_budget:
         notes.append(
             f"the content budget (max_search_bytes = {budget}) ran out: later files were "
@@ -166,7 +172,7 @@ def search(snap: Snapshot, query: str, check: Callable[[], None]) -> dict[str, A
     kept = _fit(results, limits.max_output_chars)
     if kept < len(results):
         notes.append(
-            f"{len(results) - kept} further matches were left out to fit max_output_chars "
+            f"{len(results) - kept} more of them were left out to fit max_output_chars "
             f"({limits.max_output_chars}); use more specific words"
         )
         results = results[:kept]
@@ -177,9 +183,7 @@ def search(snap: Snapshot, query: str, check: Callable[[], None]) -> dict[str, A
     return out
 
 
-def _content(
-    name: str, dir_fd: int, per_file: int, left: int
-) -> tuple[str | None, int, bool]:
+def _content(name: str, dir_fd: int, per_file: int, left: int) -> tuple[str | None, int, bool]:
     """A walked file's case-folded text (None when not scanned), bytes read, and
     whether it went unscanned for lack of budget. Too large, binary, unreadable or
     no longer a regular file: matched by path only, and not a budget matter."""
@@ -289,4 +293,3 @@ def _prefix(text: str, room: int) -> str:
             return text[:k]
         k -= max(1, over // 2)
     return ""
-
