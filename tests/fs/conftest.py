@@ -1,0 +1,180 @@
+"""Fixtures for the write/delete tests: three real roots and a folder outside them.
+
+One live server per test module (starting uvicorn per test would dominate the
+run time); every test gets the roots wiped and rebuilt in place, so the
+server's root handles stay valid and each test starts from the same tree.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shutil
+import stat
+import textwrap
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import ClientSession
+
+from tests.live import LiveServer, live_server
+
+MAX_READ = 65536
+MAX_OUTPUT = 8000
+
+
+@dataclass
+class Disk:
+    """The test's directories: roots `ws` (workspace), `src` (sourcecode), `ref`
+    (reference), and `outside`, which no root reaches."""
+
+    base: Path
+    ws: Path
+    src: Path
+    ref: Path
+    outside: Path
+
+    def snapshot(self) -> dict[str, Any]:
+        """Everything under the four folders: type, mode, content or link target."""
+        found: dict[str, Any] = {}
+        for top in ("ws", "src", "ref", "outside"):
+            start = self.base / top
+            found[top] = ("dir", stat.S_IMODE(start.lstat().st_mode))
+            for dirpath, dirnames, filenames in os.walk(start, followlinks=False):
+                for name in dirnames + filenames:
+                    p = Path(dirpath) / name
+                    rel = p.relative_to(self.base).as_posix()
+                    st = p.lstat()
+                    if stat.S_ISLNK(st.st_mode):
+                        found[rel] = ("link", os.readlink(p))
+                    elif stat.S_ISDIR(st.st_mode):
+                        found[rel] = ("dir", stat.S_IMODE(st.st_mode))
+                    elif stat.S_ISREG(st.st_mode):
+                        found[rel] = ("file", stat.S_IMODE(st.st_mode), p.read_bytes())
+                    else:
+                        found[rel] = ("other", stat.S_IFMT(st.st_mode))
+        return found
+
+
+def populate(disk: Disk) -> None:
+    for top in (disk.ws, disk.src, disk.ref, disk.outside):
+        for child in top.iterdir():
+            if child.is_dir() and not child.is_symlink():
+                shutil.rmtree(child)
+            else:
+                child.unlink()
+    ws = disk.ws
+    (ws / "dir" / "sub").mkdir(parents=True)
+    (ws / "notes.txt").write_text("one\ntwo\nthree\n")
+    (ws / "dir" / "a.txt").write_text("alpha\n")
+    (ws / "dir" / "sub" / "b.txt").write_text("beta\n")
+    (ws / ".env").write_text("SECRET=1\n")
+    (ws / ".git").mkdir()
+    (ws / ".git" / "config").write_text("[core]\n")
+    (ws / "link_out").symlink_to(disk.outside)  # leaves the root
+    (ws / "link_in").symlink_to("dir")  # stays inside
+    (ws / "link_file").symlink_to("notes.txt")
+    (ws / "secret_link").symlink_to(".env")
+    os.mkfifo(ws / "fifo")
+    (disk.src / "main.py").write_text("print('hello')\n")
+    (disk.src / "pkg").mkdir()
+    (disk.src / "pkg" / "mod.py").write_text("X = 1\n")
+    (disk.ref / "doc.md").write_text("# Doc\n")
+    (disk.outside / "secret.txt").write_text("outside\n")
+
+
+def make_disk(base: Path) -> Disk:
+    disk = Disk(base, base / "ws", base / "src", base / "ref", base / "outside")
+    for p in (disk.ws, disk.src, disk.ref, disk.outside):
+        p.mkdir(parents=True, exist_ok=True)
+    return disk
+
+
+def roots_config(disk: Disk, extra: str = "", max_read: int = MAX_READ) -> Path:
+    cfg = disk.base / "cfg"
+    cfg.mkdir(exist_ok=True)
+    path = cfg / "roots.toml"
+    path.write_text(
+        textwrap.dedent(
+            f"""
+            audit_log = "{disk.base / "state" / "audit.log"}"
+            default_root = "ws"
+            max_output_chars = {MAX_OUTPUT}
+            {extra}
+            [[roots]]
+            name = "ws"
+            path = "{disk.ws}"
+            role = "workspace"
+            max_read_bytes = {max_read}
+
+            [[roots]]
+            name = "src"
+            path = "{disk.src}"
+            role = "sourcecode"
+
+            [[roots]]
+            name = "ref"
+            path = "{disk.ref}"
+            role = "reference"
+            """
+        )
+    )
+    return path
+
+
+@pytest.fixture(scope="module")
+def _module_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Disk, LiveServer]]:
+    disk = make_disk(tmp_path_factory.mktemp("wtools"))
+    populate(disk)
+    with live_server(roots_config(disk)) as srv:
+        yield disk, srv
+
+
+@pytest.fixture
+def disk(_module_server: tuple[Disk, LiveServer]) -> Disk:
+    """The roots, rebuilt for this test."""
+    d, _ = _module_server
+    populate(d)
+    return d
+
+
+@pytest.fixture
+def server(_module_server: tuple[Disk, LiveServer], disk: Disk) -> LiveServer:
+    return _module_server[1]
+
+
+# Sessions are opened inside the tests: an async-generator fixture would enter the
+# SDK client's cancel scopes in one task and leave them in another.
+async def call(via: ClientSession | LiveServer, tool: str, **args: Any) -> tuple[bool, Any]:
+    """(is_error, structured result or error text); the text must mirror the structure.
+
+    `via` is an open session, or a server (one session just for this call).
+    """
+    if isinstance(via, LiveServer):
+        async with via.session() as s:
+            return await call(s, tool, **args)
+    res = await via.call_tool(tool, args)
+    text = res.content[0].text  # type: ignore[union-attr]
+    if res.is_error:
+        return True, text
+    assert json.loads(text) == res.structured_content
+    return False, res.structured_content
+
+
+def temp_leftovers(top: Path) -> list[str]:
+    return [
+        str(p.relative_to(top)) for p in top.rglob("*") if p.name.startswith(".mcp-tmp-")
+    ]
+
+
+@contextlib.contextmanager
+def umask(value: int) -> Iterator[int]:
+    old = os.umask(value)
+    try:
+        yield value
+    finally:
+        os.umask(old)

@@ -1,0 +1,135 @@
+"""move_file through the MCP SDK client: same root only, never the root, no
+overwrite unless asked, links move as themselves, refusals change nothing."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from app.fs import atomic
+from app.registry import Registry
+from tests.fs.conftest import call, make_disk, populate, roots_config
+
+MOVE_REFUSALS = [
+    # permission per root and role
+    ({"root": "ref", "source": "doc.md", "destination": "doc2.md"},
+     "root 'ref' (role reference) grants [read], not write"),
+    # the root itself, either side
+    ({"source": "", "destination": "x"}, "invalid path: the root itself cannot be changed"),
+    ({"source": ".", "destination": "x"}, "invalid path: the root itself cannot be changed"),
+    ({"source": "notes.txt", "destination": ""}, "invalid path: the root itself cannot be changed"),
+    # confinement: there is one root per call, so another root is only reachable by escaping
+    ({"source": "notes.txt", "destination": "../src/notes.txt"}, "path escapes the root"),
+    ({"source": "notes.txt", "destination": "../outside/notes.txt"}, "path escapes the root"),
+    ({"source": "notes.txt", "destination": "link_out/notes.txt"}, "path escapes the root"),
+    ({"source": "../outside/secret.txt", "destination": "stolen.txt"}, "path escapes the root"),
+    ({"source": "link_out/secret.txt", "destination": "stolen.txt"}, "path escapes the root"),
+    ({"root": "src", "source": "main.py", "destination": "../ws/main.py"},
+     "path escapes the root"),
+    # denied names, on either side
+    ({"source": ".env", "destination": "env.txt"}, "matches deny pattern '.env'"),
+    ({"source": ".git", "destination": "git"}, "matches deny pattern '.git'"),
+    ({"source": "notes.txt", "destination": "dir/.env"}, "matches deny pattern '.env'"),
+    ({"source": "notes.txt", "destination": ".git/notes.txt"}, "matches deny pattern '.git'"),
+    ({"source": "notes.txt", "destination": ".mcp-trash/notes.txt"},
+     "matches deny pattern '.mcp-trash'"),
+    ({"source": "notes.txt", "destination": "x.key"}, "matches deny pattern '*.key'"),
+    # what is at the destination
+    ({"source": "notes.txt", "destination": "dir/a.txt"},
+     "destination 'dir/a.txt' already exists; pass overwrite=true to replace it"),
+    ({"source": "notes.txt", "destination": "dir", "overwrite": True},
+     "destination 'dir' already exists and is a directory"),
+    ({"source": "notes.txt", "destination": "link_file", "overwrite": True}, "is a symbolic link"),
+    ({"source": "notes.txt", "destination": "link_in"}, "is a symbolic link"),
+    ({"source": "notes.txt", "destination": "fifo", "overwrite": True}, "not a regular file"),
+    ({"source": "dir", "destination": "notes.txt", "overwrite": True},
+     "a directory never replaces a file"),
+    ({"source": "notes.txt", "destination": "no/such/place.txt"},
+     "destination folder 'no/such' does not exist; create it first with create_directory"),
+    # the source
+    ({"source": "missing.txt", "destination": "x.txt"}, "no such file or directory: 'missing.txt'"),
+    ({"source": "dir", "destination": "dir/sub/dir"}, "cannot move 'dir' into its own subtree"),
+    ({"source": "dir", "destination": "link_in/sub/x"}, "cannot move 'dir' into its own subtree"),
+    ({"source": "notes.txt", "destination": "notes.txt"}, "source and destination are the same"),
+]
+
+
+@pytest.mark.parametrize(("args", "message"), MOVE_REFUSALS)
+async def test_move_refusal_names_the_rule_and_changes_nothing(disk, server, args, message):
+    before = disk.snapshot()
+    is_error, text = await call(server, "move_file", **args)
+    assert is_error, text
+    assert message in text
+    assert disk.snapshot() == before
+
+
+async def test_rename_a_file(disk, server):
+    data = (disk.ws / "notes.txt").read_bytes()
+    is_error, res = await call(server, "move_file", source="notes.txt", destination="dir/n.txt")
+    assert not is_error, res
+    assert res == {"source": "notes.txt", "destination": "dir/n.txt", "type": "file",
+                   "replaced": False}
+    assert not (disk.ws / "notes.txt").exists()
+    assert (disk.ws / "dir" / "n.txt").read_bytes() == data
+
+
+async def test_move_a_directory_with_its_contents(disk, server):
+    is_error, res = await call(server, "move_file", source="dir", destination="moved")
+    assert not is_error, res
+    assert res["type"] == "dir"
+    assert (disk.ws / "moved" / "sub" / "b.txt").read_text() == "beta\n"
+    assert not (disk.ws / "dir").exists()
+
+
+async def test_overwrite_replaces_an_existing_file_only_when_asked(disk, server):
+    is_error, res = await call(server, "move_file", source="notes.txt", destination="dir/a.txt",
+                               overwrite=True)
+    assert not is_error, res
+    assert res["replaced"] is True
+    assert (disk.ws / "dir" / "a.txt").read_text() == "one\ntwo\nthree\n"
+
+
+async def test_a_symlink_moves_as_itself_and_its_target_stays(disk, server):
+    outside_before = sorted(os.listdir(disk.outside))
+    is_error, res = await call(server, "move_file", source="link_out", destination="dir/lo")
+    assert not is_error, res
+    assert res["type"] == "symlink"
+    moved = disk.ws / "dir" / "lo"
+    assert moved.is_symlink() and os.readlink(moved) == str(disk.outside)
+    assert sorted(os.listdir(disk.outside)) == outside_before
+    # the moved link still leads nowhere an agent may go
+    is_error, text = await call(server, "write_file", path="dir/lo/x.txt", content="x")
+    assert is_error and text == "path escapes the root"
+
+
+async def test_sourcecode_root_moves(disk, server):
+    is_error, res = await call(server, "move_file", root="src", source="pkg",
+                               destination="lib")
+    assert not is_error, res
+    assert (disk.src / "lib" / "mod.py").exists()
+
+
+@pytest.mark.parametrize("fallback", [False, True], ids=["renameat2", "link-unlink-fallback"])
+def test_no_replace_holds_when_the_destination_appears_first(tmp_path, monkeypatch, fallback):
+    """The no-overwrite decision is made by the kernel at the rename, not by our check."""
+    if fallback:  # as on a kernel or file system without RENAME_NOREPLACE
+        monkeypatch.setattr(atomic, "_renameat2", lambda: None)
+    disk = make_disk(tmp_path)
+    populate(disk)
+    root = Registry(str(roots_config(disk)), audit=False).current.root("ws")
+    with root.open_parent("notes.txt", op="t", perm="write") as src, root.open_parent(
+        "dir/a.txt", op="t", perm="write"
+    ) as dst, pytest.raises(FileExistsError):
+        atomic.rename_noreplace(src.fd, src.name, dst.fd, dst.name)
+    assert (disk.ws / "dir" / "a.txt").read_text() == "alpha\n"
+    assert (disk.ws / "notes.txt").read_text() == "one\ntwo\nthree\n"
+    # and a free name is taken, for files, links and directories alike
+    for source, dest in (("notes.txt", "n2"), ("link_out", "l2"), ("dir", "d2")):
+        with root.open_parent(source, op="t", perm="write") as src, root.open_parent(
+            dest, op="t", perm="write"
+        ) as dst:
+            atomic.rename_noreplace(src.fd, src.name, dst.fd, dst.name)
+    assert (disk.ws / "n2").read_text() == "one\ntwo\nthree\n"
+    assert (disk.ws / "l2").is_symlink() and (disk.ws / "d2" / "a.txt").exists()
+    assert not (disk.ws / "notes.txt").exists() and not (disk.ws / "link_out").is_symlink()
