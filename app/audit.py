@@ -4,23 +4,28 @@ Rotation happens in the writing process (`RotatingFileHandler`), so two
 server instances must not share a file. To purge a live log, truncate it
 (`truncate -s 0`), never delete it: the handler keeps its descriptor and
 would go on writing into the unlinked inode.
+
+One `AuditLog` lives as long as the server: a reload that changes the file or
+its bounds re-points it (`reconfigure`), so a call that started on the old
+snapshot still gets its line, in the new file. It writes through its own
+handler, not through the global `logging` tree, so nothing else's handlers
+see audit lines and no logger is left behind by a reload.
 """
 
 from __future__ import annotations
 
 import contextvars
-import itertools
 import logging
 import logging.handlers
 import os
+import threading
 import time
+import weakref
 
 # Who is calling: "stdio", or the HTTP peer. Set by the transport for each request.
 current_client: contextvars.ContextVar[str] = contextvars.ContextVar(
     "loomfs_client", default="stdio"
 )
-
-_ids = itertools.count()
 
 
 class _UTCFormatter(logging.Formatter):
@@ -36,27 +41,52 @@ def _field(value: str) -> str:
     return value.encode("unicode_escape").decode("ascii").replace(" ", "\\x20")
 
 
+def _open(path: str, max_bytes: int, backups: int) -> logging.Handler:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    handler = logging.handlers.RotatingFileHandler(
+        path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
+    )
+    handler.setFormatter(_UTCFormatter("%(asctime)s %(message)s"))
+    return handler
+
+
+def _close(slot: list[logging.Handler | None]) -> None:
+    handler, slot[0] = slot[0], None
+    if handler is not None:
+        handler.close()
+
+
 class AuditLog:
     def __init__(self, path: str, max_bytes: int, backups: int) -> None:
+        self._lock = threading.Lock()
+        # The current handler, in a slot the finalizer can reach without keeping `self` alive.
+        self._slot: list[logging.Handler | None] = [_open(path, max_bytes, backups)]
+        self._finalizer = weakref.finalize(self, _close, self._slot)
         self.path = path
         self.key = (path, max_bytes, backups)
-        os.makedirs(os.path.dirname(path), exist_ok=True)
-        self._handler = logging.handlers.RotatingFileHandler(
-            path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
-        )
-        self._handler.setFormatter(_UTCFormatter("%(asctime)s %(message)s"))
-        self._logger = logging.getLogger(f"loomfs.audit.{next(_ids)}")
-        self._logger.propagate = False
-        self._logger.setLevel(logging.INFO)
-        self._logger.addHandler(self._handler)
+
+    def reconfigure(self, path: str, max_bytes: int, backups: int) -> None:
+        """Write to `path` with these bounds from now on; raise OSError and change nothing."""
+        if (path, max_bytes, backups) == self.key:
+            return
+        handler = _open(path, max_bytes, backups)
+        with self._lock:
+            old, self._slot[0] = self._slot[0], handler
+            self.path, self.key = path, (path, max_bytes, backups)
+        if old is not None:
+            old.close()
 
     def __call__(self, decision: str, root: str, rel: str, op: str, rule: str | None) -> None:
         line = f"{decision} root={root} path={_field(rel or '.')} op={op}"
         if rule:
             line += f" rule={_field(rule)}"
         line += f" client={_field(current_client.get())}"
-        self._logger.info(line)
+        record = logging.LogRecord("loomfs.audit", logging.INFO, __file__, 0, line, None, None)
+        with self._lock:
+            handler = self._slot[0]
+            if handler is not None:
+                handler.handle(record)
 
     def close(self) -> None:
-        self._logger.removeHandler(self._handler)
-        self._handler.close()
+        with self._lock:
+            _close(self._slot)

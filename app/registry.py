@@ -105,20 +105,28 @@ class Registry:
 
     def _load(self, old: Snapshot | None, generation: int) -> Snapshot:
         loaded = config_mod.load(self.config_path)
-        audit = old.audit if old is not None else None
         m = loaded.model
         key = (loaded.audit_log, m.audit_log_max_bytes, m.audit_log_backups)
+        audit = old.audit if old is not None else None
         fresh = None
-        if self._with_audit and (audit is None or audit.key != key):
+        if self._with_audit and audit is None:
             try:
-                fresh = AuditLog(*key)
+                fresh = audit = AuditLog(*key)
             except OSError as exc:
                 raise ConfigError(
                     f"invalid config: audit_log: cannot be opened ({exc.strerror})"
                 ) from None
-            audit = fresh
         try:
-            return build(loaded, audit, generation)
+            snapshot = build(loaded, audit, generation)
+            if audit is not None and audit.key != key:
+                # Last, so a failure here leaves everything as it was.
+                try:
+                    audit.reconfigure(*key)
+                except OSError as exc:
+                    raise ConfigError(
+                        f"invalid config: audit_log: cannot be opened ({exc.strerror})"
+                    ) from None
+            return snapshot
         except BaseException:
             if fresh is not None:
                 fresh.close()
@@ -130,8 +138,6 @@ class Registry:
             old = self._current
             new = self._load(old, old.generation + 1)
             self._current = new
-        if old.audit is not None and old.audit is not new.audit:
-            old.audit.close()
         for listener in list(self._listeners):
             listener(old, new)
         return new
