@@ -32,7 +32,6 @@ from __future__ import annotations
 
 import codecs
 import heapq
-import json
 import os
 import stat as stat_mod
 from collections.abc import Callable
@@ -41,6 +40,8 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from app.errors import BadArgument, BinaryFile, os_error
+from app.fs import textio
+from app.fs.paging import cut_to, dumps
 from app.security.resolve import FILE_FLAGS
 from app.security.walk import FILE, Walker
 
@@ -49,33 +50,18 @@ if TYPE_CHECKING:
 
 RESULTS = 50  # a ranked list longer than this helps no model
 MAX_TERMS = 32
-HEAD = 4096  # bytes sniffed for a BOM and for NUL (binary)
 CHECK_EVERY = 256  # entries between two cancellation checks
-_BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32"),
-    (codecs.BOM_UTF32_BE, "utf-32"),
-    (codecs.BOM_UTF8, "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16"),
-    (codecs.BOM_UTF16_BE, "utf-16"),
-)
 
 
-def dumps(data: Any) -> str:
-    """The serialisation `app.tools.base.ok_result` sends: sizes are measured on it."""
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
-
-
-def encoding_of(head: bytes) -> str | None:
-    """The text encoding, or None for binary (a NUL in the head without a UTF-16/32 BOM)."""
-    for bom, enc in _BOMS:
-        if head.startswith(bom):
-            return enc
-    return None if b"\0" in head[:HEAD] else "utf-8"
-
-
-def decode(data: bytes, encoding: str, *, complete: bool) -> str:
-    """Decode; a read cut short may end inside a character, whose bytes are dropped."""
-    return codecs.getincrementaldecoder(encoding)("replace").decode(data, complete)
+def as_text(data: bytes, complete: bool) -> tuple[str, str] | None:
+    """(text, encoding) as read_text_file decides them (BOM, else UTF-8, else GB18030),
+    or None for binary. A read cut short may end inside a character: that part is dropped."""
+    sn = textio.sniff(data[: textio.HEAD])
+    if sn.binary:
+        return None
+    enc = textio.decide(sn, [(data[sn.base :], complete)])
+    codec = "utf-8" if enc == "utf-8-sig" else enc
+    return codecs.getincrementaldecoder(codec)("replace").decode(data[sn.base :], complete), enc
 
 
 def read_upto(fd: int, limit: int) -> bytes:
@@ -202,10 +188,10 @@ def _content(name: str, dir_fd: int, per_file: int, left: int) -> tuple[str | No
         return None, 0, False
     finally:
         os.close(fd)
-    enc = encoding_of(data[:HEAD])
-    if enc is None:
+    decoded = as_text(data, True)
+    if decoded is None:
         return None, len(data), False
-    return decode(data, enc, complete=True).casefold(), len(data), False
+    return decoded[0].casefold(), len(data), False
 
 
 def _fit(results: list[dict[str, str]], cap: int) -> int:
@@ -235,11 +221,11 @@ def fetch(snap: Snapshot, doc_id: str) -> dict[str, Any]:
         except OSError as exc:
             raise os_error(exc, f.rel) from None
         rel, mtime = f.rel, f.st.st_mtime
-    enc = encoding_of(data[:HEAD])
-    if enc is None:
-        raise BinaryFile(f"binary file: '{rel}' is not text (a NUL byte in its first 4 KiB)")
     cut_bytes = len(data) > limit
-    text = decode(data[:limit], enc, complete=not cut_bytes)
+    decoded = as_text(data[:limit], not cut_bytes)
+    if decoded is None:
+        raise BinaryFile(f"binary file: '{rel}' is not text (a NUL byte in its first 4 KiB)")
+    text, enc = decoded
     notes = []
     if cut_bytes:
         notes.append(
@@ -251,7 +237,7 @@ def fetch(snap: Snapshot, doc_id: str) -> dict[str, Any]:
         "path": rel,
         "size": size,
         "modified": datetime.fromtimestamp(mtime, tz=timezone.utc).isoformat(),
-        "encoding": "utf-8" if enc == "utf-8-sig" else enc,
+        "encoding": enc,
         "truncated": cut_bytes,
     }
     doc = {
@@ -276,20 +262,9 @@ def _bound(doc: dict[str, Any], text: str, notes: list[str], cap: int) -> dict[s
     doc["metadata"].update(truncated=True, note="; ".join(notes))
     doc["text"] = ""
     room = cap - len(dumps(doc)) - len(dumps(marker)) + 2
-    doc["text"] = _prefix(text, room) + marker
+    doc["text"] = cut_to(text, room) + marker
     return doc
 
 
 def _marker(notes: list[str]) -> str:
     return f"\n[... truncated: {'; '.join(notes)}]"
-
-
-def _prefix(text: str, room: int) -> str:
-    """The longest prefix of `text` whose JSON-escaped form fits in `room` characters."""
-    k = min(len(text), max(room, 0))
-    while k > 0:
-        over = len(dumps(text[:k])) - 2 - room
-        if over <= 0:
-            return text[:k]
-        k -= max(1, over // 2)
-    return ""

@@ -326,3 +326,21 @@ async def test_search_answer_fits_max_output_chars(write_config: WriteConfig, tr
     assert len(res.content[0].text) <= 1500
     assert 0 < len(data["results"]) < 40
     assert data["truncated"] is True and "max_output_chars (1500)" in data["note"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "encoding"),
+    [
+        ("Grüße aus Köln\n".encode("utf-16"), "utf-16-le"),  # BOM, full of NUL bytes
+        ("Grüße aus Köln\n".encode("utf-8-sig"), "utf-8-sig"),
+        ("Grüße aus Köln\n".encode("gb18030"), "gb18030"),  # no BOM, not UTF-8
+    ],
+)
+async def test_text_in_other_encodings_is_searched_and_fetched(
+    sf: Any, tree: Path, raw: bytes, encoding: str
+) -> None:
+    (tree / "greeting.txt").write_bytes(raw)
+    assert ids(payload(await call(sf, "search", query="KÖLN"))) == ["main/greeting.txt"]
+    doc = payload(await call(sf, "fetch", id="main/greeting.txt"))
+    assert doc["text"] == "Grüße aus Köln\n"
+    assert doc["metadata"]["encoding"] == encoding
