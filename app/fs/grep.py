@@ -17,6 +17,16 @@ import re
 from collections.abc import Callable, Iterator
 
 PREVIEW_CHARS = 200
+# Bytes of source code and prose, most frequent first (roughly). The search
+# anchors on the needle's rarest byte: `bytes.find` of one byte is a SIMD
+# memchr, several times faster than a substring search, and a rare byte has
+# few false candidates. Bytes not listed (non-ASCII, controls) count as rarest.
+_COMMON = (
+    b" etaoinsrlhdcu\n\tmpfgy.,_()=bw\"':;kv-0123456789x/ABCDEFGHIJKLMNOPRSTUVWY"
+    b"zqj[]{}<>#*+!&|%$@?~^`QXZ\\"
+)
+_RANK = {b: len(_COMMON) - i for i, b in enumerate(_COMMON)}
+MAX_FALSE_CANDIDATES = 8  # then a file is searched for the whole needle instead
 _WIDE_BOMS = (
     (codecs.BOM_UTF32_LE, "utf-32-le"),
     (codecs.BOM_UTF32_BE, "utf-32-be"),
@@ -41,14 +51,42 @@ class Matcher:
         self.query = query
         self.case_sensitive = case_sensitive
         self.needle = query.encode("utf-8")
+        self.plain = case_sensitive  # a byte-exact needle: `find` alone says yes or no
         self.lower = not case_sensitive and query.isascii()
         if self.lower:
             self.needle = self.needle.lower()
+        rare_at = min(range(len(self.needle)), key=lambda i: _RANK.get(self.needle[i], 0))
+        self.rare = self.needle[rare_at : rare_at + 1]
+        self.rare_at = rare_at
+        self.anchored = len(self.needle) > 1
+        self.calls = self.false_candidates = 0
         self.regex: re.Pattern[bytes] | None = None
         if not case_sensitive and not query.isascii():
             self.regex = re.compile(b"".join(_variants(ch) for ch in query))
         flags = 0 if case_sensitive else re.IGNORECASE
         self.text_regex = re.compile(re.escape(query), flags)
+
+    def find(self, data: bytes, pos: int = 0) -> int:
+        """First offset >= pos of the needle in `data` (bytes already lowered if need be)."""
+        needle = self.needle
+        if not self.anchored:
+            return data.find(needle, pos)
+        rare, k = self.rare, self.rare_at
+        self.calls += 1
+        hit = data.find(rare, pos + k)
+        misses = 0
+        while hit >= 0:
+            if data.startswith(needle, hit - k):
+                return hit - k
+            misses += 1
+            if misses > MAX_FALSE_CANDIDATES:  # the rare byte is common here
+                self.false_candidates += misses
+                if self.false_candidates > 2 * self.calls + 64:
+                    self.anchored = False  # and in this tree: stop anchoring on it
+                return data.find(needle, hit - k + 1)
+            hit = data.find(rare, hit + 1)
+        self.false_candidates += misses
+        return -1
 
     def lines(self, buf: bytes | bytearray, n: int) -> Iterator[tuple[int, int, int, int]]:
         """(line number, line start, line end, match start) of each matching line."""
@@ -61,10 +99,12 @@ class Matcher:
                 m = search(hay, pos, n)
                 return -1 if m is None else m.start()
         else:
-            needle = self.needle
+            fast = self.find
+            whole = len(hay) == n
 
             def find(pos: int) -> int:
-                return hay.find(needle, pos, n)
+                at = fast(hay, pos) if whole else hay.find(self.needle, pos, n)
+                return -1 if at < 0 or at + len(self.needle) > n else at
 
         pos = find(0)
         line = 1

@@ -72,16 +72,16 @@ def relabel(start: tuple[str, ...], shown: str):  # type: ignore[no-untyped-def]
     return lambda p: prefix + p[cut:]
 
 
-def entry_of(e: WalkEntry, path: str) -> Entry:
+def entry_of(e: WalkEntry, path: str) -> dict[str, object]:
     size = modified = None
     try:
-        st = e.entry.stat(follow_symlinks=False)
+        st = os.stat(e.name, dir_fd=e.dir_fd, follow_symlinks=False)
         modified = iso(st.st_mtime)
         if e.kind == FILE:
             size = st.st_size
     except OSError:  # gone since the directory was read
         pass
-    return Entry(path=path, name=e.name, type=e.kind, size=size, modified=modified)
+    return {"path": path, "name": e.name, "type": e.kind, "size": size, "modified": modified}
 
 
 def unreadable_note(walker: Walker) -> str | None:
@@ -106,7 +106,7 @@ def list_directory(
         start, shown = d.parts, d.rel
     walker = Walker(root, start, max_depth if recursive else 1)
     name_of = relabel(start, shown)
-    page: list[Entry] = []
+    page: list[dict[str, object]] = []
     more = False
     for seen, e in enumerate(walker):
         if seen >= offset:

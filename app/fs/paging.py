@@ -56,21 +56,44 @@ def clamp_limit(limit: int, cap: int) -> int:
     return max(1, min(limit, cap))
 
 
+def flat_len(item: BaseModel | dict[str, Any]) -> int:
+    """Exact length of a flat item's compact JSON (scalar fields only), without dumping it."""
+    n = 1  # the braces, minus the comma the loop adds once too often
+    fields = item if isinstance(item, dict) else item.__dict__
+    for key, value in fields.items():
+        n += len(key) + 4  # "key": and a comma
+        if isinstance(value, str):
+            n += escaped_len(value) + 2
+        elif value is None:
+            n += 4
+        elif isinstance(value, bool):
+            n += 4 if value else 5
+        elif isinstance(value, int):
+            n += len(str(value))
+        else:
+            return json_len(item)
+    return n
+
+
 def fit_page(
     make: Callable[[int], M], items: Sequence[BaseModel | dict[str, Any]], cap: int
 ) -> tuple[M, int]:
     """The result holding as many of `items` as fit in `cap` characters, and that count.
 
     `make(n)` builds the result with the first `n` items (and its note and
-    next_offset for that n).
+    next_offset for that n). Items must be flat (see `flat_len`): their
+    sizes are added up rather than serialised, so a page that fits costs no
+    extra JSON encoding; only a page that must be cut is checked by dumping.
     """
     total = json_len(make(0)) + RESERVE
     n = 0
     for item in items:
-        total += json_len(item) + 1
+        total += flat_len(item) + 1
         if total > cap:
             break
         n += 1
+    if n == len(items):
+        return make(n), n
     while True:
         result = make(n)
         if n == 0 or json_len(result) <= cap:

@@ -33,6 +33,8 @@ from app.security.resolve import FILE_FLAGS, SecureRoot
 from app.security.walk import FILE, Walker, kind_of_entry
 
 PROGRESS_EVERY = 0.5  # seconds between progress notifications
+WHOLE = 1 << 16  # files up to this size are read in one call, with no fstat
+WIDE_FIRST = (b"\xff", b"\xfe", b"\x00")  # first bytes of UTF-16/32 BOMs
 MAX_QUERY = 1000
 
 
@@ -91,7 +93,7 @@ def search_files(
     name_of = relabel(start, shown)
     strip = len("/".join(start)) + 1 if start else 0
     basename, match_name, full = glob.basename, glob.match_name, glob.regex.fullmatch
-    page: list[FileMatch] = []
+    page: list[dict[str, object]] = []
     found = 0
     more = False
     # Batches per directory: no Python object per entry until a name matches.
@@ -105,7 +107,7 @@ def search_files(
                 if len(page) == limit:
                     more = True
                     break
-                page.append(_file_match(entry, name_of(prefix + entry.name)))
+                page.append(_file_match(entry, d.fd, name_of(prefix + entry.name)))
             found += 1
         if more:
             break
@@ -122,13 +124,14 @@ def search_files(
     return fit_page(make, page, cap)[0]
 
 
-def _file_match(entry: os.DirEntry[str], path: str) -> FileMatch:
+def _file_match(entry: os.DirEntry[str], dir_fd: int, path: str) -> dict[str, object]:
     kind = kind_of_entry(entry)
     size = None
     if kind == FILE:
+        # os.stat by dir_fd: measured faster than DirEntry.stat, same system call.
         with contextlib.suppress(OSError):  # gone since the directory was read
-            size = entry.stat(follow_symlinks=False).st_size
-    return FileMatch(path=path, type=kind, size=size)
+            size = os.stat(entry.name, dir_fd=dir_fd, follow_symlinks=False).st_size
+    return {"path": path, "type": kind, "size": size}
 
 
 class _Stats:
@@ -154,14 +157,17 @@ def search_text(
     name_of = relabel(start, shown)
     strip = len("/".join(start)) + 1 if start else 0
     matcher = Matcher(query, case_sensitive)
-    buf = bytearray(1 << 16)  # reused for every file; grown when a larger one comes
-    view = memoryview(buf)
     want = offset + limit + 1  # one more than the page: that is has_more
-    hits: list[TextMatch] = []
+    hits: list[dict[str, object]] = []
     found = 0
     s = _Stats()
     stopped_at: str | None = None
     next_progress = time.monotonic() + PROGRESS_EVERY
+    # Hot loop: per file one open, one read, one close (system calls are what a
+    # search costs); a file without the needle then costs one C-level find.
+    plain, find = matcher.plain, matcher.find
+    isreg, read, fstat, close = stat_mod.S_ISREG, os.read, os.fstat, os.close
+    first = min(WHOLE, file_limit)
     for d in walker.dirs():
         prefix, dir_fd = d.prefix, d.fd
         for entry in d.entries:
@@ -178,41 +184,46 @@ def search_text(
             except OSError:  # gone, swapped for a link, or unreadable: skipped
                 continue
             try:
-                st = os.fstat(fd)
-                size = st.st_size
-                if not stat_mod.S_ISREG(st.st_mode):
-                    continue
-                if size > file_limit:
-                    s.too_large += 1
-                    continue
-                if s.scanned + size > budget:
+                # One read answers for most files, with no fstat: a regular file
+                # gives what it has, up to `first`. Only a larger one is stat'ed,
+                # for its size guard, and read on unless its head is binary.
+                data = read(fd, first + 1)
+                if len(data) > first:
+                    st = fstat(fd)
+                    if not isreg(st.st_mode):
+                        continue
+                    if st.st_size > file_limit:
+                        s.too_large += 1
+                        continue
+                    if s.scanned + st.st_size > budget:
+                        stopped_at = prefix + name
+                        break
+                    if data.find(b"\0", 0, HEAD) < 0 or wide_encoding(data):
+                        data += read(fd, st.st_size - len(data))
+                elif s.scanned + len(data) > budget:
                     stopped_at = prefix + name
                     break
-                if size > len(buf):
-                    view.release()
-                    buf = bytearray(max(size, min(2 * len(buf), file_limit)))
-                    view = memoryview(buf)
-                # The head first: a binary file costs 4 KiB, not its size.
-                n = os.readv(fd, [view[: min(size, HEAD)]]) if size else 0
-                if size > n == HEAD:
-                    n += os.readv(fd, [view[n:size]])
             except OSError:
                 continue
             finally:
-                os.close(fd)
+                close(fd)
+            wide = wide_encoding(data) if data[:1] in WIDE_FIRST else None
+            binary = wide is None and data.find(b"\0", 0, HEAD) >= 0
+            n = len(data)
             s.examined += 1
             s.scanned += n
             control.check()
-            wide = wide_encoding(view[:4]) if n >= 2 else None
-            if wide is None and buf.find(b"\0", 0, min(n, HEAD)) >= 0:
+            if binary:
                 s.binary += 1
                 continue
+            if wide is None and plain and find(data) < 0:
+                continue
             rel = None
-            for line, text in _matches(matcher, buf, n, wide):
+            for line, text in _matches(matcher, data, n, wide):
                 if found >= offset:
                     if rel is None:
                         rel = name_of(prefix + name)
-                    hits.append(TextMatch(path=rel, line=line, preview=text))
+                    hits.append({"path": rel, "line": line, "preview": text})
                 found += 1
                 if found >= want:
                     break
@@ -249,7 +260,7 @@ def search_text(
     return fit_page(make, page, cap)[0]
 
 
-def _matches(matcher: Matcher, buf: bytearray, n: int, wide: tuple[str, int] | None):  # type: ignore[no-untyped-def]
+def _matches(matcher: Matcher, buf: bytes, n: int, wide: tuple[str, int] | None):  # type: ignore[no-untyped-def]
     if wide is None:
         for line, ls, le, pos in matcher.lines(buf, n):
             yield line, preview(bytes(buf[ls:le]), pos - ls)
