@@ -140,6 +140,8 @@ def rename_noreplace(src_fd: int, src: str, dst_fd: int, dst: str) -> None:
         try:
             # linkat() without AT_SYMLINK_FOLLOW: a link moves as itself, never its target.
             os.link(src, dst, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
+        except NotImplementedError:  # no linkat() on this platform
+            pass
         except OSError as exc:
             if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK):
                 raise
@@ -179,7 +181,8 @@ def replace_file(
                 if hasattr(os, "fchown"):
                     with contextlib.suppress(OSError):  # only root may give a file away
                         os.fchown(fd, like.st_uid, like.st_gid)
-                os.fchmod(fd, like.st_mode & KEPT_MODE_BITS)
+                if hasattr(os, "fchmod"):  # Windows before 3.13 has none
+                    os.fchmod(fd, like.st_mode & KEPT_MODE_BITS)
             os.fsync(fd)
         finally:
             os.close(fd)

@@ -86,7 +86,8 @@ def delete(root: SecureRoot, path: str, *, now: datetime | None = None) -> Delet
             rename_noreplace(parent.fd, parent.name, fds[-1], parent.name)
             moved = True
             fsync_dir(parent.fd)
-            fsync_dir(fds[-1])
+            for fd in fds:  # each got a new entry: the stamp, the folders, the entry
+                fsync_dir(fd)
         except LoomError:
             raise
         except OSError as exc:

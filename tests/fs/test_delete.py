@@ -137,32 +137,45 @@ def test_deletes_in_the_same_second_never_collide(tmp_path):
     assert contents == sorted([f"copy {i}\n" for i in range(n)] + ["top\n"])
 
 
-async def test_trash_is_invisible_to_walks_and_listings(disk, server):
+async def test_trash_is_invisible_to_walks_listings_and_searches(disk, server):
     async with server.session() as s:
         for path in ("notes.txt", "dir/sub"):
             assert not (await call(s, "delete", path=path))[0]
         assert (disk.ws / ".mcp-trash").is_dir()
-        tools = {t.name for t in (await s.list_tools()).tools}
+        assert list((disk.ws / ".mcp-trash").rglob("b.txt"))  # it is there, on the host
         root = server.registry.current.root("ws")
         seen = [e.path for e in Walker(root, ())]
-        assert seen and not any(".mcp-trash" in p for p in seen)
-        assert not any(p.endswith("b.txt") for p in seen)  # the trashed copy is not found
-        shown = []
-        if "list_directory" in tools:
-            _, res = await call(s, "list_directory", path="", recursive=True, max_depth=10)
-            shown.append(str(res))
-        if "search_files" in tools:
-            _, res = await call(s, "search_files", pattern="**")
-            shown.append(str(res))
-            _, res = await call(s, "search_files", pattern="*.txt")
-            shown.append(str(res))
-        if "search_text" in tools:
-            _, res = await call(s, "search_text", query="beta")
-            shown.append(str(res))
-        for text in shown:
-            assert ".mcp-trash" not in text and "b.txt" not in text
-        is_error, text = await call(s, "create_directory", path=".mcp-trash/x")
-        assert is_error and "matches deny pattern '.mcp-trash'" in text
+        assert "dir/a.txt" in seen  # the walk does see the rest
+        assert not any(".mcp-trash" in p or p.endswith("b.txt") for p in seen)
+        views = [
+            ("list_directory", {"path": "", "recursive": True, "max_depth": 10}, "dir/a.txt"),
+            ("list_directory", {"path": ""}, "link_in"),
+            ("search_files", {"pattern": "**"}, "dir/a.txt"),
+            ("search_files", {"pattern": "*.txt"}, "dir/a.txt"),
+            ("search_text", {"query": "beta"}, None),
+            ("search_text", {"query": "alpha"}, "dir/a.txt"),
+        ]
+        for tool, args, expected in views:
+            is_error, res = await call(s, tool, **args)
+            assert not is_error, (tool, res)
+            text = str(res)
+            assert ".mcp-trash" not in text and "b.txt" not in text, (tool, text)
+            if expected:  # the view works: it shows what is really there
+                assert expected in text, (tool, text)
+        for tool, args in (
+            ("list_directory", {"path": ".mcp-trash"}),
+            ("stat_path", {"path": ".mcp-trash"}),
+            ("read_text_file", {"path": res_path(disk)}),
+            ("create_directory", {"path": ".mcp-trash/x"}),
+        ):
+            is_error, text = await call(s, tool, **args)
+            assert is_error and "matches deny pattern '.mcp-trash'" in text, (tool, text)
+
+
+def res_path(disk) -> str:
+    """The trashed b.txt, as a path relative to the root."""
+    found = next((disk.ws / ".mcp-trash").rglob("b.txt"))
+    return found.relative_to(disk.ws).as_posix()
 
 
 async def test_a_planted_trash_link_is_refused_not_followed(disk, server):

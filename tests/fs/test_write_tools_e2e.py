@@ -254,3 +254,47 @@ async def test_write_tools_exist_only_where_some_root_grants_them(
         assert ann.destructive_hint is False and ann.idempotent_hint is True
     for name in present - {"create_directory"}:
         assert tools[name].annotations.destructive_hint is True
+
+
+# -- the lost-update guard, end to end with the read tools' hashes ---------------------------
+
+
+async def test_hash_from_the_read_tools_guards_writes_and_edits(disk, server):
+    async with server.session() as s:
+        _, read = await call(s, "read_text_file", path="notes.txt")
+        _, st = await call(s, "stat_path", path="notes.txt")
+        assert read["sha256"] == st["sha256"]
+        # Unchanged since read: the edit goes through, and its hash chains on.
+        is_error, res = await call(s, "edit_file", path="notes.txt",
+                                   edits=[{"old_text": "two", "new_text": "2"}],
+                                   expected_sha256=read["sha256"])
+        assert not is_error, res
+        _, st = await call(s, "stat_path", path="notes.txt")
+        assert st["sha256"] == res["sha256"]
+        # A human edits the file meanwhile: the agent's stale hash is refused, twice.
+        (disk.ws / "notes.txt").write_text("one\n2\nthree (human)\n")
+        before = disk.snapshot()
+        for tool, args in (
+            ("write_file", {"content": "agent\n", "overwrite": True}),
+            ("edit_file", {"edits": [{"old_text": "one", "new_text": "1"}]}),
+        ):
+            is_error, text = await call(s, tool, path="notes.txt",
+                                        expected_sha256=res["sha256"], **args)
+            assert is_error and text == "file changed since it was read", (tool, text)
+        assert disk.snapshot() == before
+
+
+async def test_temp_files_are_invisible_to_listings_and_searches(disk, server):
+    (disk.ws / ".mcp-tmp-deadbeef").write_text("partial content\n")
+    (disk.ws / "dir" / ".mcp-tmp-cafe").write_text("partial content\n")
+    async with server.session() as s:
+        for tool, args in (
+            ("list_directory", {"path": "", "recursive": True, "max_depth": 5}),
+            ("search_files", {"pattern": "**"}),
+            ("search_text", {"query": "partial"}),
+        ):
+            is_error, res = await call(s, tool, **args)
+            assert not is_error, res
+            assert ".mcp-tmp" not in str(res), (tool, res)
+        is_error, text = await call(s, "read_text_file", path="dir/.mcp-tmp-cafe")
+        assert is_error and "matches deny pattern '.mcp-tmp-*'" in text
