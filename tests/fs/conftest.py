@@ -79,6 +79,7 @@ def populate(disk: Disk) -> None:
     (ws / "link_in").symlink_to("dir")  # stays inside
     (ws / "link_file").symlink_to("notes.txt")
     (ws / "secret_link").symlink_to(".env")
+    (ws / "gitlink").symlink_to(".git")  # an in-root link into a denied folder
     os.mkfifo(ws / "fifo")
     (disk.src / "main.py").write_text("print('hello')\n")
     (disk.src / "pkg").mkdir()

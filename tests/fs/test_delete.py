@@ -37,6 +37,7 @@ DELETE_REFUSALS = [
     ({"path": ".env"}, "matches deny pattern '.env'"),
     ({"path": ".git"}, "matches deny pattern '.git'"),
     ({"path": ".git/config"}, "matches deny pattern '.git'"),
+    ({"path": "gitlink/config"}, "matches deny pattern '.git'"),
     # malformed, missing
     ({"path": "/etc/passwd"}, "invalid path: absolute"),
     ({"path": "missing.txt"}, "no such file or directory: 'missing.txt'"),

@@ -39,6 +39,7 @@ EDIT_REFUSALS = [
     ({"path": "link_out/secret.txt", "edits": edits(("outside", "x"))}, "path escapes the root"),
     ({"path": ".env", "edits": edits(("SECRET", "X"))}, "matches deny pattern '.env'"),
     ({"path": ".git/config", "edits": edits(("core", "x"))}, "matches deny pattern '.git'"),
+    ({"path": "gitlink/config", "edits": edits(("core", "x"))}, "matches deny pattern '.git'"),
     ({"path": "secret_link", "edits": edits(("SECRET", "X"))}, "is a symbolic link"),
     ({"path": "link_file", "edits": edits(("one", "1"))}, "is a symbolic link"),
     # what is there

@@ -35,6 +35,8 @@ MOVE_REFUSALS = [
     ({"source": "notes.txt", "destination": ".mcp-trash/notes.txt"},
      "matches deny pattern '.mcp-trash'"),
     ({"source": "notes.txt", "destination": "x.key"}, "matches deny pattern '*.key'"),
+    ({"source": "notes.txt", "destination": "gitlink/n.txt"}, "matches deny pattern '.git'"),
+    ({"source": "gitlink/config", "destination": "config"}, "matches deny pattern '.git'"),
     # what is at the destination
     ({"source": "notes.txt", "destination": "dir/a.txt"},
      "destination 'dir/a.txt' already exists; pass overwrite=true to replace it"),

@@ -152,3 +152,55 @@ def test_swapping_a_parent_for_an_outside_link_never_reaches_outside(
     # Whatever the moves did, the moving file is still inside the root, once.
     found = [p for p in disk.ws.rglob("*") if p.name in ("a.txt", "b.txt") and "box" in str(p)]
     assert len(found) == 1 and found[0].read_text() == "moving\n"
+
+
+def _race(n: int, action) -> tuple[list[int], list[str]]:  # type: ignore[no-untyped-def]
+    """Run action(i) in n threads released at once: (winners, refusal messages)."""
+    barrier = threading.Barrier(n)
+    won: list[int] = []
+    refused: list[str] = []
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            action(i)
+            won.append(i)
+        except LoomError as exc:
+            refused.append(exc.message)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return won, refused
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_concurrent_creates_of_one_name_leave_exactly_one_winner(tmp_path: Path, attempt):
+    disk = make_disk(tmp_path)
+    populate(disk)
+    root = Registry(str(roots_config(disk)), audit=False).current.root("ws")
+    n = 8
+    won, refused = _race(n, lambda i: write_mod.write_file(root, "new/same.txt", f"writer {i}\n"))
+    assert len(won) == 1, (won, refused)
+    assert refused == ["'new/same.txt' already exists; pass overwrite=true to replace it"] * (n - 1)
+    assert (disk.ws / "new" / "same.txt").read_text() == f"writer {won[0]}\n"
+    assert not [p for p in (disk.ws / "new").iterdir() if p.name != "same.txt"]
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_concurrent_moves_onto_one_name_never_overwrite(tmp_path: Path, attempt):
+    disk = make_disk(tmp_path)
+    populate(disk)
+    root = Registry(str(roots_config(disk)), audit=False).current.root("ws")
+    n = 8
+    for i in range(n):
+        (disk.ws / f"src{i}.txt").write_text(f"source {i}\n")
+    won, refused = _race(n, lambda i: move_mod.move_file(root, f"src{i}.txt", "dest.txt"))
+    assert len(won) == 1, (won, refused)
+    assert all("destination 'dest.txt' already exists" in m for m in refused)
+    assert (disk.ws / "dest.txt").read_text() == f"source {won[0]}\n"
+    # every loser still has its file: nothing was lost
+    assert sorted(p.name for p in disk.ws.glob("src*.txt")) == sorted(
+        f"src{i}.txt" for i in range(n) if i != won[0])

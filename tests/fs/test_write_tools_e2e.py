@@ -51,6 +51,8 @@ WRITE_REFUSALS = [
     ({"path": "node_modules/x.js"}, "matches deny pattern 'node_modules'"),
     ({"path": "server.pem"}, "matches deny pattern '*.pem'"),
     ({"path": "secret_link", "overwrite": True}, "is a symbolic link"),
+    ({"path": "gitlink/config", "overwrite": True}, "matches deny pattern '.git'"),
+    ({"path": "gitlink/new"}, "matches deny pattern '.git'"),
     # what is at the name
     ({"path": "notes.txt"}, "'notes.txt' already exists; pass overwrite=true to replace it"),
     ({"path": "dir/a.txt"}, "'dir/a.txt' already exists"),
