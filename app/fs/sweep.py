@@ -2,19 +2,22 @@
 
 They are on the floor deny list, so the agent never sees them either way.
 Only roots that grant write can have them; the sweep walks through handles and
-never follows a link.
+never follows a link, and never enters a denied folder (no write goes there).
+Only regular files are removed: a directory or link with such a name is not
+one of ours. A second server instance on the same root would lose an
+in-flight write to this sweep (its rename then fails cleanly: nothing is
+lost); run one instance per root.
 """
 
 from __future__ import annotations
 
-import fnmatch
 import logging
 import os
 from collections import deque
 
+from app.fs.atomic import TEMP_PREFIX
 from app.security.resolve import SecureRoot
 
-TEMP_PATTERN = ".mcp-tmp-*"
 log = logging.getLogger("loomfs.sweep")
 
 
@@ -36,7 +39,7 @@ def sweep_temp_files(root: SecureRoot, *, max_dirs: int = 100_000) -> int:
             with os.scandir(fd) as it:
                 entries = list(it)
             for entry in entries:
-                if fnmatch.fnmatchcase(entry.name, TEMP_PATTERN):
+                if entry.name.startswith(TEMP_PREFIX):
                     if entry.is_file(follow_symlinks=False):
                         try:
                             os.unlink(entry.name, dir_fd=fd)
