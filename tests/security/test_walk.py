@@ -1,0 +1,203 @@
+"""The walk: pruned before descending, breadth-first and sorted, links never followed.
+
+The pruning proof does not trust the walker's own counters: it spies on
+`os.scandir` and asks the kernel (`/proc/self/fd/N`) which directory each
+listing really read, on the seed's tree shape (300 useful files beside
+`.venv/` and `node_modules/` nested as pip and npm nest them). The noise is
+scaled to 2,400 files to keep the suite fast; `benchmarks/walk.py` runs the
+full 24,300.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from app.security import Walker
+from app.security import openat2 as openat2_mod
+from app.security import walk as walk_mod
+from benchmarks._trees import build_seed_tree
+from tests.security.conftest import make_root
+
+
+@pytest.fixture(scope="module")
+def seed_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    base = tmp_path_factory.mktemp("seed")
+    counts = build_seed_tree(base, noise=2_400)
+    assert (counts.useful, counts.files) == (300, 2_700)
+    return base
+
+
+@pytest.fixture
+def listed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
+    """Real paths of every directory `os.scandir` lists while the test runs."""
+    seen: list[str] = []
+    real_scandir = os.scandir
+    openat2_mod.available()  # its one-time probe lists a temporary folder of its own
+
+    def spy(path=None):  # type: ignore[no-untyped-def]
+        if isinstance(path, int):
+            seen.append(os.readlink(f"/proc/self/fd/{path}"))
+        return real_scandir(path) if path is not None else real_scandir()
+
+    monkeypatch.setattr(os, "scandir", spy)
+    yield seen
+
+
+def _unpruned_dirs(base: Path) -> list[str]:
+    keep = []
+    for here, dirs, _ in os.walk(base):
+        dirs[:] = [d for d in dirs if d not in (".venv", "node_modules")]
+        keep.append(os.path.realpath(here))
+    return keep
+
+
+def test_the_walk_never_lists_a_pruned_directory(seed_tree: Path, listed: list[str], engine: str):
+    root = make_root(seed_tree, engine=engine)
+    walker = Walker(root, ())
+    found = [e.path for e in walker if e.kind == "file" and e.name.endswith(".py")]
+    assert len(found) == 300
+    assert not any("/.venv" in p or "/node_modules" in p for p in listed)
+    # Exactly the directories outside the pruned trees were listed, each once.
+    assert sorted(listed) == sorted(_unpruned_dirs(seed_tree))
+    assert walker.dirs_opened == len(listed)
+    # `.venv` and `node_modules` cost one name match each: not even an entry.
+    assert walker.examined_entries == len(listed) - 1 + 300
+
+
+def test_the_batch_api_prunes_the_same(seed_tree: Path, listed: list[str]) -> None:
+    walker = Walker(make_root(seed_tree), ())
+    batches = list(walker.dirs())
+    names = {e.name for d in batches for e in d.entries}
+    assert ".venv" not in names and "node_modules" not in names
+    assert len(batches) == walker.dirs_opened == len(listed)
+    assert sum(len(d.entries) for d in batches) == walker.examined_entries
+
+
+@pytest.fixture
+def small(tmp_path: Path) -> Path:
+    root, outside = tmp_path / "root", tmp_path / "outside"
+    for d in ("b/deep", "a/x", "a/.git", "c", "node_modules/pkg"):
+        (root / d).mkdir(parents=True)
+    outside.mkdir()
+    (outside / "secret.txt").write_text("S")
+    for f in ("z.txt", "a/one.py", "a/x/two.py", "b/deep/three.py", ".env", "a/.git/config"):
+        (root / f).write_text("x")
+    os.symlink("..", root / "a" / "up")  # a cycle, if anything followed it
+    os.symlink(outside, root / "out")
+    os.symlink("z.txt", root / "c" / "zlink")
+    os.mkfifo(root / "c" / "fifo")
+    return root
+
+
+def test_breadth_first_sorted_and_denied_names_invisible(small: Path, engine: str) -> None:
+    walker = Walker(make_root(small, engine=engine), ())
+    got = [(e.path, e.kind, e.depth) for e in walker]
+    assert got == [
+        ("a", "dir", 1),
+        ("b", "dir", 1),
+        ("c", "dir", 1),
+        ("out", "symlink", 1),
+        ("z.txt", "file", 1),
+        ("a/one.py", "file", 2),
+        ("a/up", "symlink", 2),
+        ("a/x", "dir", 2),
+        ("b/deep", "dir", 2),
+        ("c/fifo", "other", 2),
+        ("c/zlink", "symlink", 2),
+        ("a/x/two.py", "file", 3),
+        ("b/deep/three.py", "file", 3),
+    ]
+    assert walker.skipped_links == 3
+    assert walker.unreadable_dirs == 0
+
+
+def test_max_depth_and_start(small: Path) -> None:
+    root = make_root(small)
+    assert [e.path for e in Walker(root, (), max_depth=1)] == ["a", "b", "c", "out", "z.txt"]
+    w = Walker(root, ("a",))
+    assert [(e.path, e.parts, e.depth) for e in w] == [
+        ("a/one.py", ("a", "one.py"), 1),
+        ("a/up", ("a", "up"), 1),
+        ("a/x", ("a", "x"), 1),
+        ("a/x/two.py", ("a", "x", "two.py"), 2),
+    ]
+
+
+@pytest.mark.parametrize("held", [True, False], ids=["from-parent-handle", "from-root-handle"])
+def test_a_directory_swapped_for_a_link_mid_walk_is_skipped(
+    small: Path, engine: str, held: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not held:
+        monkeypatch.setattr(walk_mod, "MAX_HELD", 0)  # every directory reopened from the root
+    walker = Walker(make_root(small, engine=engine), ())
+    seen = []
+    for e in walker:
+        seen.append(e.path)
+        if e.path == "b":
+            # Listed as a directory; before the walk opens it, it becomes a link out.
+            os.rename(small / "b", small / "c" / "b-moved")
+            os.symlink(small.parent / "outside", small / "b")
+    assert walker.unreadable_dirs == 1
+    assert not any(p.startswith("b/") for p in seen)
+    assert "secret.txt" not in {p.rsplit("/", 1)[-1] for p in seen}
+
+
+def test_a_directory_removed_mid_walk_is_skipped(small: Path) -> None:
+    walker = Walker(make_root(small), ())
+    seen = []
+    for e in walker:
+        seen.append(e.path)
+        if e.path == "a":
+            os.rename(small / "a", small.parent / "a-gone")
+    assert walker.unreadable_dirs == 1
+    assert "b/deep/three.py" in seen and not any(p.startswith("a/") for p in seen)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a mode-000 directory anyway")
+def test_an_unreadable_directory_is_skipped_not_fatal(small: Path) -> None:
+    os.chmod(small / "a", 0)
+    try:
+        walker = Walker(make_root(small), ())
+        paths = [e.path for e in walker]
+    finally:
+        os.chmod(small / "a", 0o755)
+    assert walker.unreadable_dirs == 1
+    assert "b/deep/three.py" in paths
+
+
+def test_stopping_early_releases_every_handle(small: Path) -> None:
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    root = make_root(small)
+    before = open_fds()
+    it = iter(Walker(root, ()))
+    for _ in range(7):  # into the second level: parents held for their subdirectories
+        next(it)
+    it.close()  # type: ignore[attr-defined]
+    assert open_fds() == before
+    batches = Walker(root, ()).dirs()
+    next(batches)
+    batches.close()
+    assert open_fds() == before
+
+
+def test_a_wide_tree_never_holds_more_than_max_held_handles(tmp_path: Path) -> None:
+    for i in range(walk_mod.MAX_HELD * 3):
+        (tmp_path / f"d{i:03d}" / "sub").mkdir(parents=True)
+    before = len(os.listdir("/proc/self/fd"))
+    peak = 0
+    for _ in Walker(make_root(tmp_path), ()):
+        peak = max(peak, len(os.listdir("/proc/self/fd")) - before)
+    assert peak <= walk_mod.MAX_HELD + 2
+
+
+def test_whole_path_rules_prune_too(small: Path) -> None:
+    root = make_root(small, deny=["a/x", "b/*/three.py"])
+    paths = [e.path for e in Walker(root, ())]
+    assert "a/x" not in paths and "a/x/two.py" not in paths
+    assert "b/deep/three.py" not in paths and "b/deep" in paths
