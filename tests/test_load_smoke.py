@@ -1,0 +1,30 @@
+"""A CI-sized run of benchmarks/load.py: concurrent sessions, mixed calls, reloads.
+
+The real console script serves HTTP as a subprocess; 4 MCP sessions do
+list/read/search/write/edit/delete for a few seconds while another reloads
+the config every second. A regression that fails a call or answers a 5xx
+under concurrency fails CI here.
+"""
+
+from __future__ import annotations
+
+from benchmarks.load import measure
+
+TOOLS = {
+    "list_directory", "read_text_file", "search_files", "search_text",
+    "write_file", "edit_file", "delete", "reload_config",
+}
+
+
+def test_concurrent_mixed_calls_with_reloads_fail_nothing() -> None:
+    fig = measure(sessions=4, seconds=4.0, reload_every=1.0)
+    assert fig["failed"] == 0, fig["failure_samples"]
+    assert fig["http_5xx"] == 0, fig["http_statuses"]
+    assert fig["non_2xx"] == 0, fig["http_statuses"]
+    assert fig["reconnects"] == 0
+    assert fig["server_alive"]
+    # The load really ran: every kind of call happened, reloads included, on every session.
+    assert set(fig["calls_by_tool"]) == TOOLS
+    assert fig["reloads"] >= 2
+    assert fig["calls"] >= 4 * 9
+    assert fig["rss_kib"]["end"] > 0
