@@ -9,7 +9,11 @@ import json
 import stat
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from app.errors import BadArgument
+from app.fs.edit import TextEdit, apply_edits, decode
 from tests.fs.conftest import MAX_OUTPUT, MAX_READ, call, temp_leftovers
 
 
@@ -213,3 +217,44 @@ async def test_a_long_diff_is_cut_to_max_output_chars_with_a_note(disk, server):
     assert "the edits were applied in full" in data["note"]
     assert data["diff"].startswith("--- a/long.txt\n+++ b/long.txt\n@@ -1,600 +1,600 @@\n")
     assert (disk.ws / "long.txt").read_text() == lines.replace("x", "y")
+
+
+# -- properties of the pure parts ------------------------------------------------------------
+
+
+def occurrences(text: str, sub: str) -> int:
+    """Overlapping occurrences, the way a reader would count them."""
+    return sum(text.startswith(sub, i) for i in range(len(text)))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet="ab\n", max_size=30), old=st.text(alphabet="ab\n", min_size=1,
+       max_size=4), new=st.text(alphabet="xy", max_size=3))
+def test_an_edit_applies_exactly_when_old_text_occurs_once(text, old, new):
+    count = occurrences(text, old)
+    try:
+        result = apply_edits(text, [TextEdit(old_text=old, new_text=new)], "f")
+    except BadArgument as exc:
+        assert count != 1
+        assert ("(0 occurrences)" in exc.message) == (count == 0)
+        return
+    assert count == 1
+    assert result == text.replace(old, new, 1)
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(max_size=50),
+       codec=st.sampled_from(["utf-8", "utf-8-sig", "utf-16", "utf-32", "gb18030"]))
+def test_decode_gives_back_the_text_and_its_exact_bytes(text, codec):
+    if "\x00" in text:
+        return  # a NUL near the start is how binary files are told apart
+    try:
+        raw = text.encode(codec)
+    except UnicodeEncodeError:
+        return  # lone surrogates: not text any encoder writes
+    got, enc = decode(raw, "f")
+    assert enc.encode(got) == raw  # every byte outside an edit stays as it was
+    if codec == "gb18030":  # its bytes may also be valid UTF-8, which is tried first
+        assert enc.label in ("utf-8", "gb18030")
+    else:
+        assert got == text
