@@ -34,14 +34,14 @@ import codecs
 import heapq
 import os
 import stat as stat_mod
-from collections.abc import Callable
+import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from app.errors import BadArgument, BinaryFile, os_error
 from app.fs import textio
-from app.fs.paging import cut_to, dumps
+from app.fs.paging import Control, cut_to, dumps
 from app.security.resolve import FILE_FLAGS
 from app.security.walk import FILE, Walker
 
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
 RESULTS = 50  # a ranked list longer than this helps no model
 MAX_TERMS = 32
 CHECK_EVERY = 256  # entries between two cancellation checks
+PROGRESS_EVERY = 0.5  # seconds between progress notifications (when the client asked)
 
 
 def as_text(data: bytes, complete: bool) -> tuple[str, str] | None:
@@ -92,7 +93,7 @@ def terms_of(query: str) -> list[str]:
 # -- search ------------------------------------------------------------------
 
 
-def search(snap: Snapshot, query: str, check: Callable[[], None]) -> dict[str, Any]:
+def search(snap: Snapshot, query: str, control: Control) -> dict[str, Any]:
     terms = terms_of(query)
     phrase = " ".join(query.split()).casefold()
     limits = snap.limits
@@ -102,6 +103,7 @@ def search(snap: Snapshot, query: str, check: Callable[[], None]) -> dict[str, A
     over_budget = False  # some file's text was not scanned for lack of budget
     best: list[tuple[tuple[int, ...], str, str]] = []  # a min-heap of the `cap` best
     order = matched = 0
+    next_progress = time.monotonic() + PROGRESS_EVERY
     for root in snap.roots.values():
         if "read" not in root.permissions:
             continue
@@ -112,7 +114,10 @@ def search(snap: Snapshot, query: str, check: Callable[[], None]) -> dict[str, A
         for entry in walker:
             order += 1
             if order % CHECK_EVERY == 0:
-                check()
+                control.check()
+                if time.monotonic() >= next_progress:
+                    control.progress(order, None, f"{order} entries examined, {matched} matches")
+                    next_progress = time.monotonic() + PROGRESS_EVERY
             if entry.kind != FILE:
                 continue
             rel = entry.path

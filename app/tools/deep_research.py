@@ -68,7 +68,7 @@ async def search(ctx: Context, query: Query) -> SearchResult:
     searched. `truncated` and `note` appear only when the search stopped short."""
 
     def work(call: Call) -> dict[str, Any]:
-        return dr.search(call.snapshot, query, call.check)
+        return dr.search(call.snapshot, query, call)
 
     return await run(ctx, work)  # type: ignore[return-value]
 

@@ -344,3 +344,24 @@ async def test_text_in_other_encodings_is_searched_and_fetched(
     doc = payload(await call(sf, "fetch", id="main/greeting.txt"))
     assert doc["text"] == "Grüße aus Köln\n"
     assert doc["metadata"]["encoding"] == encoding
+
+
+async def test_search_reports_progress_when_asked(
+    search_fetch_config: Path, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.fs import deep_research
+
+    monkeypatch.setattr(deep_research, "PROGRESS_EVERY", 0.0)
+    for i in range(600):
+        (tree / f"n{i:03}.txt").write_text("nothing here\n")
+    seen: list[tuple[float, str | None]] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        seen.append((done, message))
+
+    with live_server(search_fetch_config) as srv:
+        async with srv.session() as s:
+            res = await s.call_tool("search", {"query": "zebra"}, progress_callback=on_progress)
+    assert payload(res) == {"results": []}
+    assert seen and seen[0][0] == 256
+    assert seen[0][1] == "256 entries examined, 0 matches"
