@@ -129,11 +129,12 @@ def read_text(
     shown: list[str] = []
     used = 0
     for line in lines:
-        text = textio.decode(line.data, enc, complete=not line.cut)
-        mark = READ_MARK if not line.complete else OUTPUT_MARK
+        text = textio.decode(line.data, enc, complete=line.complete and not line.cut)
+        # Which limit cut it: the output when more was kept than fits, else the read budget.
+        mark = OUTPUT_MARK if line.cut or line.complete else READ_MARK
         entry = f"{line.number} | {text}"
         size = escaped_len(entry) + (2 if shown else 0)
-        if line.cut and not shown:
+        if (line.cut or not line.complete) and not shown:
             shown.append(cut_to(entry, room - len(mark)) + mark)
             break
         if used + size > room:

@@ -230,7 +230,7 @@ def forward(src: Source, sn: Sniff, start: int, keep: int, scan: Scan) -> Iterat
             pos = i + tlen
     if src.exhausted:
         if number >= start and open_:
-            yield RawLine(number, b"".join(pieces), True, complete=False)
+            yield RawLine(number, b"".join(pieces), cut, complete=False)
         return
     scan.eof = True
     if open_:
