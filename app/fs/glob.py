@@ -94,7 +94,10 @@ def _validate(pattern: str) -> list[str]:
     if "\\" in pattern:
         raise _bad(pattern, "contains a backslash; use '/' between directories")
     if pattern.startswith("/") or re.match(r"^[A-Za-z]:", pattern):
-        raise _bad(pattern, "absolute patterns are not accepted; patterns are relative to path")
+        # Not echoed: an absolute pattern may well be a host path.
+        raise BadArgument(
+            "invalid glob: absolute patterns are not accepted; patterns are relative to path"
+        )
     segs = pattern.split("/")
     if ".." in segs:
         raise _bad(pattern, "'..' is not accepted in a pattern")

@@ -16,13 +16,16 @@ import os
 import struct
 import textwrap
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import pytest
 from mcp import ClientSession
 
 from app.registry import Registry
 from app.security.resolve import SecureRoot
+from tests.live import LiveServer, live_server
 
 MAX_READ = 65536  # main's max_read_bytes: big.log is over it
 NEEDLE = "NEEDLE"
@@ -183,3 +186,19 @@ async def call(s: ClientSession, tool: str, **args: Any) -> tuple[bool, Any]:
     if tool != "read_media_file":
         assert json.loads(text) == res.structured_content
     return False, res.structured_content
+
+
+
+# What the test modules' own module-scoped fixtures call: one tree and one server each.
+
+
+def make_tree(factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Path]]:
+    base = factory.mktemp("readtools")
+    return base, build(base)
+
+
+def serve(tree: tuple[Path, dict[str, Path]], extra: str = "",
+          name: str = "roots.toml") -> Iterator[LiveServer]:
+    base, paths = tree
+    with live_server(config(base, paths, extra=extra, name=name)) as srv:
+        yield srv
