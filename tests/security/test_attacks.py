@@ -18,6 +18,7 @@ import contextlib
 import os
 import socket
 import stat
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -139,9 +140,22 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tree]:
     link("fifo_link", "fifo")
     sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     sock.bind(str(root / "sock"))
+    # Should a regression make opening the FIFO block, release it every few seconds so
+    # the table fails on content instead of hanging; the timed FIFO test below catches it.
+    stop = threading.Event()
+
+    def release_fifo() -> None:
+        while not stop.wait(3.0):
+            with contextlib.suppress(OSError):
+                os.close(os.open(root / "fifo", os.O_WRONLY | os.O_NONBLOCK))
+
+    releaser = threading.Thread(target=release_fifo, daemon=True)
+    releaser.start()
     try:
         yield Tree(base, root, outside)
     finally:
+        stop.set()
+        releaser.join(timeout=5)
         sock.close()
 
 
@@ -455,9 +469,22 @@ def test_the_root_itself_cannot_be_changed(tree: Tree) -> None:
 
 def test_opening_a_fifo_returns_at_once(tree: Tree, engine: str) -> None:
     root = make_root(tree.root, engine=engine)
+    fifo = str(tree.root / "fifo")
+
+    def unblock() -> None:
+        # Were the open blocked waiting for a writer, this writer releases it (and the
+        # test then fails on time instead of hanging). With no reader waiting: ENXIO.
+        with contextlib.suppress(OSError):
+            os.close(os.open(fifo, os.O_WRONLY | os.O_NONBLOCK))
+
+    watchdog = threading.Timer(2.0, unblock)
+    watchdog.start()
     t0 = time.monotonic()
-    with pytest.raises(LoomError, match=f"^{NOT_REG}$"):
-        root.open_file("fifo", op="read")
+    try:
+        with pytest.raises(LoomError, match=f"^{NOT_REG}$"):
+            root.open_file("fifo", op="read")
+    finally:
+        watchdog.cancel()
     assert time.monotonic() - t0 < 1.0
 
 
