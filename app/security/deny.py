@@ -47,7 +47,7 @@ BASE: tuple[str, ...] = (
 TEMPLATES: tuple[str, ...] = (".env.example", ".env.sample", ".env.template")
 
 # Code points that HFS+/APFS ignore in names, so `.e\u200bnv` is `.env` there.
-_IGNORABLE = dict.fromkeys(
+IGNORABLE = dict.fromkeys(
     [*range(0x200B, 0x2010), *range(0x202A, 0x202F), *range(0x2060, 0x2070), 0xFEFF]
 )
 
@@ -57,7 +57,7 @@ def fold_name(name: str) -> str:
     if name.isascii():
         folded = name.lower()
     else:
-        folded = unicodedata.normalize("NFKC", name).translate(_IGNORABLE).casefold()
+        folded = unicodedata.normalize("NFKC", name).translate(IGNORABLE).casefold()
         folded = unicodedata.normalize("NFKC", folded)
     stripped = folded.rstrip(". ")
     # `.` and `..` stay themselves; a name of only dots and spaces keeps its fold.

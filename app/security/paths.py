@@ -3,13 +3,22 @@
 A request path is relative to a root and `/`-separated; `""` and `.` are the
 root. `..` is resolved lexically: climbing above the root is refused here,
 and nothing that reaches the disk ever contains `..`. `~` is a plain name.
+
+Nor does anything that merely *reads* as `.` or `..` reach the disk: a
+component made only of dots and spaces once zero-width characters are dropped
+and NFKC applied (`..\u200b`, `.. `, `...`, fullwidth dots). HFS+ ignores the
+zero-width characters and Windows strips trailing dots and spaces, so such a
+name can mean the parent there; on Linux it is a legal but odd name, and
+refusing it is the safe side.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from app.errors import EscapesRoot, InvalidPath
+from app.security.deny import IGNORABLE
 
 MAX_COMPONENT_BYTES = 255
 MAX_PATH_CHARS = 4096
@@ -54,8 +63,18 @@ def split_request(path: str) -> tuple[str, ...]:
                 raise EscapesRoot()
             parts.pop()
             continue
+        if _reads_as_dots(comp):
+            raise InvalidPath(
+                f"the component {comp!r} is only dots and spaces (it may read as '.' or '..')"
+            )
         parts.append(comp)
     return tuple(parts)
+
+
+def _reads_as_dots(comp: str) -> bool:
+    if comp.isascii():
+        return not comp.strip(". ")
+    return not unicodedata.normalize("NFKC", comp).translate(IGNORABLE).strip(". ")
 
 
 def join(parts: tuple[str, ...] | list[str]) -> str:
