@@ -468,6 +468,31 @@ def test_open_parent_follows_in_root_links_before_the_final_name(tree: Tree, eng
     created.unlink()
 
 
+def test_creating_parents_stays_inside_and_off_denied_names(tree: Tree, engine: str) -> None:
+    root = make_root(tree.root, engine=engine)
+    with root.open_parent(
+        "in_dir/p1/p2/f.txt", op="write_file", perm="write", create_parents=True
+    ) as p:
+        assert p.target == "sub/p1/p2/f.txt"
+    assert (tree.root / "sub" / "p1" / "p2").is_dir()
+    refusals = {
+        "out_dir/p1/f.txt": ESC,
+        "out_dir_abs/p1/f.txt": ESC,
+        "gitlink/p1/f.txt": deny(".git"),
+        "p3/.Git/f.txt": deny(".git"),
+        "p4/node_modules/f.txt": deny("node_modules"),
+    }  # fmt: skip
+    for path, message in refusals.items():
+        with pytest.raises(LoomError) as err:
+            root.open_parent(path, op="write_file", perm="write", create_parents=True)
+        assert err.value.message == message, path
+    assert sorted(os.listdir(tree.outside)) == [".env", "dir", "secret.txt"]
+    assert not (tree.root / "p3").exists() and not (tree.root / "p4").exists()
+    assert sorted(os.listdir(tree.root / ".git")) == ["config"]
+    for d in ("sub/p1/p2", "sub/p1"):
+        (tree.root / d).rmdir()
+
+
 def test_the_root_itself_cannot_be_changed(tree: Tree) -> None:
     root = make_root(tree.root)
     for path in ("", ".", "sub/.."):
