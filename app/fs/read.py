@@ -173,6 +173,11 @@ def _tail(
     root_name: str,
 ) -> ReadTextResult:
     t = textio.tail(src, sn, want, keep)
+    if not t.lines and t.total is None:
+        raise TooLarge(
+            f"the end of '{shell.path}' is not within the {_limit_note(budget, root_name)} "
+            "left to this call"
+        )
     if src.data is None:
         samples += [(x.data, True) for x in t.lines if not x.cut]
     enc = textio.decide(sn, samples)

@@ -84,14 +84,21 @@ def decode(raw: bytes, encoding: str, *, complete: bool = True) -> str:
 
 
 class Source:
-    """Bytes of one open file, at most `budget` of them per call."""
+    """Bytes of one open file, at most `budget` of them read per call.
 
-    def __init__(self, fd: int, size: int, budget: int, data: bytes | None = None) -> None:
+    The first bytes read (the head, sniffed for BOM and NULs) are kept and
+    served again without being read twice.
+    """
+
+    def __init__(
+        self, fd: int, size: int, budget: int, data: bytes | None = None, head: bytes = b""
+    ) -> None:
         self.fd = fd
         self.size = size
         self.budget = budget
         self.data = data  # the whole file, when it fit in the budget
-        self.used = 0
+        self.head = head
+        self.used = len(head)
         self.exhausted = False  # a read was cut short by the budget
 
     @classmethod
@@ -100,8 +107,10 @@ class Source:
         if size <= budget:
             data = pread_all(fd, budget + 1)
             if len(data) <= budget:
-                return cls(fd, len(data), budget, data)
-        return cls(fd, size, budget)
+                return cls(fd, len(data), budget, data=data)
+            # It grew past the budget since fstat: what was read is the head.
+            return cls(fd, max(size, len(data)), budget, head=data[:budget])
+        return cls(fd, size, budget, head=os.pread(fd, min(HEAD, budget), 0))
 
     @property
     def whole(self) -> bool:
@@ -110,15 +119,22 @@ class Source:
     def read(self, offset: int, n: int) -> bytes:
         if self.data is not None:
             return self.data[offset : offset + n]
+        cached = b""
+        if offset < len(self.head):
+            cached = self.head[offset : offset + n]
+            if len(cached) == n:
+                return cached
+            offset += len(cached)
+            n -= len(cached)
         left = self.budget - self.used
         if n > left:
             n = left
             self.exhausted = True
         if n <= 0:
-            return b""
+            return cached
         chunk = os.pread(self.fd, n, offset)
         self.used += len(chunk)
-        return chunk
+        return cached + chunk if cached else chunk
 
 
 def pread_all(fd: int, limit: int) -> bytes:
@@ -282,6 +298,8 @@ def tail(src: Source, sn: Sniff, want: int, keep_total: int) -> Tail:
                 break
             hi = i
         lo = new_lo
+    if not blocks and lo > base:  # the budget left nothing to read the end with
+        return Tail([], None)
     buf = b"".join(reversed(blocks))
     if cut_at is not None:
         body, head_complete = buf[cut_at - lo :], True

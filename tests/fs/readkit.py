@@ -202,3 +202,27 @@ def serve(tree: tuple[Path, dict[str, Path]], extra: str = "",
     base, paths = tree
     with live_server(config(base, paths, extra=extra, name=name)) as srv:
         yield srv
+
+
+def small_root(
+    tmp: Path, files: dict[str, str | bytes], *, max_read: int = MAX_READ, extra: str = ""
+) -> SecureRoot:
+    """A one-root config over `tmp/r` holding `files`, loaded as the server loads it."""
+    top = tmp / "r"
+    top.mkdir(parents=True, exist_ok=True)
+    write = _writer(top)
+    for rel, data in files.items():
+        write(rel, data)
+    cfg = tmp / "cfg"
+    cfg.mkdir(exist_ok=True)
+    path = cfg / "roots.toml"
+    path.write_text(textwrap.dedent(f"""
+        audit_log = "{tmp / "state" / "audit.log"}"
+        {extra}
+        [[roots]]
+        name = "r"
+        path = "{top}"
+        role = "reference"
+        max_read_bytes = {max_read}
+    """))
+    return root_of(path, "r")
