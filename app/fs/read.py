@@ -124,7 +124,7 @@ def read_text(
             )
         lines, partial = [partial], None
     if src.data is None:
-        samples += [(x.data, not x.cut) for x in lines]
+        samples += [(x.data, x.complete and not x.cut) for x in lines]
     enc = textio.decide(sn, samples)
     shown: list[str] = []
     used = 0

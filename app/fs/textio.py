@@ -52,7 +52,8 @@ class Sniff:
 def sniff(head: bytes) -> Sniff:
     for bom, enc, unit in _BOMS:
         if head.startswith(bom):
-            return Sniff(enc, len(bom), unit, False)
+            # UTF-16/32 text is full of NULs; after a UTF-8 BOM a NUL still means binary.
+            return Sniff(enc, len(bom), unit, unit == 1 and b"\0" in head[len(bom) : HEAD])
     return Sniff(None, 0, 1, b"\0" in head[:HEAD])
 
 

@@ -1,0 +1,72 @@
+"""The output bound: sizes measured exactly, pages cut item by item, limits clamped."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pydantic import BaseModel
+
+from app.fs.paging import RESERVE, clamp_limit, cut_to, dumps, escaped_len, fit_page, flat_len
+
+
+class Item(BaseModel):
+    path: str
+    line: int
+    size: int | None
+    ok: bool
+
+
+class Page(BaseModel):
+    items: list[Item]
+    returned: int
+    has_more: bool
+    note: str | None
+
+
+@settings(max_examples=300)
+@given(st.text(), st.integers(-(10**12), 10**12), st.none() | st.integers(0, 10**9),
+       st.booleans())
+def test_flat_len_is_exactly_the_compact_json_length(path: str, line: int, size: int | None,
+                                                     ok: bool) -> None:
+    item = Item(path=path, line=line, size=size, ok=ok)
+    compact = json.dumps(item.model_dump(), ensure_ascii=False, separators=(",", ":"))
+    assert flat_len(item) == len(compact) == flat_len(item.model_dump())
+
+
+@given(st.text())
+def test_escaped_len_counts_json_escapes(text: str) -> None:
+    assert escaped_len(text) == len(dumps(text)) - 2
+
+
+@given(st.text(), st.integers(0, 200))
+def test_cut_to_keeps_the_longest_prefix_that_fits(text: str, limit: int) -> None:
+    cut = cut_to(text, limit)
+    assert text.startswith(cut) and escaped_len(cut) <= limit
+    if len(cut) < len(text):
+        assert escaped_len(text[: len(cut) + 1]) > limit or len(cut) >= limit
+
+
+@settings(max_examples=200)
+@given(st.lists(st.text(max_size=40), max_size=60), st.integers(60, 3000))
+def test_fit_page_fills_up_to_the_cap_and_never_over(paths: list[str], cap: int) -> None:
+    items = [Item(path=p, line=i, size=None, ok=True) for i, p in enumerate(paths)]
+
+    def make(n: int) -> Page:
+        return Page(items=items[:n], returned=n, has_more=n < len(items),
+                    note="cut" if n < len(items) else None)
+
+    page, n = fit_page(make, items, cap)
+    assert page.returned == n and page.items == items[:n]
+    size = len(dumps(page.model_dump()))
+    assert size <= cap or n == 0
+    if n < len(items):
+        # one more item would not have fitted with the reserve kept for the fields
+        assert size + flat_len(items[n]) + 2 > cap - RESERVE or n == 0
+
+
+def test_limits_are_clamped_to_max_search_results() -> None:
+    assert clamp_limit(100_000, 200) == 200
+    assert clamp_limit(50, 200) == 50
+    assert clamp_limit(0, 200) == 1
