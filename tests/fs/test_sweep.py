@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 from app.fs.sweep import sweep_temp_files
@@ -55,15 +56,27 @@ def test_server_start_sweeps_writable_roots(tmp_path: Path) -> None:
     populate(disk)
     removed, kept = plant(disk)
     cfg = roots_config(disk)
-    # stdio with stdin at EOF: the server starts (sweeping first), then ends.
-    proc = subprocess.run(
-        [sys.executable, "-m", "app", "--config", str(cfg), "--transport", "stdio"],
-        stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=60, cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
+    # The real console entry point; the sweep runs before the roots are announced.
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "app", "--config", str(cfg), "--transport", "http", "--port", "0"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
     )
-    assert proc.stdout == ""
-    assert "transport: stdio" in proc.stderr
-    assert "removed 3 leftover temp file(s)" in proc.stderr
-    assert str(disk.base) not in proc.stderr
-    assert not [p for p in removed if os.path.lexists(p)]
-    assert all(os.path.lexists(p) for p in kept)
+    watchdog = threading.Timer(60, proc.kill)  # a hung start fails the test, not the run
+    watchdog.start()
+    said: list[str] = []
+    try:
+        for line in proc.stderr:
+            said.append(line)
+            if line.startswith("transport:"):
+                break
+        assert not [p for p in removed if os.path.lexists(p)]
+        assert all(os.path.lexists(p) for p in kept)
+    finally:
+        watchdog.cancel()
+        proc.terminate()
+        proc.communicate(timeout=30)
+    text = "".join(said)
+    assert "transport: http" in text
+    assert "removed 3 leftover temp file(s)" in text
+    assert str(disk.base) not in text
