@@ -143,19 +143,9 @@ class Walker:
             for h in held:
                 os.close(h.fd)
 
-    def _open(self, parts: tuple[str, ...], parent: _Held | None, held: set[_Held]) -> int:
-        if parent is None:
-            return self.root.open_subdir(parts)
-        try:
-            return os.open(parts[-1], DIR_FLAGS, dir_fd=parent.fd)
-        finally:
-            parent.waiting -= 1
-            if parent.waiting == 0:
-                held.discard(parent)
-                os.close(parent.fd)
-
     def _dirs(self, held: set[_Held]) -> Iterator[WalkDir]:
         rules = self.root.rules
+        open_subdir = self.root.open_subdir
         denied = rules.name
         whole_paths = rules.protects_whole_paths()
         max_depth = self.max_depth
@@ -163,7 +153,17 @@ class Walker:
         while queue:
             parts, depth, parent = queue.popleft()
             try:
-                fd = self._open(parts, parent, held)
+                if parent is None:
+                    fd = open_subdir(parts)
+                else:
+                    # From the parent's handle, which stays open until its last subdirectory is.
+                    try:
+                        fd = os.open(parts[-1], DIR_FLAGS, dir_fd=parent.fd)
+                    finally:
+                        parent.waiting -= 1
+                        if not parent.waiting:
+                            held.discard(parent)
+                            os.close(parent.fd)
             except OSError:
                 self.unreadable_dirs += 1
                 continue
@@ -193,9 +193,10 @@ class Walker:
                             self.skipped_links += 1
                     except OSError:
                         pass
-                yield WalkDir(parts, "/".join(parts) + "/" if parts else "", depth, fd, entries)
+                prefix = "/".join(parts) + "/" if parts else ""
+                yield _new_entry(WalkDir, (parts, prefix, depth, fd, entries))
             finally:
                 if mine is not None and mine.waiting:
-                    held.add(mine)  # closed by the last subdirectory's `_open`
+                    held.add(mine)  # closed once its last subdirectory is open
                 else:
                     os.close(fd)
