@@ -5,6 +5,8 @@ Guards are small pure-ASGI middlewares, outermost first:
    (421), a present Origin must be loopback or listed (403).
 2. `BearerAuth` - when a token is configured, /mcp needs it (401).
 3. `BodyLimit` - requests above the limit get 413 before anything reads them.
+Then `JsonWhenNothingStreams` picks, per POST, a plain JSON answer or an SSE
+stream (see there).
 """
 
 from __future__ import annotations
@@ -13,10 +15,12 @@ import contextlib
 import hmac
 import ipaddress
 from collections.abc import AsyncIterator, Callable, Iterable
+from contextvars import ContextVar
 from typing import Any
 from urllib.parse import urlsplit
 
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -185,6 +189,59 @@ def _replay(chunks: list[bytes], first: Any = None, then: Receive | None = None)
     return receive
 
 
+_answer_json: ContextVar[bool] = ContextVar("loomfs_answer_json", default=False)
+
+
+class PerRequestJSON:
+    """The SDK's `json_response` flag, read as a bool: this request's choice."""
+
+    def __bool__(self) -> bool:
+        return _answer_json.get()
+
+
+class JsonWhenNothingStreams:
+    """Answer a POST with one JSON body when nothing but its response can be sent on it.
+
+    An SSE answer costs the server about twice the CPU of a JSON one per small
+    call, and the client as much again (README "Measured"). Only a request
+    that may get more than its response needs the stream: one that asked for
+    progress (`progressToken`; looked for in the raw bytes, so a false positive
+    just keeps SSE). Our tools send nothing else on a request's stream (no
+    sampling, elicitation or request-scoped logs). The request that opens a
+    session (no `mcp-session-id`, handshake era) always streams: the session's
+    own tasks are started inside it and inherit its choice; they must see SSE.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        # The body is already in memory and bounded (BodyLimit, outside this one).
+        chunks: list[bytes] = []
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                await self.app(scope, _replay([], message), send)
+                return
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        version = _header(scope, b"mcp-protocol-version")
+        # The SDK's own routing rule: a version outside the handshake era is served
+        # per request (2026-07-28), never opening a session.
+        per_request = version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
+        in_session = _header(scope, b"mcp-session-id") is not None
+        token = _answer_json.set((in_session or per_request) and b"progressToken" not in body)
+        try:
+            await self.app(scope, _replay([body], None, receive), send)
+        finally:
+            _answer_json.reset(token)
+
+
 def body_limit_for(server: LoomServer) -> Callable[[], int]:
     def limit() -> int:
         snap = server.registry.current
@@ -200,12 +257,13 @@ def build_app(
     token: str | None = None,
     allowed_hosts: Iterable[str] = (),
     allowed_origins: Iterable[str] = (),
-    json_response: bool = False,
+    json_response: bool | None = None,
     handle_sighup: bool = False,
 ) -> ASGIApp:
+    """`json_response`: True always JSON, False always SSE, None (default) per request."""
     mcp_app = server.streamable_http_app(
         streamable_http_path="/mcp",
-        json_response=json_response,
+        json_response=PerRequestJSON() if json_response is None else json_response,  # type: ignore[arg-type]
         # Our HostOriginGuard covers every route; the SDK's would only cover /mcp.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         max_request_body_size=1 << 40,
@@ -234,7 +292,8 @@ def build_app(
         *mcp_app.routes,
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
-    guarded: ASGIApp = BodyLimit(app, body_limit_for(server))
+    guarded: ASGIApp = app if json_response is not None else JsonWhenNothingStreams(app)
+    guarded = BodyLimit(guarded, body_limit_for(server))
     guarded = BearerAuth(guarded, token)
     guarded = HostOriginGuard(guarded, allowed_hosts, allowed_origins)
     return _LifespanPassthrough(guarded, app)

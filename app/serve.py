@@ -111,10 +111,11 @@ def _serve_stdio(server) -> int:  # type: ignore[no-untyped-def]
     import anyio
 
     from app.server import install_sighup
+    from app.stdio import run_stdio
 
     async def main() -> None:
         install_sighup(server)
-        await server.run_stdio_async()
+        await run_stdio(server)
 
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(main)

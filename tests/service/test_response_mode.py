@@ -1,0 +1,93 @@
+"""Per-request answer format on /mcp: JSON when only the response can come, SSE otherwise.
+
+Raw HTTP against the real app, so the wire format itself is what is checked.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+import pytest
+
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INIT = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+
+
+def sse_messages(text: str) -> list[dict[str, Any]]:
+    return [json.loads(line[5:]) for line in text.splitlines()
+            if line.startswith("data:") and line[5:].strip()]
+
+
+@pytest.fixture
+def session(live) -> Any:  # type: ignore[no-untyped-def]
+    with httpx.Client(base_url=live.base, headers=HEADERS, timeout=30) as http:
+        opened = http.post("/mcp", json=INIT)
+        # The request that opens a session always streams (its tasks inherit the choice).
+        assert opened.headers["content-type"].startswith("text/event-stream")
+        sid = opened.headers["mcp-session-id"]
+        http.headers.update({"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"})
+        r = http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        assert r.status_code == 202
+        yield http
+
+
+def call(n: int, name: str, args: dict[str, Any], meta: dict[str, Any] | None = None):  # type: ignore[no-untyped-def]
+    params: dict[str, Any] = {"name": name, "arguments": args}
+    if meta is not None:
+        params["_meta"] = meta
+    return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
+
+
+def test_call_without_progress_token_is_answered_with_one_json_body(session) -> None:
+    r = session.post("/mcp", json=call(2, "read_text_file", {"path": "README.md"}))
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("application/json")
+    body = r.json()
+    assert body["id"] == 2 and body["result"]["structuredContent"]["path"] == "README.md"
+
+
+def test_tool_error_is_answered_as_json_too(session) -> None:
+    r = session.post("/mcp", json=call(3, "read_text_file", {"path": "../x"}))
+    assert r.headers["content-type"].startswith("application/json")
+    assert r.json()["result"]["isError"] is True
+
+
+def test_call_asking_for_progress_is_streamed_with_its_notifications(session, tree) -> None:
+    # Enough files that the search reports progress at least once is not guaranteed;
+    # what is guaranteed is the stream, and the response as its last message.
+    r = session.post("/mcp", json=call(4, "search_text", {"query": "zzz"}, {"progressToken": "p1"}))
+    assert r.status_code == 200
+    assert r.headers["content-type"].startswith("text/event-stream")
+    messages = sse_messages(r.text)
+    assert messages[-1]["id"] == 4 and "result" in messages[-1]
+    for m in messages[:-1]:
+        assert m["method"] == "notifications/progress"
+        assert m["params"]["progressToken"] == "p1"
+
+
+def test_other_requests_in_a_session_are_json(session) -> None:
+    r = session.post("/mcp", json={"jsonrpc": "2.0", "id": 5, "method": "tools/list"})
+    assert r.headers["content-type"].startswith("application/json")
+    assert any(t["name"] == "list_roots" for t in r.json()["result"]["tools"])
+
+
+def test_json_and_sse_calls_interleave_in_one_session(session) -> None:
+    kinds = []
+    for n in range(6, 12):
+        meta = {"progressToken": f"t{n}"} if n % 2 else None
+        r = session.post("/mcp", json=call(n, "list_roots", {}, meta))
+        kinds.append(r.headers["content-type"].split(";")[0])
+        answer = sse_messages(r.text)[-1] if meta else r.json()
+        assert answer["id"] == n and answer["result"]["structuredContent"]["roots"]
+    assert kinds == ["application/json", "text/event-stream"] * 3
