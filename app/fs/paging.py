@@ -81,11 +81,16 @@ def fit_page(
     """The result holding as many of `items` as fit in `cap` characters, and that count.
 
     `make(n)` builds the result with the first `n` items (and its note and
-    next_offset for that n). Items must be flat (see `flat_len`): their
-    sizes are added up rather than serialised, so a page that fits costs no
-    extra JSON encoding; only a page that must be cut is checked by dumping.
+    next_offset for that n). Items must be flat (see `flat_len`): when the
+    page does not fit whole, their sizes are added up one by one to find the
+    cut, and only the final result is checked by dumping it.
     """
-    total = json_len(make(0)) + RESERVE
+    base = json_len(make(0)) + RESERVE
+    # The common case, a page that fits, costs one C-level dump of the items.
+    plain = [i if isinstance(i, dict) else i.model_dump(mode="json") for i in items]
+    if base + len(dumps(plain)) <= cap:
+        return make(len(items)), len(items)
+    total = base
     n = 0
     for item in items:
         total += flat_len(item) + 1
