@@ -112,11 +112,12 @@ def medians(fns: dict[str, Callable[[], object]], runs: int) -> dict[str, float]
     return {k: statistics.median(v) for k, v in times.items()}
 
 
-async def over_http(config: Path, calls: int) -> dict[str, float]:
+async def over_http(config: Path, calls: int, mode: str) -> dict[str, float]:
     """Median seconds per call, and the SDK client's own output-schema check of it."""
     from tests.live import live_server
 
-    with live_server(config) as srv:
+    kwargs = {} if mode == "auto" else {"json_response": mode == "json"}
+    with live_server(config, **kwargs) as srv:
         async with srv.session() as s:
             checking: list[float] = []
             check = s.validate_tool_result
@@ -149,6 +150,8 @@ def main() -> int:
     ap.add_argument("--runs", type=int, default=31, help="rounds in process (min 7)")
     ap.add_argument("--calls", type=int, default=101, help="tool calls over HTTP (min 7)")
     ap.add_argument("--tree", help="use (or build, then keep) the tree in this empty folder")
+    ap.add_argument("--mode", choices=["auto", "json", "sse"], default="auto",
+                    help="HTTP answers: the app's default (auto), or forced JSON or SSE")
     args = ap.parse_args()
     runs, calls = max(7, args.runs), max(7, args.calls)
     import logging
@@ -198,8 +201,9 @@ def main() -> int:
             path = "{tree}"
             role = "reference"
         """))
-        e2e = asyncio.run(over_http(config, calls))
-        print(f"over HTTP (one MCP session, SDK client), median of {calls} calls:")
+        e2e = asyncio.run(over_http(config, calls, args.mode))
+        print(f"over HTTP (one MCP session, SDK client, answers: {args.mode}), "
+              f"median of {calls} calls:")
         for name, label in (("search_files", "search_files('*.py')"), ("list_roots", "list_roots")):
             total, check = e2e[name], e2e[f"{name}_check"]
             print(f"  {label:22s} {total * 1e3:7.2f} ms, of which the client's schema check "
