@@ -155,8 +155,11 @@ def _serve_http(server, host: str, port: int, token: str | None, settings: Setti
         handle_sighup=True,
     )
     server_class = _uvicorn_server_class()
+    # httptools: uvicorn's C parser; a quarter less server CPU per small call than
+    # h11 (README "Measured").
     config = uvicorn.Config(
-        app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=5
+        app, http="httptools", log_config=None, access_log=False, lifespan="on",
+        timeout_graceful_shutdown=5,
     )
     server_class(config).run(sockets=[sock])
     return 0

@@ -27,7 +27,7 @@ from app import __version__
 from app.audit import current_client
 from app.registry import Registry, Snapshot
 from app.tools import MODULES
-from app.tools.base import ToolSpec
+from app.tools.base import ToolSpec, flat_schema
 
 log = logging.getLogger("loomfs.server")
 _pending: set[Any] = set()  # reload tasks started by SIGHUP, kept alive until done
@@ -104,6 +104,9 @@ class LoomServer(MCPServer):
                     annotations=spec.annotations,
                     structured_output=True,
                 )
+                meta = self._tool_manager.get_tool(spec.name).fn_metadata  # type: ignore[union-attr]
+                if meta.output_schema is not None:  # read live by the SDK: cheaper to validate
+                    meta.output_schema = flat_schema(meta.output_schema)
             elif spec.name not in wanted and spec.name in self.active_tools:
                 self.remove_tool(spec.name)
         self.active_tools = wanted

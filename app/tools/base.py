@@ -116,6 +116,37 @@ def tool(
     return mark
 
 
+def flat_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The same JSON schema with every local `$ref` expanded in place and `$defs` dropped.
+
+    Clients that validate results (the MCP Python SDK validates every one with
+    `jsonschema`) resolve a `$ref` per list item; inline, a 300-match search
+    result validates in about two thirds of the time (README "Measured").
+    A recursive schema is returned unchanged.
+    """
+    defs = schema.get("$defs", {})
+
+    def expand(node: Any, seen: tuple[str, ...]) -> Any:
+        if isinstance(node, list):
+            return [expand(x, seen) for x in node]
+        if not isinstance(node, dict):
+            return node
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/$defs/"):
+            name = ref[len("#/$defs/"):]
+            if name in seen or name not in defs:
+                raise RecursionError(name)
+            target = expand(defs[name], (*seen, name))
+            extra = {k: expand(v, seen) for k, v in node.items() if k != "$ref"}
+            return {**target, **extra}
+        return {k: expand(v, seen) for k, v in node.items() if k != "$defs"}
+
+    try:
+        return expand(schema, ())  # type: ignore[no-any-return]
+    except RecursionError:
+        return schema
+
+
 def registry_of(ctx: Context) -> Registry:
     return ctx.mcp_server.registry  # type: ignore[attr-defined, no-any-return]
 
