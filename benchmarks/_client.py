@@ -263,9 +263,22 @@ async def http_session(url: str, counter: StatusCounter | None = None) -> AsyncI
         yield session
 
 
-async def call(session: Any, name: str, args: dict[str, Any]) -> Any:
-    """Call a tool; raise CallFailed on a tool error. Returns the result."""
-    result = await session.call_tool(name, args)
+async def call(session: Any, name: str, args: dict[str, Any], *, validate: bool = True) -> Any:
+    """Call a tool; raise CallFailed on a tool error. Returns the result.
+
+    `validate=False` sends the same `tools/call` without the SDK client's own
+    check of the result against the tool's output schema (pure-Python
+    `jsonschema`, every call): what a client that does not validate pays.
+    """
+    if validate:
+        result = await session.call_tool(name, args)
+    else:
+        from mcp import types
+
+        request = types.CallToolRequest(
+            params=types.CallToolRequestParams(name=name, arguments=args)
+        )
+        result = await session.send_request(request, types.CallToolResult)
     if getattr(result, "is_error", False):
         text = " ".join(getattr(c, "text", "") for c in result.content)
         raise CallFailed(f"{name}: {text[:300]}")

@@ -22,6 +22,12 @@ nested files: it walks and matches all 24,300 entries) and `**/*.py` with
 `excludePatterns` `.venv` and `node_modules`. Their `**/*.py` takes seconds a
 call, so it gets `--slow-calls` calls a round.
 
+The SDK client checks every result against the tool's output schema with
+pure-Python `jsonschema`; for theirs that is one string, for ours every field
+of every entry. So ours over stdio is also measured sending the same call
+without that client-side check ("unvalidated"): what a client that does not
+validate sees, and what the server and transport cost.
+
 Prints per target the median and p90 latency over all calls and the median of
 the rounds' calls/s, then ratios measured in this run against the targets.
 Every answer is checked (no tool error; the searches find the 300 useful files)
@@ -103,33 +109,38 @@ def expect_matches(n: int, *, at_least: bool = False) -> Check:
     return check
 
 
-async def timed(
-    session: Any, name: str, args: dict[str, Any], n: int, check: Check | None
-) -> tuple[list[float], float]:
+@dataclass
+class Case:
+    label: str
+    session: Any
+    tool: str
+    args: dict[str, Any]
+    calls: int
+    check: Check | None = None
+    validate: bool = True  # False: skip the SDK client's output-schema check
+
+
+async def timed(case: Case) -> tuple[list[float], float]:
     lat = []
     start = time.perf_counter()
-    for _ in range(n):
+    for _ in range(case.calls):
         t0 = time.perf_counter()
-        result = await call(session, name, args)
+        result = await call(case.session, case.tool, case.args, validate=case.validate)
         lat.append(time.perf_counter() - t0)
-        if check is not None:
-            check(result)
-    return lat, n / (time.perf_counter() - start)
-
-
-Case = tuple[str, Any, str, dict[str, Any], int, "Check | None"]
+        if case.check is not None:
+            case.check(result)
+    return lat, case.calls / (time.perf_counter() - start)
 
 
 async def run_op(title: str, cases: list[Case], runs: int) -> dict[str, Result]:
-    results = {label: Result() for label, *_ in cases}
-    for _label, session, name, args, _n, _check in cases:  # warm-up: caches, first imports
-        await call(session, name, args)
+    results = {c.label: Result() for c in cases}
+    for c in cases:  # warm-up: caches, first imports, the client's schema cache
+        await call(c.session, c.tool, c.args)
     for r in range(runs):
-        order = cases[r % len(cases):] + cases[: r % len(cases)]
-        for label, session, name, args, n, check in order:
-            lat, rate = await timed(session, name, args, n, check)
-            results[label].latencies += lat
-            results[label].rates.append(rate)
+        for c in cases[r % len(cases):] + cases[: r % len(cases)]:
+            lat, rate = await timed(c)
+            results[c.label].latencies += lat
+            results[c.label].rates.append(rate)
     print(f"\n{title}")
     for label, res in results.items():
         print(res.line(label))
@@ -168,58 +179,61 @@ async def main(args: argparse.Namespace) -> None:
             await report(args, tree, ours_stdio, ours_http, theirs)
 
 
+def ours_and_theirs(
+    ours: tuple[Any, Any], theirs: Any, tool: str, args: dict[str, Any], their_args: dict[str, Any],
+    n: int, check: Check | None = None,
+) -> list[Case]:
+    stdio, http = ours
+    return [
+        Case("ours stdio", stdio, tool, args, n, check),
+        Case("ours stdio, unvalidated", stdio, tool, args, n, check, validate=False),
+        Case("ours http", http, tool, args, n, check),
+        Case("theirs stdio", theirs, tool, their_args, n, check),
+    ]
+
+
 async def report(args: argparse.Namespace, tree: Path, ours_stdio, ours_http, theirs) -> None:  # type: ignore[no-untyped-def]
-    n, runs = args.calls, args.runs
-    read_ours = {"path": SMALL_FILE}
-    read_theirs = {"path": str(tree / SMALL_FILE)}
+    n, runs, ours = args.calls, args.runs, (ours_stdio, ours_http)
     read = await run_op(
         f"small read_text_file ({runs} rounds x {n} calls)",
-        [
-            ("ours stdio", ours_stdio, "read_text_file", read_ours, n, None),
-            ("ours http", ours_http, "read_text_file", read_ours, n, None),
-            ("theirs stdio", theirs, "read_text_file", read_theirs, n, None),
-        ],
+        ours_and_theirs(ours, theirs, "read_text_file", {"path": SMALL_FILE},
+                        {"path": str(tree / SMALL_FILE)}, n),
         runs,
     )
     listing = await run_op(
         f"list_directory of {LISTED_DIR} ({runs} rounds x {n} calls)",
-        [
-            ("ours stdio", ours_stdio, "list_directory", {"path": LISTED_DIR}, n, None),
-            ("ours http", ours_http, "list_directory", {"path": LISTED_DIR}, n, None),
-            ("theirs stdio", theirs, "list_directory", {"path": str(tree / LISTED_DIR)}, n, None),
-        ],
+        ours_and_theirs(ours, theirs, "list_directory", {"path": LISTED_DIR},
+                        {"path": str(tree / LISTED_DIR)}, n),
         runs,
     )
-    fast = max(1, n // 10)
-    ours_search = {"pattern": "*.py", "limit": USEFUL_FILES}
+    fast = max(3, n // 10)
     useful = expect_matches(USEFUL_FILES)
+    search_cases = ours_and_theirs(
+        ours, theirs, "search_files", {"pattern": "*.py", "limit": USEFUL_FILES},
+        {"path": str(tree), "pattern": "**/*.py", "excludePatterns": EXCLUDES}, fast, useful)
+    for c in search_cases[:3]:
+        c.label += " *.py"
+    search_cases[3].label = "theirs **/*.py excluded"
+    search_cases.append(Case("theirs **/*.py", theirs, "search_files",
+                             {"path": str(tree), "pattern": "**/*.py"}, args.slow_calls,
+                             expect_matches(USEFUL_FILES, at_least=True)))
     search = await run_op(
         f"name search ({runs} rounds; {fast} calls, theirs **/*.py {args.slow_calls})",
-        [
-            ("ours stdio *.py", ours_stdio, "search_files", ours_search, fast, useful),
-            ("ours http *.py", ours_http, "search_files", ours_search, fast, useful),
-            ("theirs **/*.py excluded", theirs, "search_files",
-             {"path": str(tree), "pattern": "**/*.py", "excludePatterns": EXCLUDES}, fast, useful),
-            ("theirs **/*.py", theirs, "search_files",
-             {"path": str(tree), "pattern": "**/*.py"}, args.slow_calls,
-             expect_matches(USEFUL_FILES, at_least=True)),
-        ],
-        runs,
+        search_cases, runs,
     )
     print("\nratios (same run; latency ratios use medians, throughput ratios median calls/s)")
-    ratio_line("read: ours stdio calls/s / theirs stdio",
-               read["ours stdio"].rate / read["theirs stdio"].rate, 1.0)
-    ratio_line("read: ours http calls/s / theirs stdio",
-               read["ours http"].rate / read["theirs stdio"].rate, 0.5)
-    ratio_line("list: ours stdio calls/s / theirs stdio",
-               listing["ours stdio"].rate / listing["theirs stdio"].rate, None)
-    ratio_line("list: ours http calls/s / theirs stdio",
-               listing["ours http"].rate / listing["theirs stdio"].rate, None)
-    for ours in ("ours stdio *.py", "ours http *.py"):
-        ratio_line(f"search: theirs **/*.py / {ours}",
-                   search["theirs **/*.py"].median / search[ours].median, 200.0)
-        ratio_line(f"search: theirs excluded / {ours}",
-                   search["theirs **/*.py excluded"].median / search[ours].median, 10.0)
+    for label, target in (("ours stdio", 1.0), ("ours stdio, unvalidated", None),
+                          ("ours http", 0.5)):
+        ratio_line(f"read: {label} calls/s / theirs stdio",
+                   read[label].rate / read["theirs stdio"].rate, target)
+    for label in ("ours stdio", "ours stdio, unvalidated", "ours http"):
+        ratio_line(f"list: {label} calls/s / theirs stdio",
+                   listing[label].rate / listing["theirs stdio"].rate, None)
+    for label in ("ours stdio *.py", "ours stdio, unvalidated *.py", "ours http *.py"):
+        ratio_line(f"search: theirs **/*.py / {label}",
+                   search["theirs **/*.py"].median / search[label].median, 200.0)
+        ratio_line(f"search: theirs excluded / {label}",
+                   search["theirs **/*.py excluded"].median / search[label].median, 10.0)
 
 
 def parse(argv: list[str] | None = None) -> argparse.Namespace:

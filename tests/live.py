@@ -33,7 +33,8 @@ class LiveServer:
         self.server = LoomServer(self.registry)
         self.token = token
         self.app = build_app(self.server, token=token, **app_kwargs)
-        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        # IPPROTO_TCP so asyncio sets TCP_NODELAY on accepted connections (see app/serve.py).
+        self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._sock.bind(("127.0.0.1", 0))
         self._sock.listen(128)
         self.port = self._sock.getsockname()[1]
