@@ -5,11 +5,13 @@
 Builds the seed's tree shape (24,300 files: 300 useful `.py` under `src/`, the
 rest under `.venv/` and `node_modules/`) in a temporary folder, installs
 `@modelcontextprotocol/server-filesystem` (pinned, npm, cached under
-`benchmarks/.cache/`), then opens three sessions at once:
+`benchmarks/.cache/`), then opens four sessions at once:
 
 - ours over stdio (the console script, spawned by the SDK's stdio client),
 - ours over Streamable HTTP (the console script as a subprocess on a free
-  loopback port, stateful sessions, as shipped),
+  loopback port, stateful sessions, as shipped), with the SDK client;
+- ours over HTTP again through `RawHttpSession`: one keep-alive connection,
+  stdlib `http.client`, no SDK: what the server itself costs per call;
 - theirs over stdio (the only transport it has).
 
 For each operation, round by round (the order rotates each round, so a load
@@ -52,6 +54,7 @@ if __package__ in (None, ""):  # run as a script: make `app` and `benchmarks` im
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._client import (
+    RawHttpSession,
     ServerProcess,
     call,
     console_script,
@@ -175,25 +178,28 @@ async def main(args: argparse.Namespace) -> None:
                 stdio_session(script[0], [*script[1:], "--config", str(config)])
             )
             ours_http = await stack.enter_async_context(http_session(server.url))
+            raw = RawHttpSession(server.url).open()
+            stack.callback(raw.close)
             theirs = await stack.enter_async_context(stdio_session("node", [str(entry), str(tree)]))
-            await report(args, tree, ours_stdio, ours_http, theirs)
+            await report(args, tree, (ours_stdio, ours_http, raw), theirs)
 
 
 def ours_and_theirs(
-    ours: tuple[Any, Any], theirs: Any, tool: str, args: dict[str, Any], their_args: dict[str, Any],
-    n: int, check: Check | None = None,
+    ours: tuple[Any, Any, Any], theirs: Any, tool: str, args: dict[str, Any],
+    their_args: dict[str, Any], n: int, check: Check | None = None,
 ) -> list[Case]:
-    stdio, http = ours
+    stdio, http, raw = ours
     return [
         Case("ours stdio", stdio, tool, args, n, check),
         Case("ours stdio, unvalidated", stdio, tool, args, n, check, validate=False),
         Case("ours http", http, tool, args, n, check),
+        Case("ours http, raw client", raw, tool, args, n, check),
         Case("theirs stdio", theirs, tool, their_args, n, check),
     ]
 
 
-async def report(args: argparse.Namespace, tree: Path, ours_stdio, ours_http, theirs) -> None:  # type: ignore[no-untyped-def]
-    n, runs, ours = args.calls, args.runs, (ours_stdio, ours_http)
+async def report(args: argparse.Namespace, tree: Path, ours, theirs) -> None:  # type: ignore[no-untyped-def]
+    n, runs = args.calls, args.runs
     read = await run_op(
         f"small read_text_file ({runs} rounds x {n} calls)",
         ours_and_theirs(ours, theirs, "read_text_file", {"path": SMALL_FILE},
@@ -211,9 +217,9 @@ async def report(args: argparse.Namespace, tree: Path, ours_stdio, ours_http, th
     search_cases = ours_and_theirs(
         ours, theirs, "search_files", {"pattern": "*.py", "limit": USEFUL_FILES},
         {"path": str(tree), "pattern": "**/*.py", "excludePatterns": EXCLUDES}, fast, useful)
-    for c in search_cases[:3]:
+    for c in search_cases[:4]:
         c.label += " *.py"
-    search_cases[3].label = "theirs **/*.py excluded"
+    search_cases[4].label = "theirs **/*.py excluded"
     search_cases.append(Case("theirs **/*.py", theirs, "search_files",
                              {"path": str(tree), "pattern": "**/*.py"}, args.slow_calls,
                              expect_matches(USEFUL_FILES, at_least=True)))
@@ -223,13 +229,14 @@ async def report(args: argparse.Namespace, tree: Path, ours_stdio, ours_http, th
     )
     print("\nratios (same run; latency ratios use medians, throughput ratios median calls/s)")
     for label, target in (("ours stdio", 1.0), ("ours stdio, unvalidated", None),
-                          ("ours http", 0.5)):
+                          ("ours http", 0.5), ("ours http, raw client", None)):
         ratio_line(f"read: {label} calls/s / theirs stdio",
                    read[label].rate / read["theirs stdio"].rate, target)
-    for label in ("ours stdio", "ours stdio, unvalidated", "ours http"):
+    for label in ("ours stdio", "ours stdio, unvalidated", "ours http", "ours http, raw client"):
         ratio_line(f"list: {label} calls/s / theirs stdio",
                    listing[label].rate / listing["theirs stdio"].rate, None)
-    for label in ("ours stdio *.py", "ours stdio, unvalidated *.py", "ours http *.py"):
+    for label in ("ours stdio *.py", "ours stdio, unvalidated *.py", "ours http *.py",
+                  "ours http, raw client *.py"):
         ratio_line(f"search: theirs **/*.py / {label}",
                    search["theirs **/*.py"].median / search[label].median, 200.0)
         ratio_line(f"search: theirs excluded / {label}",
