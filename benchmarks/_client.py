@@ -3,8 +3,8 @@
 Everything here talks to servers on loopback only and bounds its own waits.
 
 - `ServerProcess` runs our console script (`loom-fs-mcp --transport http`) as a
-  subprocess on a free port, so the RSS it reports (`/proc/PID/status`) is the
-  server's own, not the client's.
+  subprocess on a free port, so the RSS and CPU time it reports (`/proc/PID`)
+  are the server's own, not the client's.
 - `reference_server()` installs `@modelcontextprotocol/server-filesystem` with
   npm into a cache folder (gitignored) once, and returns its entry point.
 - `stdio_session` / `http_session` give initialised MCP SDK `ClientSession`s;
@@ -83,6 +83,13 @@ def read_rss(pid: int) -> dict[str, int]:
     return out
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (Linux /proc)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def reset_peak(pid: int) -> bool:
     """Reset VmHWM to the current RSS (Linux: clear_refs 5); False where refused."""
     try:
@@ -140,6 +147,9 @@ class ServerProcess:
 
     def reset_peak(self) -> bool:
         return reset_peak(self.pid)
+
+    def cpu(self) -> float:
+        return cpu_seconds(self.pid)
 
     def signal(self, sig: int) -> None:
         self.proc.send_signal(sig)
@@ -261,87 +271,6 @@ async def http_session(url: str, counter: StatusCounter | None = None) -> AsyncI
     ):
         await session.initialize()
         yield session
-
-
-class RawHttpSession:
-    """A minimal MCP client over one keep-alive HTTP/1.1 connection (stdlib `http.client`).
-
-    No SDK, no schema checks, no SSE parser beyond what the handshake needs: the
-    floor a client adds, so the server's own cost per call over HTTP shows.
-    Blocking, one call at a time (it is only used for sequential timing).
-    """
-
-    def __init__(self, url: str) -> None:
-        import http.client
-        from urllib.parse import urlsplit
-
-        parts = urlsplit(url)
-        self.path = parts.path
-        host = parts.hostname or "127.0.0.1"
-        self.conn = http.client.HTTPConnection(host, parts.port, timeout=60)
-        self.headers = {"Accept": "application/json, text/event-stream",
-                        "Content-Type": "application/json"}
-        self.next_id = 0
-
-    def _post(self, payload: dict[str, Any]) -> tuple[int, Any, bytes]:
-        import http.client
-        import json
-
-        body = json.dumps(payload).encode()
-        for attempt in (1, 2):
-            try:
-                self.conn.request("POST", self.path, body, self.headers)
-                response = self.conn.getresponse()
-                return response.status, response.headers, response.read()
-            except (ConnectionError, http.client.RemoteDisconnected):
-                # The server closed an idle keep-alive connection (uvicorn: after 5 s).
-                self.conn.close()
-                if attempt == 2:
-                    raise
-        raise AssertionError("unreachable")
-
-    def _answer(self, headers: Any, body: bytes) -> dict[str, Any]:
-        import json
-
-        if headers.get("content-type", "").startswith("text/event-stream"):
-            datas = [line[5:] for line in body.decode().splitlines() if line.startswith("data:")]
-            return json.loads([d for d in datas if d.strip()][-1])  # type: ignore[no-any-return]
-        return json.loads(body)  # type: ignore[no-any-return]
-
-    def open(self) -> RawHttpSession:
-        status, headers, body = self._post({
-            "jsonrpc": "2.0", "id": 0, "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                       "clientInfo": {"name": "raw-bench", "version": "0"}}})
-        if status != 200:
-            raise CallFailed(f"initialize: HTTP {status}")
-        self.headers["mcp-session-id"] = headers["mcp-session-id"]
-        self.headers["mcp-protocol-version"] = self._answer(headers, body)["result"][
-            "protocolVersion"]
-        self._post({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        return self
-
-    async def call_tool(self, name: str, args: dict[str, Any]) -> Any:
-        from types import SimpleNamespace
-
-        self.next_id += 1
-        status, headers, body = self._post({"jsonrpc": "2.0", "id": self.next_id,
-                                            "method": "tools/call",
-                                            "params": {"name": name, "arguments": args}})
-        if status != 200:
-            raise CallFailed(f"{name}: HTTP {status}")
-        result = self._answer(headers, body)["result"]
-        return SimpleNamespace(
-            is_error=result.get("isError", False),
-            content=[SimpleNamespace(text=c.get("text", "")) for c in result["content"]],
-            structured_content=result.get("structuredContent"),
-        )
-
-    def close(self) -> None:
-        with contextlib.suppress(Exception):
-            self.conn.request("DELETE", self.path, headers=self.headers)
-            self.conn.getresponse().read()
-        self.conn.close()
 
 
 async def call(session: Any, name: str, args: dict[str, Any], *, validate: bool = True) -> Any:

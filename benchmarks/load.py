@@ -169,10 +169,12 @@ def measure(sessions: int, seconds: float, reload_every: float) -> dict[str, Any
         with ServerProcess(config, log=tmp / "server.log") as server:
             server.wait_healthy()
             rss: dict[str, Any] = {"ready": server.rss()}
+            cpu0, client0 = server.cpu(), time.process_time()
             stats, counter, elapsed = asyncio.run(run_load(
                 server.url, sessions, seconds, reload_every,
                 on_warm=lambda: rss.__setitem__("warm", server.rss())))
             rss["end"] = server.rss()
+            server_cpu, client_cpu = server.cpu() - cpu0, time.process_time() - client0
             alive = server.proc.poll() is None
         log_tail = (tmp / "server.log").read_text(errors="replace")[-2000:]
     total = len(stats.latencies)
@@ -192,6 +194,10 @@ def measure(sessions: int, seconds: float, reload_every: float) -> dict[str, Any
         "http_statuses": dict(sorted(counter.counts.items())),
         "non_2xx": counter.non_2xx(),
         "http_5xx": counter.server_errors(),
+        # CPU seconds per wall second: how busy each side was (2 cores on this machine).
+        "server_cpu_load": round(server_cpu / elapsed, 2),
+        "client_cpu_load": round(client_cpu / elapsed, 2),
+        "server_cpu_ms_per_call": round(server_cpu / total * 1000, 2) if total else None,
         "rss_kib": {k: v["VmRSS"] for k, v in rss.items()},
         "peak_rss_kib": rss["end"]["VmHWM"],
         "rss_growth_pct": round((rss["end"]["VmRSS"] / warm - 1) * 100, 1),
@@ -234,6 +240,8 @@ def main(argv: list[str] | None = None) -> int:
               f"{fig['non_2xx']}, 5xx {fig['http_5xx']}")
         print(f"server RSS MiB: {mib}, peak {round(fig['peak_rss_kib'] / 1024, 1)}; growth "
               f"warm->end {fig['rss_growth_pct']}%")
+        print(f"CPU: server {fig['server_cpu_load']} cores ({fig['server_cpu_ms_per_call']} ms "
+              f"a call), load client {fig['client_cpu_load']} cores")
         for sample in fig["failure_samples"]:
             print("  failure:", sample)
     missed = verdict(fig)

@@ -54,7 +54,6 @@ if __package__ in (None, ""):  # run as a script: make `app` and `benchmarks` im
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._client import (
-    RawHttpSession,
     ServerProcess,
     call,
     console_script,
@@ -65,6 +64,7 @@ from benchmarks._client import (
     text_of,
     write_config,
 )
+from benchmarks._rawhttp import RawHttpSession
 from benchmarks._trees import USEFUL_FILES, build_seed_tree
 
 SMALL_FILE = "src/loom/core/mod_00.py"
