@@ -72,7 +72,11 @@ def build_sparse(path: Path) -> None:
         f.write(tail)
 
 
+PEAKS: list[int] = []  # each phase's VmHWM, KiB
+
+
 def rss_line(label: str, before: dict[str, int], after: dict[str, int], work: int) -> str:
+    PEAKS.append(after["VmHWM"])
     grew = max(0, after["VmHWM"] - before["VmHWM"]) * 1024
     return (
         f"  {label:<44} RSS before {before['VmRSS'] / 1024:7.1f} MiB, peak after "
@@ -159,8 +163,9 @@ def main(argv: list[str] | None = None) -> int:
             ready = server.rss()
             lines = asyncio.run(phases(server, tree_bytes, args.budget_mib * MIB))
             end = server.rss()
-    print(f"server RSS when ready {ready['VmRSS'] / 1024:.1f} MiB; at the end "
-          f"{end['VmRSS'] / 1024:.1f} MiB, peak {end['VmHWM'] / 1024:.1f} MiB")
+    print(f"server RSS when ready {ready['VmRSS'] / 1024:.1f} MiB (peak so far "
+          f"{ready['VmHWM'] / 1024:.1f}); at the end {end['VmRSS'] / 1024:.1f} MiB; highest "
+          f"peak of any phase {max(PEAKS) / 1024:.1f} MiB")
     for line in lines:
         print(line)
     return 0
