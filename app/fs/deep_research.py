@@ -65,17 +65,6 @@ def as_text(data: bytes, complete: bool) -> tuple[str, str] | None:
     return codecs.getincrementaldecoder(codec)("replace").decode(data[sn.base :], complete), enc
 
 
-def read_upto(fd: int, limit: int) -> bytes:
-    parts, got = [], 0
-    while got < limit:
-        chunk = os.pread(fd, min(limit - got, 1 << 20), got)
-        if not chunk:
-            break
-        parts.append(chunk)
-        got += len(chunk)
-    return b"".join(parts)
-
-
 def doc_url(base: str | None, root: str, rel: str) -> str:
     return f"{base.rstrip('/')}/{quote(root)}/{quote(rel)}" if base else ""
 
@@ -188,7 +177,7 @@ def _content(name: str, dir_fd: int, per_file: int, left: int) -> tuple[str | No
             return None, 0, False
         if st.st_size > left:
             return None, 0, True
-        data = read_upto(fd, min(per_file, left))
+        data = textio.pread_all(fd, min(per_file, left))
     except OSError:
         return None, 0, False
     finally:
@@ -222,7 +211,7 @@ def fetch(snap: Snapshot, doc_id: str) -> dict[str, Any]:
     with root.open_file(rel, op="fetch", perm="read") as f:
         size, limit = f.st.st_size, root.max_read_bytes
         try:
-            data = read_upto(f.fd, limit + 1)
+            data = textio.pread_all(f.fd, limit + 1)
         except OSError as exc:
             raise os_error(exc, f.rel) from None
         rel, mtime = f.rel, f.st.st_mtime

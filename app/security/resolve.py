@@ -24,7 +24,7 @@ import errno
 import os
 import stat as stat_mod
 import weakref
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
 from app.errors import (
@@ -176,6 +176,16 @@ class SecureRoot:
         if hit is not None:
             raise DeniedName(hit)
 
+    @contextlib.contextmanager
+    def _audited(self, rel: str, op: str) -> Iterator[None]:
+        """One audit line for the resolution inside: DENY with the rule, or ALLOW."""
+        try:
+            yield
+        except LoomError as exc:
+            self.record("DENY", rel, op, exc)
+            raise
+        self.record("ALLOW", rel, op)
+
     def record(self, decision: str, rel: str, op: str, exc: LoomError | None = None) -> None:
         if self._audit is not None:
             rule = None if exc is None else f"{exc.rule}: {exc.message}"
@@ -187,7 +197,7 @@ class SecureRoot:
         """A regular file, opened read-only; in-root links followed."""
         parts = self.authorize(path, perm=perm, op=op)
         rel = join(parts)
-        try:
+        with self._audited(rel, op):
             if not parts:
                 raise NotARegularFile("not a regular file: the root is a directory")
             fd, phys = self._resolve(parts, FILE_FLAGS)
@@ -199,29 +209,21 @@ class SecureRoot:
             except BaseException:
                 os.close(fd)
                 raise
-        except LoomError as exc:
-            self.record("DENY", rel, op, exc)
-            raise
-        self.record("ALLOW", rel, op)
         return OpenedFile(fd, rel, join(phys), st)
 
     def open_dir(self, path: str, *, op: str, perm: str = "read") -> OpenedDir:
         """A directory; in-root links followed."""
         parts = self.authorize(path, perm=perm, op=op)
         rel = join(parts)
-        try:
+        with self._audited(rel, op):
             fd, phys = self._resolve(parts, None)
-        except LoomError as exc:
-            self.record("DENY", rel, op, exc)
-            raise
-        self.record("ALLOW", rel, op)
         return OpenedDir(fd, rel, tuple(phys))
 
     def open_parent(self, path: str, *, op: str, perm: str, create_parents: bool = False) -> Parent:
         """The directory that holds the entry `path` names, for a change there."""
         parts = self.authorize(path, perm=perm, op=op)
         rel = join(parts)
-        try:
+        with self._audited(rel, op):
             if not parts:
                 raise InvalidPath("the root itself cannot be changed")
             fd, phys = self._resolve(parts[:-1], None, create=create_parents)
@@ -231,10 +233,6 @@ class SecureRoot:
             except BaseException:
                 os.close(fd)
                 raise
-        except LoomError as exc:
-            self.record("DENY", rel, op, exc)
-            raise
-        self.record("ALLOW", rel, op)
         return Parent(fd, parts[-1], rel, tuple(phys), target)
 
     def open_subdir(self, parts: tuple[str, ...]) -> int:
