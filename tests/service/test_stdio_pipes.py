@@ -6,6 +6,7 @@ Real subprocesses of the console script; what is checked is the wire.
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -86,3 +87,28 @@ def test_last_line_without_newline_is_still_read(one_root_config) -> None:
     proc = subprocess.run([EXE, "--config", str(cfg)], input=text, capture_output=True,
                           text=True, timeout=60)
     assert [a["id"] for a in answers(proc.stdout)] == [1]
+
+
+def test_a_socketpair_as_stdin_and_stdout_is_served(one_root_config) -> None:
+    # Node-based clients (libuv) hand their children socketpairs, not pipes.
+    cfg = one_root_config("reference")
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        proc = subprocess.Popen([EXE, "--config", str(cfg)], stdin=theirs.fileno(),
+                                stdout=theirs.fileno(), stderr=subprocess.PIPE)
+        theirs.close()
+        try:
+            requests = [*HELLO, *(call(n, "list_roots", {}) for n in range(2, 6))]
+            got: list[dict[str, Any]] = []
+            with ours.makefile("rwb") as wire:
+                for r in requests:
+                    wire.write(json.dumps(r).encode() + b"\n")
+                    wire.flush()
+                    if "id" in r:  # one at a time: nothing in flight when stdin closes
+                        got.append(json.loads(wire.readline()))
+            assert [a["id"] for a in got] == [1, 2, 3, 4, 5]
+            assert all(a["result"]["structuredContent"]["roots"] for a in got[1:])
+        finally:
+            ours.shutdown(socket.SHUT_RDWR)  # EOF: the server stops, cleanly
+            _, err = proc.communicate(timeout=30)
+            assert proc.returncode == 0, err.decode()[-3000:]
