@@ -166,7 +166,7 @@ def _serve_http(server, host: str, port: int, token: str | None, settings: Setti
         handle_sighup=True,
     )
     server_class = _uvicorn_server_class()
-    # httptools: uvicorn's C parser; 5-25% less server CPU per small call than h11
+    # httptools: uvicorn's C parser; 5-20% less server CPU per small call than h11
     # (benchmarks/http_modes.py, README "Measured").
     config = uvicorn.Config(
         app, http="httptools", log_config=None, access_log=False, lifespan="on",

@@ -90,6 +90,27 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def newest_child(parent: int | None = None) -> int:
+    """The most recently started child process of `parent` (default: this one), Linux."""
+    parent = os.getpid() if parent is None else parent
+    best: tuple[int, int] | None = None
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == parent:
+            started = int(fields[19])
+            if best is None or started >= best[0]:
+                best = (started, int(entry))
+    if best is None:
+        raise RuntimeError("no child process")
+    return best[1]
+
+
 def reset_peak(pid: int) -> bool:
     """Reset VmHWM to the current RSS (Linux: clear_refs 5); False where refused."""
     try:

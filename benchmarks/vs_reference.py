@@ -30,8 +30,10 @@ of every entry. So ours over stdio is also measured sending the same call
 without that client-side check ("unvalidated"): what a client that does not
 validate sees, and what the server and transport cost.
 
-Prints per target the median and p90 latency over all calls and the median of
-the rounds' calls/s, then ratios measured in this run against the targets.
+Prints per target the median and p90 latency over all calls, the median of
+the rounds' calls/s, and the CPU time per call of the client (this process)
+and of the server process (/proc), then ratios measured in this run against
+the targets.
 Every answer is checked (no tool error; the searches find the 300 useful files)
 or the script fails. Bounded: about a minute with the defaults.
 """
@@ -57,7 +59,9 @@ from benchmarks._client import (
     ServerProcess,
     call,
     console_script,
+    cpu_seconds,
     http_session,
+    newest_child,
     reference_server,
     stdio_session,
     summary,
@@ -76,12 +80,16 @@ EXCLUDES = [".venv", "node_modules"]
 class Result:
     latencies: list[float] = field(default_factory=list)
     rates: list[float] = field(default_factory=list)
+    client_cpu: list[float] = field(default_factory=list)  # ms per call, per round
+    server_cpu: list[float] = field(default_factory=list)
 
     def line(self, label: str) -> str:
         s = summary(self.latencies)
         return (
-            f"  {label:<26} median {s['median_ms']:9.2f} ms   p90 {s['p90_ms']:9.2f} ms"
-            f"   {statistics.median(self.rates):8.1f} calls/s   ({len(self.latencies)} calls)"
+            f"  {label:<28} median {s['median_ms']:8.2f} ms  p90 {s['p90_ms']:8.2f} ms"
+            f"  {statistics.median(self.rates):7.1f} calls/s  CPU/call: client "
+            f"{statistics.median(self.client_cpu):6.2f} ms, server "
+            f"{statistics.median(self.server_cpu):6.2f} ms  ({len(self.latencies)} calls)"
         )
 
     @property
@@ -123,8 +131,11 @@ class Case:
     validate: bool = True  # False: skip the SDK client's output-schema check
 
 
-async def timed(case: Case) -> tuple[list[float], float]:
+async def timed(case: Case, into: Result) -> None:
+    """One round: `case.calls` sequential calls; latencies, rate, CPU of both sides."""
+    pid = case.session.bench_pid
     lat = []
+    client0, server0 = time.process_time(), cpu_seconds(pid)
     start = time.perf_counter()
     for _ in range(case.calls):
         t0 = time.perf_counter()
@@ -132,7 +143,11 @@ async def timed(case: Case) -> tuple[list[float], float]:
         lat.append(time.perf_counter() - t0)
         if case.check is not None:
             case.check(result)
-    return lat, case.calls / (time.perf_counter() - start)
+    into.rates.append(case.calls / (time.perf_counter() - start))
+    into.latencies += lat
+    # The checks above are ours, not the client's: their CPU is tiny next to a call's.
+    into.client_cpu.append((time.process_time() - client0) / case.calls * 1000)
+    into.server_cpu.append((cpu_seconds(pid) - server0) / case.calls * 1000)
 
 
 async def run_op(title: str, cases: list[Case], runs: int) -> dict[str, Result]:
@@ -141,9 +156,7 @@ async def run_op(title: str, cases: list[Case], runs: int) -> dict[str, Result]:
         await call(c.session, c.tool, c.args)
     for r in range(runs):
         for c in cases[r % len(cases):] + cases[: r % len(cases)]:
-            lat, rate = await timed(c)
-            results[c.label].latencies += lat
-            results[c.label].rates.append(rate)
+            await timed(c, results[c.label])
     print(f"\n{title}")
     for label, res in results.items():
         print(res.line(label))
@@ -177,10 +190,13 @@ async def main(args: argparse.Namespace) -> None:
             ours_stdio = await stack.enter_async_context(
                 stdio_session(script[0], [*script[1:], "--config", str(config)])
             )
+            ours_stdio.bench_pid = newest_child()  # whose CPU time a round charges
             ours_http = await stack.enter_async_context(http_session(server.url))
             raw = RawHttpSession(server.url).open()
             stack.callback(raw.close)
+            ours_http.bench_pid = raw.bench_pid = server.pid
             theirs = await stack.enter_async_context(stdio_session("node", [str(entry), str(tree)]))
+            theirs.bench_pid = newest_child()
             await report(args, tree, (ours_stdio, ours_http, raw), theirs)
 
 

@@ -121,7 +121,7 @@ def flat_schema(schema: dict[str, Any]) -> dict[str, Any]:
 
     Clients that validate results (the MCP Python SDK validates every one with
     `jsonschema`) resolve a `$ref` per list item; inline, a 300-match search
-    result validates in about two thirds of the time (README "Measured").
+    result validated in about two thirds of the time (jsonschema 4).
     A recursive schema is returned unchanged.
     """
     defs = schema.get("$defs", {})
