@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -50,25 +51,41 @@ def test_stdout_holds_only_json_rpc_and_stderr_announces(one_root_config, tree) 
             "params": {"name": "list_roots", "arguments": {}},
         },
     ]
-    stdin = "".join(json.dumps(r) + "\n" for r in requests)
-    proc = subprocess.run(
+    # Write the requests, read the three answers, and only then close stdin: at EOF
+    # the SDK drops requests still in flight, so closing first would race them.
+    proc = subprocess.Popen(
         [EXE, "--config", str(cfg)],
-        input=stdin,
-        capture_output=True,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=60,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
     )
-    lines = [line for line in proc.stdout.splitlines() if line.strip()]
-    assert len(lines) == 3, proc.stdout
+    assert proc.stdin is not None and proc.stdout is not None
+    watchdog = threading.Timer(60, proc.kill)
+    watchdog.start()
+    try:
+        proc.stdin.write("".join(json.dumps(r) + "\n" for r in requests))
+        proc.stdin.flush()
+        lines = [proc.stdout.readline() for _ in range(3)]
+        proc.stdin.close()
+        rest, stderr = proc.stdout.read(), proc.stderr.read() if proc.stderr else ""
+        proc.wait(timeout=30)
+    finally:
+        watchdog.cancel()
+        proc.stdout.close()
+        if proc.stderr:
+            proc.stderr.close()
+    assert rest.strip() == "", rest
+    assert proc.returncode == 0
     answers = [json.loads(line) for line in lines]
     assert all(a["jsonrpc"] == "2.0" for a in answers)
     assert [a["id"] for a in answers] == [1, 2, 3]
     # stderr: roots (name, role, permissions), then the transport; no host path.
-    assert "root main (default): role reference, permissions [read]" in proc.stderr
-    assert "transport: stdio" in proc.stderr
-    assert str(tree) not in proc.stderr
-    assert proc.stderr.index("root main") < proc.stderr.index("transport: stdio")
+    assert "root main (default): role reference, permissions [read]" in stderr
+    assert "transport: stdio" in stderr
+    assert str(tree) not in stderr
+    assert stderr.index("root main") < stderr.index("transport: stdio")
 
 
 @pytest.mark.parametrize(
