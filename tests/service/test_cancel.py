@@ -1,0 +1,50 @@
+"""A call whose client gives up stops soon, instead of running to the end."""
+
+from __future__ import annotations
+
+import time
+
+import anyio
+import pytest
+
+import app.tools.base as base
+from tests.live import live_server
+
+FILES = 1500
+
+
+@pytest.fixture
+def many_files(tree):  # type: ignore[no-untyped-def]
+    bulk = tree / "bulk"
+    bulk.mkdir()
+    for i in range(FILES):
+        (bulk / f"f{i:05d}.txt").write_text("nothing to see here\n" * 20)
+    return tree
+
+
+async def test_cancelled_search_stops_its_worker(one_root_config, many_files,
+                                                 monkeypatch) -> None:
+    checks: list[float] = []
+    original = base.Call.check
+
+    def slow_check(self) -> None:  # type: ignore[no-untyped-def]
+        # One check per file; slowed so the whole search would take ~3 s.
+        checks.append(time.monotonic())
+        time.sleep(0.002)
+        original(self)
+
+    monkeypatch.setattr(base.Call, "check", slow_check)
+    with live_server(one_root_config("reference")) as srv:
+        async with srv.session() as s:
+            with pytest.raises(Exception):  # noqa: B017 - the SDK's timeout error type
+                await s.call_tool(
+                    "search_text", {"query": "needle-not-there"}, read_timeout_seconds=0.4
+                )
+            gave_up = time.monotonic()
+            await anyio.sleep(1.0)
+            # The session survives and answers the next call.
+            ok = await s.call_tool("list_roots", {})
+            assert not ok.is_error
+    assert checks, "the search never started"
+    assert len(checks) < FILES, "the search ran to the end"
+    assert max(checks) < gave_up + 0.5, "the worker went on long after the cancel"
