@@ -26,6 +26,22 @@ from app.server import LoomServer
 
 START_DEADLINE = 15.0
 
+# A raw 2025-11-25 `initialize`, for tests that speak JSON-RPC without the SDK client.
+INIT_REQUEST = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw", "version": "0"},
+    },
+}
+MCP_POST_HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+}
+
 
 class LiveServer:
     def __init__(self, config: Path, *, token: str | None = None, **app_kwargs: Any) -> None:
@@ -41,8 +57,13 @@ class LiveServer:
         self.base = f"http://127.0.0.1:{self.port}"
         self.url = f"{self.base}/mcp"
         self._uvicorn = uvicorn.Server(
-            uvicorn.Config(self.app, log_config=None, access_log=False, lifespan="on",
-                           timeout_graceful_shutdown=2)
+            uvicorn.Config(
+                self.app,
+                log_config=None,
+                access_log=False,
+                lifespan="on",
+                timeout_graceful_shutdown=2,
+            )
         )
         self._thread = threading.Thread(
             target=self._uvicorn.run, kwargs={"sockets": [self._sock]}, daemon=True

@@ -22,8 +22,7 @@ def many_files(tree):  # type: ignore[no-untyped-def]
     return tree
 
 
-async def test_cancelled_search_stops_its_worker(one_root_config, many_files,
-                                                 monkeypatch) -> None:
+async def test_cancelled_search_stops_its_worker(one_root_config, many_files, monkeypatch) -> None:
     checks: list[float] = []
     original = base.Call.check
 

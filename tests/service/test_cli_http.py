@@ -28,6 +28,17 @@ def env_without_token(**extra: str) -> dict[str, str]:
     return env
 
 
+def spawn_http(cfg: Path, *args: str, **env: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [EXE, "--config", str(cfg), "--transport", "http", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env_without_token(**env),
+        stdin=subprocess.DEVNULL,
+    )
+
+
 def wait_healthy(port: int, proc: subprocess.Popen[str], deadline: float = 20.0) -> None:
     end = time.monotonic() + deadline
     while time.monotonic() < end:
@@ -70,24 +81,8 @@ def test_non_loopback_bind_is_refused_with_what_is_missing(
 def test_non_loopback_bind_with_allow_remote_and_token_starts(one_root_config) -> None:
     cfg = one_root_config("reference")
     port = free_port()
-    proc = subprocess.Popen(
-        [
-            EXE,
-            "--config",
-            str(cfg),
-            "--transport",
-            "http",
-            "--host",
-            "0.0.0.0",
-            "--port",
-            str(port),
-            "--allow-remote",
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env_without_token(LOOMFS_TOKEN="secret"),
-        stdin=subprocess.DEVNULL,
+    proc = spawn_http(
+        cfg, "--host", "0.0.0.0", "--port", str(port), "--allow-remote", LOOMFS_TOKEN="secret"
     )
     try:
         wait_healthy(port, proc)
@@ -122,14 +117,7 @@ def test_http_start_announces_roots_then_transport_and_stops_on_sigint(
 ) -> None:
     cfg = one_root_config("reference")
     port = free_port()
-    proc = subprocess.Popen(
-        [EXE, "--config", str(cfg), "--transport", "http", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env_without_token(),
-        stdin=subprocess.DEVNULL,
-    )
+    proc = spawn_http(cfg, "--port", str(port))
     try:
         wait_healthy(port, proc)
     finally:
@@ -146,14 +134,7 @@ def test_sighup_reloads_the_config(one_root_config, tmp_path) -> None:
     extra = tmp_path / "extra"
     extra.mkdir()
     port = free_port()
-    proc = subprocess.Popen(
-        [EXE, "--config", str(cfg), "--transport", "http", "--port", str(port)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=env_without_token(),
-        stdin=subprocess.DEVNULL,
-    )
+    proc = spawn_http(cfg, "--port", str(port))
     try:
         wait_healthy(port, proc)
         assert httpx.get(f"http://127.0.0.1:{port}/healthz").json()["roots"] == 1

@@ -9,20 +9,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.live import LiveServer, live_server
+from tests.live import INIT_REQUEST, MCP_POST_HEADERS, LiveServer, live_server
 
 TOKEN = "s3cret-token-value"
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "t", "version": "0"},
-    },
-}
-MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+INIT = INIT_REQUEST
+MCP_HEADERS = MCP_POST_HEADERS
 
 
 @pytest.fixture

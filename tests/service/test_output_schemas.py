@@ -28,10 +28,19 @@ def test_every_published_output_schema_is_self_contained(one_root_config) -> Non
 
 
 GOOD = {
-    "matches": [{"path": "a.py", "type": "file", "size": 3}, {"path": "d", "type": "dir",
-                                                               "size": None}],
-    "offset": 0, "limit": 100, "returned": 2, "has_more": False, "next_offset": None,
-    "truncated": False, "note": None, "examined_entries": 4, "skipped_links": 0,
+    "matches": [
+        {"path": "a.py", "type": "file", "size": 3},
+        {"path": "d", "type": "dir", "size": None},
+    ],
+    "offset": 0,
+    "limit": 100,
+    "returned": 2,
+    "has_more": False,
+    "next_offset": None,
+    "truncated": False,
+    "note": None,
+    "examined_entries": 4,
+    "skipped_links": 0,
 }
 
 
@@ -55,8 +64,12 @@ def test_flat_schema_validates_exactly_like_the_original(value: Any, ok: bool) -
 
 def test_a_recursive_schema_is_left_unchanged() -> None:
     schema = {
-        "$defs": {"Node": {"type": "object", "properties": {
-            "kids": {"type": "array", "items": {"$ref": "#/$defs/Node"}}}}},
+        "$defs": {
+            "Node": {
+                "type": "object",
+                "properties": {"kids": {"type": "array", "items": {"$ref": "#/$defs/Node"}}},
+            }
+        },
         "$ref": "#/$defs/Node",
     }
     assert flat_schema(schema) == schema

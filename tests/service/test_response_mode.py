@@ -11,22 +11,18 @@ from typing import Any
 import httpx
 import pytest
 
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-INIT = {
-    "jsonrpc": "2.0",
-    "id": 1,
-    "method": "initialize",
-    "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "raw", "version": "0"},
-    },
-}
+from tests.live import INIT_REQUEST, MCP_POST_HEADERS
+
+HEADERS = MCP_POST_HEADERS
+INIT = INIT_REQUEST
 
 
 def sse_messages(text: str) -> list[dict[str, Any]]:
-    return [json.loads(line[5:]) for line in text.splitlines()
-            if line.startswith("data:") and line[5:].strip()]
+    return [
+        json.loads(line[5:])
+        for line in text.splitlines()
+        if line.startswith("data:") and line[5:].strip()
+    ]
 
 
 @pytest.fixture

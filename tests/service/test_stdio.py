@@ -13,6 +13,8 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from tests.live import INIT_REQUEST
+
 EXE = str(Path(sys.executable).parent / "loom-fs-mcp")
 
 
@@ -32,16 +34,7 @@ async def test_sdk_client_over_stdio_initialises_and_lists_tools(one_root_config
 def test_stdout_holds_only_json_rpc_and_stderr_announces(one_root_config, tree) -> None:
     cfg = one_root_config("reference")
     requests = [
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-11-25",
-                "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "0"},
-            },
-        },
+        INIT_REQUEST,
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
         {

@@ -18,16 +18,27 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 EXE = str(Path(sys.executable).parent / "loom-fs-mcp")
 HELLO = [
-    {"jsonrpc": "2.0", "id": 1, "method": "initialize",
-     "params": {"protocolVersion": "2025-11-25", "capabilities": {},
-                "clientInfo": {"name": "raw", "version": "0"}}},
+    {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        },
+    },
     {"jsonrpc": "2.0", "method": "notifications/initialized"},
 ]
 
 
 def call(n: int, name: str, args: dict[str, Any]) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": n, "method": "tools/call",
-            "params": {"name": name, "arguments": args}}
+    return {
+        "jsonrpc": "2.0",
+        "id": n,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": args},
+    }
 
 
 def answers(stdout: str) -> list[dict[str, Any]]:
@@ -62,8 +73,9 @@ async def test_concurrent_calls_are_all_answered_on_the_pipe(one_root_config) ->
             for n in range(40):
                 tg.start_soon(one, n)
     assert sorted(results) == list(range(40))
-    assert all(r.structured_content["content"] == "1 | # Title\n2 | Some text"
-               for r in results.values())
+    assert all(
+        r.structured_content["content"] == "1 | # Title\n2 | Some text" for r in results.values()
+    )
 
 
 def test_a_regular_file_as_stdin_is_served_by_the_sdk_path(one_root_config, tmp_path) -> None:
@@ -74,8 +86,9 @@ def test_a_regular_file_as_stdin_is_served_by_the_sdk_path(one_root_config, tmp_
     src = tmp_path / "requests.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in HELLO))
     with src.open() as f:
-        proc = subprocess.run([EXE, "--config", str(cfg)], stdin=f, capture_output=True,
-                              text=True, timeout=60)
+        proc = subprocess.run(
+            [EXE, "--config", str(cfg)], stdin=f, capture_output=True, text=True, timeout=60
+        )
     got = answers(proc.stdout)
     assert [a["id"] for a in got] == [1]
     assert got[0]["result"]["serverInfo"]["name"] == "loom-fs-mcp"
@@ -84,8 +97,9 @@ def test_a_regular_file_as_stdin_is_served_by_the_sdk_path(one_root_config, tmp_
 def test_last_line_without_newline_is_still_read(one_root_config) -> None:
     cfg = one_root_config("reference")
     text = json.dumps(HELLO[0])  # no newline, then EOF
-    proc = subprocess.run([EXE, "--config", str(cfg)], input=text, capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [EXE, "--config", str(cfg)], input=text, capture_output=True, text=True, timeout=60
+    )
     assert [a["id"] for a in answers(proc.stdout)] == [1]
 
 
@@ -94,8 +108,12 @@ def test_a_socketpair_as_stdin_and_stdout_is_served(one_root_config) -> None:
     cfg = one_root_config("reference")
     ours, theirs = socket.socketpair()
     with ours, theirs:
-        proc = subprocess.Popen([EXE, "--config", str(cfg)], stdin=theirs.fileno(),
-                                stdout=theirs.fileno(), stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            [EXE, "--config", str(cfg)],
+            stdin=theirs.fileno(),
+            stdout=theirs.fileno(),
+            stderr=subprocess.PIPE,
+        )
         theirs.close()
         try:
             requests = [*HELLO, *(call(n, "list_roots", {}) for n in range(2, 6))]
