@@ -29,10 +29,8 @@ current_client: contextvars.ContextVar[str] = contextvars.ContextVar(
 
 
 class _UTCFormatter(logging.Formatter):
-    converter = time.gmtime
-
     def formatTime(self, record: logging.LogRecord, datefmt: str | None = None) -> str:
-        t = time.strftime("%Y-%m-%dT%H:%M:%S", self.converter(record.created))
+        t = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
         return f"{t}.{int(record.msecs):03d}Z"
 
 

@@ -34,7 +34,7 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def roots_table(loaded, *, with_paths: bool) -> str:  # type: ignore[no-untyped-def]
+def roots_table(loaded, *, with_paths: bool) -> str:
     rows = [("NAME", "ROLE", "PERMISSIONS", "PATH" if with_paths else "")]
     for r in loaded.roots:
         mark = " (default)" if r.name == loaded.default_root else ""

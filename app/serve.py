@@ -107,7 +107,7 @@ def serve(args: argparse.Namespace, config_path: str, loaded: LoadedConfig) -> i
     return _serve_http(server, host, port, token, settings)
 
 
-def _serve_stdio(server) -> int:  # type: ignore[no-untyped-def]
+def _serve_stdio(server) -> int:
     import anyio
 
     from app.server import install_sighup
@@ -138,7 +138,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _serve_http(server, host: str, port: int, token: str | None, settings: Settings) -> int:  # type: ignore[no-untyped-def]
+def _serve_http(server, host: str, port: int, token: str | None, settings: Settings) -> int:
     import uvicorn
 
     from app.http import build_app
@@ -176,13 +176,13 @@ def _serve_http(server, host: str, port: int, token: str | None, settings: Setti
     return 0
 
 
-def _uvicorn_server_class():  # type: ignore[no-untyped-def]
+def _uvicorn_server_class():
     import uvicorn
 
     class QuietExit(uvicorn.Server):
         """Shut down gracefully on SIGINT/SIGTERM, then exit 0 instead of re-raising."""
 
-        def handle_exit(self, sig, frame):  # type: ignore[no-untyped-def]
+        def handle_exit(self, sig, frame):
             if self.should_exit and sig == signal.SIGINT:
                 self.force_exit = True
             else:

@@ -98,7 +98,11 @@ class PipeWriter:
     async def _writable(self) -> None:
         loop = asyncio.get_running_loop()
         room: asyncio.Future[None] = loop.create_future()
-        loop.add_writer(self._fd, lambda: room.done() or room.set_result(None))
+        def wake() -> None:
+            if not room.done():
+                room.set_result(None)
+
+        loop.add_writer(self._fd, wake)
         try:
             await room
         finally:

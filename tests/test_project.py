@@ -52,3 +52,13 @@ def test_example_config_is_valid_as_shipped() -> None:
 
     loaded = config.load(REPO / "config" / "roots.example.toml")
     assert [r.role for r in loaded.roots] == ["reference"]
+
+
+def test_ruff_and_mypy_are_clean() -> None:
+    bin_dir = Path(sys.executable).parent
+    ruff = subprocess.run([str(bin_dir / "ruff"), "check", "app", "tests", "benchmarks"],
+                          cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert ruff.returncode == 0, ruff.stdout
+    mypy = subprocess.run([str(bin_dir / "mypy"), "app"], cwd=REPO, capture_output=True,
+                          text=True, timeout=300)
+    assert mypy.returncode == 0, mypy.stdout

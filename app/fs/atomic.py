@@ -113,7 +113,7 @@ def _renameat2() -> Callable[..., int] | None:
     if fn is not None:
         fn.restype = ctypes.c_int
         fn.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
-        return fn  # type: ignore[no-any-return]
+        return fn
     number = _RENAMEAT2_SYSCALL.get(os.uname().machine)
     if number is None:
         return None

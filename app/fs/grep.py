@@ -103,7 +103,7 @@ class Matcher:
             whole = len(hay) == n
 
             def find(pos: int) -> int:
-                at = fast(hay, pos) if whole else hay.find(self.needle, pos, n)
+                at = fast(hay, pos) if whole else hay.find(self.needle, pos, n)  # type: ignore[arg-type]
                 return -1 if at < 0 or at + len(self.needle) > n else at
 
         pos = find(0)

@@ -75,7 +75,7 @@ class SearchTextResult(_Page):
     skipped_links: int
 
 
-def _page_fields(offset: int, limit: int, n: int, more: bool, notes: list[str | None]):  # type: ignore[no-untyped-def]
+def _page_fields(offset: int, limit: int, n: int, more: bool, notes: list[str | None]):
     return dict(
         offset=offset, limit=limit, returned=n, has_more=more,
         next_offset=offset + n if more else None, note="; ".join(x for x in notes if x) or None,
@@ -115,7 +115,8 @@ def search_files(
     def make(n: int) -> SearchFilesResult:
         cut = n < len(page)
         return SearchFilesResult(
-            matches=page[:n], truncated=False, examined_entries=walker.examined_entries,
+            # Matches stay dicts: pydantic validates them, cheaper than a model each.
+            matches=page[:n], truncated=False, examined_entries=walker.examined_entries,  # type: ignore[arg-type]
             skipped_links=walker.skipped_links,
             **_page_fields(offset, limit, n, more or cut,
                            [page_note(n, offset, cut, cap), unreadable_note(walker)]),
@@ -251,7 +252,8 @@ def search_text(
     def make(n: int) -> SearchTextResult:
         cut = n < len(page)
         return SearchTextResult(
-            matches=page[:n], truncated=stopped_at is not None, examined_files=s.examined,
+            matches=page[:n],  # type: ignore[arg-type]  # dicts, validated by pydantic
+            truncated=stopped_at is not None, examined_files=s.examined,
             scanned_bytes=s.scanned, skipped_too_large=s.too_large, skipped_binary=s.binary,
             skipped_links=walker.skipped_links,
             **_page_fields(offset, limit, n, more or cut, [page_note(n, offset, cut, cap), *notes]),
@@ -260,7 +262,7 @@ def search_text(
     return fit_page(make, page, cap)[0]
 
 
-def _matches(matcher: Matcher, buf: bytes, n: int, wide: tuple[str, int] | None):  # type: ignore[no-untyped-def]
+def _matches(matcher: Matcher, buf: bytes, n: int, wide: tuple[str, int] | None):
     if wide is None:
         for line, ls, le, pos in matcher.lines(buf, n):
             yield line, preview(bytes(buf[ls:le]), pos - ls)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import codecs
 import os
-from collections.abc import Iterator
+from collections.abc import Generator
 from dataclasses import dataclass
 
 HEAD = 4096  # bytes sniffed for a BOM and for NULs
@@ -195,7 +195,9 @@ class Scan:
     eof: bool = False
 
 
-def forward(src: Source, sn: Sniff, start: int, keep: int, scan: Scan) -> Iterator[RawLine]:
+def forward(
+    src: Source, sn: Sniff, start: int, keep: int, scan: Scan
+) -> Generator[RawLine, None, None]:
     """Yield lines numbered >= `start`, each with at most `keep` raw bytes kept.
 
     Ends at EOF (`scan.eof`) or when the budget runs out; a line the budget

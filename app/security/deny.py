@@ -106,7 +106,7 @@ def floor_pattern_of(pattern: str) -> str | None:
     return None
 
 
-class _NameCache(dict):  # type: ignore[type-arg]
+class _NameCache(dict):
     """name -> deny pattern or None, computed on first sight, bounded in size."""
 
     __slots__ = ("_compute",)

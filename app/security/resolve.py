@@ -81,7 +81,7 @@ class _Opened:
             os.close(self.fd)
             self.fd = -1
 
-    def __enter__(self):  # type: ignore[no-untyped-def]
+    def __enter__(self):
         return self
 
     def __exit__(self, *exc: object) -> None:

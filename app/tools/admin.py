@@ -29,7 +29,7 @@ class ReloadResult(BaseModel):
     tools: list[str]
 
 
-def _roots(call_snapshot) -> list[RootInfo]:  # type: ignore[no-untyped-def]
+def _roots(call_snapshot) -> list[RootInfo]:
     default = call_snapshot.default_root
     return [
         RootInfo(

@@ -142,13 +142,13 @@ def flat_schema(schema: dict[str, Any]) -> dict[str, Any]:
         return {k: expand(v, seen) for k, v in node.items() if k != "$defs"}
 
     try:
-        return expand(schema, ())  # type: ignore[no-any-return]
+        return expand(schema, ())
     except RecursionError:
         return schema
 
 
 def registry_of(ctx: Context) -> Registry:
-    return ctx.mcp_server.registry  # type: ignore[attr-defined, no-any-return]
+    return ctx.mcp_server.registry  # type: ignore[attr-defined]
 
 
 def error_result(message: str) -> CallToolResult:
