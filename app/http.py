@@ -14,11 +14,13 @@ from __future__ import annotations
 import contextlib
 import hmac
 import ipaddress
+import json
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextvars import ContextVar
 from typing import Any
 from urllib.parse import urlsplit
 
+import anyio
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.applications import Starlette
@@ -29,6 +31,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import __version__
 from app.server import LoomServer, install_sighup
+from app.tools.base import call_key
 
 # Big enough for write_file of a file at the largest max_read_bytes, JSON-escaped.
 BODY_OVERHEAD = 1 << 20
@@ -242,6 +245,81 @@ class JsonWhenNothingStreams:
             _answer_json.reset(token)
 
 
+class CancelOnDisconnect:
+    """Stop the work of a tool call whose HTTP client went away before its answer.
+
+    The SDK does not cancel a handler when the connection drops, so this watches
+    the connection itself: after the (already bounded) body, it alone reads the
+    server's `receive`, hands every message on to the app, and on a disconnect
+    before the response is complete sets that call's cancel flag
+    (`LoomServer.inflight`, registered by `app.tools.base.run`).
+    """
+
+    def __init__(self, app: ASGIApp, server: LoomServer) -> None:
+        self.app = app
+        self.server = server
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        first = await receive()
+        body = first.get("body", b"") if first["type"] == "http.request" else b""
+        request_id = _tool_call_id(body)
+        if request_id is None:
+            await self.app(scope, _replay([], first, receive), send)
+            return
+        key = call_key(scope.get("client"), _header(scope, b"mcp-session-id"), request_id)
+        complete = False
+        inbox: list[Any] = [first]
+        arrived = anyio.Event()
+
+        async def tracked_send(message: Any) -> None:
+            nonlocal complete
+            if message["type"] == "http.response.body" and not message.get("more_body", False):
+                complete = True
+            await send(message)
+
+        async def app_receive() -> Any:
+            nonlocal arrived
+            while not inbox:
+                await arrived.wait()
+                arrived = anyio.Event()
+            return inbox.pop(0)
+
+        async def watch() -> None:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect" and not complete:
+                    flag = self.server.inflight.get(key)
+                    if flag is not None:
+                        flag.set()
+                inbox.append(message)
+                arrived.set()
+                if message["type"] == "http.disconnect":
+                    return
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            try:
+                await self.app(scope, app_receive, tracked_send)
+            finally:
+                tg.cancel_scope.cancel()
+
+
+def _tool_call_id(body: bytes) -> Any:
+    """The JSON-RPC id of a single `tools/call` request, else None (cheap pre-check)."""
+    if b'"tools/call"' not in body:
+        return None
+    try:
+        message = json.loads(body)
+    except ValueError:
+        return None
+    if isinstance(message, dict) and message.get("method") == "tools/call":
+        return message.get("id")
+    return None
+
+
 def body_limit_for(server: LoomServer) -> Callable[[], int]:
     def limit() -> int:
         snap = server.registry.current
@@ -259,8 +337,12 @@ def build_app(
     allowed_origins: Iterable[str] = (),
     json_response: bool | None = None,
     handle_sighup: bool = False,
+    watch_disconnects: bool = True,
 ) -> ASGIApp:
-    """`json_response`: True always JSON, False always SSE, None (default) per request."""
+    """`json_response`: True always JSON, False always SSE, None (default) per request.
+
+    `watch_disconnects=False` leaves out `CancelOnDisconnect` (benchmarks only).
+    """
     mcp_app = server.streamable_http_app(
         streamable_http_path="/mcp",
         json_response=PerRequestJSON() if json_response is None else json_response,  # type: ignore[arg-type]
@@ -293,6 +375,8 @@ def build_app(
     ]
     app = Starlette(routes=routes, lifespan=lifespan)
     guarded: ASGIApp = app if json_response is not None else JsonWhenNothingStreams(app)
+    if watch_disconnects:
+        guarded = CancelOnDisconnect(guarded, server)
     guarded = BodyLimit(guarded, body_limit_for(server))
     guarded = BearerAuth(guarded, token)
     guarded = HostOriginGuard(guarded, allowed_hosts, allowed_origins)

@@ -13,6 +13,7 @@ import contextlib
 import functools
 import importlib
 import logging
+import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -72,6 +73,9 @@ class LoomServer(MCPServer):
         )
         self.registry = registry
         self.active_tools: set[str] = set()
+        # Cancel flags of tool calls in flight over HTTP, by (peer, session, request id):
+        # the HTTP layer sets one when its client disconnects before the answer.
+        self.inflight: dict[tuple[str, str, str], threading.Event] = {}
         self._catalog = collect_tools()
         self._sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self._reload_lock = anyio.Lock()

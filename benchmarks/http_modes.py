@@ -12,7 +12,8 @@ hits every variant alike). Variants:
 - sse:       every answer an SSE stream (the SDK's default);
 - json:      every answer JSON (progress notifications could not be sent);
 - stateless: JSON, no sessions (a transport per request; no list_changed);
-- h11:       as shipped, with uvicorn's pure-Python parser.
+- h11:       as shipped, with uvicorn's pure-Python parser;
+- no-watch:  as shipped, without the disconnect watcher (CancelOnDisconnect).
 
 Prints the median calls/s and the CPU milliseconds per call of the client
 (this process) and of the server (its /proc CPU time), then each variant's
@@ -42,6 +43,7 @@ VARIANTS = {
     "json": {"json": True, "stateless": False, "http": "httptools"},
     "stateless": {"json": True, "stateless": True, "http": "httptools"},
     "h11": {"json": None, "stateless": False, "http": "h11"},
+    "no-watch": {"json": None, "stateless": False, "http": "httptools", "watch": False},
 }
 
 
@@ -58,7 +60,8 @@ def serve(variant: str, port: int, config: str) -> None:
     server = LoomServer(Registry(config))
     make = server.streamable_http_app
     server.streamable_http_app = lambda **kw: make(**{**kw, "stateless_http": v["stateless"]})  # type: ignore[method-assign]
-    app = build_app(server, json_response=v["json"])  # type: ignore[arg-type]
+    app = build_app(server, json_response=v["json"],  # type: ignore[arg-type]
+                    watch_disconnects=v.get("watch", True))  # type: ignore[arg-type]
     uvicorn.Server(uvicorn.Config(app, http=v["http"], log_config=None, access_log=False,
                                   lifespan="on")).run(sockets=[listening_socket("127.0.0.1", port)])
 

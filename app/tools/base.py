@@ -175,6 +175,21 @@ def _progress_sink(ctx: Context) -> Callable[[float, float | None, str | None], 
     return sink
 
 
+def call_key(peer: Any, session_id: str | None, request_id: Any) -> tuple[str, str, str]:
+    """Who asked what: the connection, the MCP session and the JSON-RPC id."""
+    where = f"{peer[0]}:{peer[1]}" if peer else "?"
+    return (where, session_id or "", str(request_id))
+
+
+def http_call_key(ctx: Context) -> tuple[str, str, str] | None:
+    request = getattr(ctx.request_context, "request", None)
+    if request is None or not hasattr(request, "headers"):
+        return None  # stdio: cancellation arrives as notifications/cancelled
+    client = request.client
+    peer = (client.host, client.port) if client else None
+    return call_key(peer, request.headers.get("mcp-session-id"), ctx.request_id)
+
+
 async def run(
     ctx: Context, work: Callable[[Call], BaseModel | dict[str, Any] | CallToolResult]
 ) -> CallToolResult:
@@ -184,6 +199,10 @@ async def run(
     returns its own `CallToolResult`, which is passed through as is.
     """
     call = Call(registry_of(ctx).current, progress_sink=_progress_sink(ctx))
+    inflight = getattr(ctx.mcp_server, "inflight", None)
+    key = http_call_key(ctx)
+    if inflight is not None and key is not None:
+        inflight[key] = call.cancelled  # the HTTP layer sets it if the client goes away
     try:
         result = await anyio.to_thread.run_sync(work, call, abandon_on_cancel=True)
     except anyio.get_cancelled_exc_class():
@@ -198,6 +217,9 @@ async def run(
         return error_result(
             "internal error while handling the call (details are in the server log)"
         )
+    finally:
+        if inflight is not None and key is not None:
+            inflight.pop(key, None)
     if isinstance(result, CallToolResult):
         return result
     return ok_result(result)

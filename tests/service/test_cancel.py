@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import json
 import time
 
 import anyio
+import httpx
 import pytest
 
 import app.tools.base as base
-from tests.live import live_server
+from tests.live import INIT_REQUEST, MCP_POST_HEADERS, live_server
 
 FILES = 1500
 
@@ -47,3 +49,57 @@ async def test_cancelled_search_stops_its_worker(one_root_config, many_files, mo
     assert checks, "the search never started"
     assert len(checks) < FILES, "the search ran to the end"
     assert max(checks) < gave_up + 0.5, "the worker went on long after the cancel"
+
+
+def _sse_or_json(r: httpx.Response) -> dict:  # type: ignore[type-arg]
+    if r.headers.get("content-type", "").startswith("application/json"):
+        return r.json()  # type: ignore[no-any-return]
+    data = [line[5:] for line in r.text.splitlines() if line.startswith("data:")]
+    return json.loads(data[-1])  # type: ignore[no-any-return]
+
+
+async def test_http_client_disconnect_stops_the_worker(
+    one_root_config, many_files, monkeypatch
+) -> None:
+    checks: list[float] = []
+    original = base.Call.check
+
+    def slow_check(self) -> None:  # type: ignore[no-untyped-def]
+        checks.append(time.monotonic())
+        time.sleep(0.002)
+        original(self)
+
+    monkeypatch.setattr(base.Call, "check", slow_check)
+    with live_server(one_root_config("reference")) as srv:
+        async with httpx.AsyncClient(timeout=10) as http:
+            r = await http.post(srv.url, json=INIT_REQUEST, headers=MCP_POST_HEADERS)
+            sid = r.headers["mcp-session-id"]
+            headers = {
+                **MCP_POST_HEADERS,
+                "mcp-session-id": sid,
+                "mcp-protocol-version": "2025-11-25",
+            }
+            await http.post(
+                srv.url,
+                headers=headers,
+                json={"jsonrpc": "2.0", "method": "notifications/initialized"},
+            )
+            call = {
+                "jsonrpc": "2.0",
+                "id": 7,
+                "method": "tools/call",
+                "params": {"name": "search_text", "arguments": {"query": "absent"}},
+            }
+            # A client that gives up: its own connection, closed after 0.4 s.
+            async with httpx.AsyncClient(timeout=0.4) as impatient:
+                with pytest.raises(httpx.TimeoutException):
+                    await impatient.post(srv.url, headers=headers, json=call)
+            gave_up = time.monotonic()
+            await anyio.sleep(1.0)
+            ping = await http.post(
+                srv.url, headers=headers, json={"jsonrpc": "2.0", "id": 8, "method": "ping"}
+            )
+            assert _sse_or_json(ping)["id"] == 8
+    assert checks, "the search never started"
+    assert len(checks) < FILES, "the search ran to the end"
+    assert max(checks) < gave_up + 0.5, "the worker went on after the client left"
