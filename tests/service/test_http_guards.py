@@ -183,3 +183,20 @@ def test_list_settings_take_json_or_commas(monkeypatch, raw, expected) -> None:
 
     monkeypatch.setenv("LOOMFS_ALLOWED_HOSTS", raw)
     assert Settings().allowed_hosts == expected
+
+
+def test_unknown_session_id_is_404_so_clients_reinitialise(guarded) -> None:
+    # What a client holding a session id from before a restart sees.
+    headers = {
+        **MCP_POST_HEADERS,
+        "Authorization": f"Bearer {TOKEN}",
+        "mcp-session-id": "0123456789abcdef0123456789abcdef",
+        "mcp-protocol-version": "2025-11-25",
+    }
+    r = httpx.post(
+        guarded.url,
+        headers=headers,
+        timeout=10,
+        json={"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    )
+    assert r.status_code == 404
