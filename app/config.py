@@ -205,7 +205,7 @@ def _format_validation(exc: ValidationError, data: dict[str, Any]) -> str:
     return "invalid config: " + "; ".join(lines)
 
 
-def _contains(parent: str, child: str) -> bool:
+def contains(parent: str, child: str) -> bool:
     """Component-wise containment (never a string prefix)."""
     a = [p for p in parent.split(os.sep) if p]
     b = [p for p in child.split(os.sep) if p]
@@ -244,7 +244,7 @@ def validate(model: Config, source: str) -> LoadedConfig:
             raise ConfigError(f"{where}: path does not exist")
         if not os.path.isdir(real):
             raise ConfigError(f"{where}: path is not a directory")
-        if real == os.path.abspath(os.sep) or any(_contains(t, real) for t in SYSTEM_TREES):
+        if real == os.path.abspath(os.sep) or any(contains(t, real) for t in SYSTEM_TREES):
             raise ConfigError(f"{where}: path is / or a system tree (/proc, /sys, /dev)")
         ceiling = ROLE_CEILINGS[r.role]
         perms = tuple(ceiling) if r.permissions is None else tuple(r.permissions)
@@ -268,7 +268,7 @@ def validate(model: Config, source: str) -> LoadedConfig:
         changes = [p for p in perms if p != "read"]
         if changes:
             for label, file in (("config file", source), ("audit log (audit_log)", audit_log)):
-                if _contains(real, file):
+                if contains(real, file):
                     raise ConfigError(
                         f"{where}: grants {', '.join(changes)} and contains the server's {label}; "
                         "move it out of the root or make the root read-only"
@@ -286,7 +286,7 @@ def validate(model: Config, source: str) -> LoadedConfig:
         )
     for i, a in enumerate(resolved):
         for b in resolved[i + 1 :]:
-            if _contains(a.real, b.real) or _contains(b.real, a.real):
+            if contains(a.real, b.real) or contains(b.real, a.real):
                 raise ConfigError(
                     f"invalid config: roots '{a.name}' and '{b.name}' overlap: one path contains "
                     "the other (after resolving links); the effective permission would be ambiguous"

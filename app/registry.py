@@ -68,7 +68,7 @@ def build(loaded: config_mod.LoadedConfig, audit: AuditLog | None, generation: i
         inside = [
             os.path.relpath(f, r.real).replace(os.sep, "/")
             for f in protected
-            if config_mod._contains(r.real, f)
+            if config_mod.contains(r.real, f)
         ]
         rules = DenyRules(extra=r.deny, allow=r.allow, protected=inside)
         try:

@@ -12,6 +12,7 @@ Deterministic: the same call always builds the same tree.
 from __future__ import annotations
 
 import os
+from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -144,3 +145,18 @@ def build_seed_tree(folder: str | os.PathLike[str], noise: int = NOISE_FILES) ->
     venv, d2 = _venv(root, noise // 2)
     node, d3 = _node_modules(root, noise - venv)
     return TreeCounts(useful=useful, noise=venv + node, dirs=d1 + d2 + d3)
+
+
+def scandir_floor(folder: str) -> int:
+    """The floor the walk is measured against: a bare pruned `os.scandir` BFS."""
+    seen = 0
+    queue = deque([folder])
+    while queue:
+        with os.scandir(queue.popleft()) as it:
+            for entry in it:
+                if entry.name in (".venv", "node_modules"):
+                    continue
+                seen += 1
+                if entry.is_dir(follow_symlinks=False):
+                    queue.append(entry.path)
+    return seen

@@ -41,7 +41,6 @@ import sys
 import tempfile
 import textwrap
 import time
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
@@ -52,7 +51,7 @@ from app.fs.glob import compile_glob
 from app.fs.paging import NoControl
 from app.fs.search import search_files
 from app.security import DenyRules, SecureRoot, Walker
-from benchmarks._trees import build_seed_tree
+from benchmarks._trees import build_seed_tree, scandir_floor
 
 PATTERN = "*.py"
 
@@ -76,20 +75,6 @@ def walk_match(root: SecureRoot) -> list[str]:
     match = compile_glob(PATTERN).match_name
     return [d.prefix + e.name for d in Walker(root, ()).dirs() for e in d.entries
             if match(e.name)]
-
-
-def floor(folder: str) -> int:
-    seen = 0
-    queue = deque([folder])
-    while queue:
-        with os.scandir(queue.popleft()) as it:
-            for entry in it:
-                if entry.name in (".venv", "node_modules"):
-                    continue
-                seen += 1
-                if entry.is_dir(follow_symlinks=False):
-                    queue.append(entry.path)
-    return seen
 
 
 def glob(folder: Path, rules: DenyRules) -> list[str]:
@@ -173,7 +158,7 @@ def main() -> int:
             print(f"FAIL: ours found {len(mine)}, glob {len(theirs)}", file=sys.stderr)
             return 1
         m = medians(
-            {"floor": lambda: floor(str(tree)), "walk": lambda: walk_match(root),
+            {"floor": lambda: scandir_floor(str(tree)), "walk": lambda: walk_match(root),
              "ours": lambda: ours(root), "page": lambda: ours(root, 100)},
             runs,
         )

@@ -35,7 +35,6 @@ import statistics
 import sys
 import tempfile
 import time
-from collections import deque
 from collections.abc import Callable
 from pathlib import Path
 
@@ -43,7 +42,7 @@ if __package__ in (None, ""):  # run as a script: make `app` and `benchmarks` im
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.security import DenyRules, SecureRoot, Walker
-from benchmarks._trees import build_seed_tree
+from benchmarks._trees import build_seed_tree, scandir_floor
 
 PATTERN = "*.py"
 
@@ -83,20 +82,6 @@ def search_glob(folder: Path, rules: DenyRules) -> list[str]:
         if rules.path(rel) is None and match(p.name) and p.is_file():
             found.append("/".join(rel))
     return found
-
-
-def walk_floor(folder: str) -> int:
-    seen = 0
-    queue = deque([folder])
-    while queue:
-        with os.scandir(queue.popleft()) as it:
-            for entry in it:
-                if entry.name in (".venv", "node_modules"):
-                    continue
-                seen += 1
-                if entry.is_dir(follow_symlinks=False):
-                    queue.append(entry.path)
-    return seen
 
 
 def medians_ms(fns: dict[str, Callable[[], object]], runs: int) -> dict[str, tuple[float, float]]:
@@ -139,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
 
         fast = medians_ms(
             {
-                "floor": lambda: walk_floor(tmp),
+                "floor": lambda: scandir_floor(tmp),
                 "ours": lambda: search_ours(root),
                 "entries": lambda: search_ours_entries(root),
             },

@@ -66,16 +66,26 @@ def existing_target(parent: Parent) -> os.stat_result | None:
     return st
 
 
-def read_current(parent: Parent, limit: int) -> tuple[bytes, os.stat_result]:
-    """The whole current file (at most `limit` bytes) and what it was when read."""
+def _open_regular(parent: Parent) -> tuple[int, os.stat_result]:
+    """The entry `parent.name` opened read-only (never through a link), if a regular file."""
     try:
         fd = os.open(parent.name, FILE_FLAGS, dir_fd=parent.fd)
     except OSError as exc:
         raise os_error(exc, parent.rel) from None
     try:
-        before = os.fstat(fd)
-        if not stat_mod.S_ISREG(before.st_mode):
+        st = os.fstat(fd)
+        if not stat_mod.S_ISREG(st.st_mode):
             raise NotARegularFile()
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, st
+
+
+def read_current(parent: Parent, limit: int) -> tuple[bytes, os.stat_result]:
+    """The whole current file (at most `limit` bytes) and what it was when read."""
+    fd, before = _open_regular(parent)
+    try:
         if before.st_size > limit:
             raise TooLarge(
                 f"'{parent.rel}' is {before.st_size} bytes, above this root's max_read_bytes "
@@ -98,15 +108,10 @@ def read_current(parent: Parent, limit: int) -> tuple[bytes, os.stat_result]:
 
 def hash_of_current(parent: Parent) -> tuple[str | None, os.stat_result]:
     try:
-        fd = os.open(parent.name, FILE_FLAGS, dir_fd=parent.fd)
-    except FileNotFoundError:
+        fd, st = _open_regular(parent)
+    except NotFound:  # a hash was expected, so the file was there when read
         raise FileChanged() from None
-    except OSError as exc:
-        raise os_error(exc, parent.rel) from None
     try:
-        st = os.fstat(fd)
-        if not stat_mod.S_ISREG(st.st_mode):
-            raise NotARegularFile()
         # Bounded by the size seen: a file growing while we hash it has changed.
         return sha256_fd(fd, st.st_size, st.st_size), st
     finally:

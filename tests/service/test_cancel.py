@@ -24,17 +24,22 @@ def many_files(tree):  # type: ignore[no-untyped-def]
     return tree
 
 
-async def test_cancelled_search_stops_its_worker(one_root_config, many_files, monkeypatch) -> None:
-    checks: list[float] = []
+@pytest.fixture
+def checks(monkeypatch) -> list[float]:  # type: ignore[no-untyped-def]
+    """When each cancel check ran: one per file, slowed so a search takes ~3 s."""
+    seen: list[float] = []
     original = base.Call.check
 
     def slow_check(self) -> None:  # type: ignore[no-untyped-def]
-        # One check per file; slowed so the whole search would take ~3 s.
-        checks.append(time.monotonic())
+        seen.append(time.monotonic())
         time.sleep(0.002)
         original(self)
 
     monkeypatch.setattr(base.Call, "check", slow_check)
+    return seen
+
+
+async def test_cancelled_search_stops_its_worker(one_root_config, many_files, checks) -> None:
     with live_server(one_root_config("reference")) as srv:
         async with srv.session() as s:
             with pytest.raises(Exception):  # noqa: B017 - the SDK's timeout error type
@@ -58,18 +63,7 @@ def _sse_or_json(r: httpx.Response) -> dict:  # type: ignore[type-arg]
     return json.loads(data[-1])  # type: ignore[no-any-return]
 
 
-async def test_http_client_disconnect_stops_the_worker(
-    one_root_config, many_files, monkeypatch
-) -> None:
-    checks: list[float] = []
-    original = base.Call.check
-
-    def slow_check(self) -> None:  # type: ignore[no-untyped-def]
-        checks.append(time.monotonic())
-        time.sleep(0.002)
-        original(self)
-
-    monkeypatch.setattr(base.Call, "check", slow_check)
+async def test_http_client_disconnect_stops_the_worker(one_root_config, many_files, checks) -> None:
     with live_server(one_root_config("reference")) as srv:
         async with httpx.AsyncClient(timeout=10) as http:
             r = await http.post(srv.url, json=INIT_REQUEST, headers=MCP_POST_HEADERS)

@@ -16,18 +16,11 @@ import anyio
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
+from tests.live import INIT_REQUEST
+
 EXE = str(Path(sys.executable).parent / "loom-fs-mcp")
 HELLO = [
-    {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "raw", "version": "0"},
-        },
-    },
+    INIT_REQUEST,
     {"jsonrpc": "2.0", "method": "notifications/initialized"},
 ]
 
