@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from app.errors import ConfigError
+from app.messages import sentence
 from app.security.deny import floor_pattern_of
 from app.security.resolve import PERMISSION_ORDER, ROLE_CEILINGS
 
@@ -198,10 +199,10 @@ def _format_validation(exc: ValidationError, data: dict[str, Any]) -> str:
                 name = list(roots)[loc[1]]
             where = f"root '{name}': "
             loc = loc[2:]
-        msg = err["msg"].removeprefix("Value error, ")
-        # A whole-config check (loc empty) names its own field and root in `msg`.
-        field = f"{'.'.join(str(p) for p in loc)}: " if loc else ""
-        lines.append(f"{where}{field}{msg}")
+        # In the server's words, quoting the bad value; a whole-config check (loc
+        # empty) names its own field and root in its message.
+        field = ".".join(str(p) for p in loc if not isinstance(p, int))
+        lines.append(where + sentence(field, err))
     return "invalid config: " + "; ".join(lines)
 
 

@@ -28,7 +28,8 @@ from app import __version__
 from app.audit import current_client
 from app.registry import Registry, Snapshot
 from app.tools import MODULES
-from app.tools.base import ToolSpec, flat_schema
+from app.tools.args import check_arguments, published_schema
+from app.tools.base import ToolSpec, error_result, flat_schema
 
 log = logging.getLogger("loomfs.server")
 _pending: set[Any] = set()  # reload tasks started by SIGHUP, kept alive until done
@@ -115,7 +116,7 @@ class LoomServer(MCPServer):
         return changed
 
     def _lighten(self, name: str) -> None:
-        """Publish a flat output schema, and skip the SDK's re-validation of results.
+        """Publish closed, flat schemas, and skip the SDK's re-validation of results.
 
         Both fields are read live by the SDK. A flat schema (no `$ref`) is cheaper
         for validating clients. Every result is a `CallToolResult` built by
@@ -123,10 +124,34 @@ class LoomServer(MCPServer):
         it was constructed; the SDK would validate it again against the return
         type on every call (a seventh of the server's CPU on a 300-match search).
         """
-        meta = self._tool_manager.get_tool(name).fn_metadata  # type: ignore[union-attr]
+        tool = self._tool_manager.get_tool(name)
+        assert tool is not None
+        # Closed and flat: an unknown argument is refused, strict-schema clients convert it.
+        tool.parameters = published_schema(tool.parameters)
+        meta = tool.fn_metadata
         if meta.output_schema is not None:
             meta.output_schema = flat_schema(meta.output_schema)
             meta.output_model = None
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Any = None
+    ) -> Any:
+        """Refuse arguments the tool would not take as sent, in the server's words.
+
+        The SDK would drop an unknown argument silently and answer a bad value with
+        pydantic's text (long, with a versioned URL); this is the one place both are
+        said instead: `unknown argument 'dryrun' (did you mean 'dry_run'?)`,
+        `start_line must be at least 1 (got 0)`.
+        """
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            refusal = check_arguments(
+                name, tool.parameters, arguments, tool.fn_metadata.validate_arguments
+            )
+            if refusal is not None:
+                log.info("tool %r refused its arguments: %r", name, refusal)
+                return error_result(refusal)
+        return await super().call_tool(name, arguments, context)
 
     async def reload(self) -> Snapshot:
         """Reload the config; on success follow it with the tool surface and notify."""

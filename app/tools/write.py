@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from mcp.server.mcpserver import Context
-from pydantic import Field
+from pydantic import ConfigDict, Field
 
 from app.fs import edit as edit_mod
 from app.fs import move as move_mod
@@ -34,6 +34,8 @@ Sha256Arg = Annotated[
 
 
 class EditArg(TextEdit):
+    model_config = ConfigDict(extra="forbid")  # a misspelled `oldText` is refused, not dropped
+
     old_text: str = Field(
         min_length=1, max_length=MAX_CONTENT_CHARS, description="Exact text; must occur once."
     )

@@ -71,8 +71,8 @@ async def smoke(client: Any, cfg: Path) -> None:
     res = await client.call_tool("reload_config", {})
     assert res.is_error
     assert res.content[0].text == (
-        "invalid config: root 'main': role: Input should be 'reference', 'sourcecode' or "
-        "'workspace'"
+        "invalid config: root 'main': role: 'admin' is not one of reference, sourcecode, "
+        "workspace"
     )
     cfg.write_text(good)
     res = await client.call_tool("reload_config", {})

@@ -1,0 +1,127 @@
+"""Tool arguments at the edge: closed, flat input schemas and errors in the server's words.
+
+The SDK derives each tool's input schema and argument model from the handler's
+signature. Left as is, the schema is open (an unknown argument is dropped
+without a word, so a misspelled `dryrun` writes), `edit_file`'s is nested
+through `$defs`/`$ref`, and every schema carries pydantic `title`s and length
+bounds outside OpenAI's strict subset. `published_schema()` rewrites it once at
+registration; `check_arguments()` runs before the SDK's own validation and
+answers a refusal that names the argument, or None when the SDK may proceed.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Callable
+from typing import Any
+
+from pydantic import ValidationError
+
+from app.messages import location, sentence
+from app.tools.base import flat_schema
+
+# Kept out of the published schema: `title` is noise for a model; length bounds are outside
+# OpenAI's strict subset for some models and are enforced here anyway (the error says the limit).
+DROPPED_KEYWORDS = frozenset({"title", "minLength", "maxLength"})
+MAX_REPORTED = 3
+
+
+def published_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The input schema as clients see it: flat, every object closed, no extra keywords."""
+
+    def close(node: Any) -> Any:
+        if isinstance(node, list):
+            return [close(x) for x in node]
+        if not isinstance(node, dict):
+            return node
+        out = {k: close(v) for k, v in node.items() if k not in DROPPED_KEYWORDS}
+        if "properties" in node:  # keys of `properties` are names, not keywords
+            out["properties"] = {k: close(v) for k, v in node["properties"].items()}
+        if out.get("type") == "object":
+            out.setdefault("properties", {})
+            out["additionalProperties"] = False
+        return out
+
+    return close(flat_schema(schema))
+
+
+def _normal(name: str) -> str:
+    return name.replace("_", "").replace("-", "").lower()
+
+
+def unknown_argument(tool: str, known: list[str], given: str) -> str:
+    """`unknown argument 'dryrun' (did you mean 'dry_run'?); edit_file takes: path, ...`."""
+    g = _normal(given)
+    guess = [k for k in known if _normal(k) == g]  # startLine, overWrite, dry-run
+    guess = guess or difflib.get_close_matches(given, known, n=1, cutoff=0.75)  # dryrun
+    if not guess and len(g) >= 4:  # depth -> max_depth, sha256 -> expected_sha256
+        part = [k for k in known if g in _normal(k)]
+        guess = part if len(part) == 1 else []
+    hint = f" (did you mean '{guess[0]}'?)" if guess else ""
+    takes = ", ".join(known) if known else "no arguments"
+    return f"unknown argument '{given}'{hint}; {tool} takes: {takes}"
+
+
+def _properties_at(schema: dict[str, Any], loc: tuple[Any, ...]) -> list[str]:
+    """The property names of the object at `loc` in a flat schema (for nested unknown keys)."""
+    node: Any = schema
+    for part in loc:
+        if not isinstance(node, dict):
+            return []
+        if isinstance(part, int):
+            node = node.get("items", {})
+        else:
+            node = node.get("properties", {}).get(part, {})
+        if isinstance(node, dict) and "anyOf" in node:
+            node = next((x for x in node["anyOf"] if x.get("type") != "null"), {})
+    return list(node.get("properties", {})) if isinstance(node, dict) else []
+
+
+def describe(tool: str, schema: dict[str, Any], exc: ValidationError) -> str:
+    """At most a few short sentences, one per faulty argument, naming each."""
+    said: list[str] = []
+    seen: set[str] = set()
+    errors = exc.errors(include_url=False)
+    # An unknown key explains the other errors at the same place (a missing `old_text`
+    # beside an `oldText`): say it alone.
+    unknown = [e for e in errors if e["type"] == "extra_forbidden"]
+    for err in unknown or errors:
+        loc = tuple(err["loc"])
+        where = location(loc)
+        if where in seen:
+            continue
+        seen.add(where)
+        if err["type"] == "extra_forbidden":
+            parent = location(loc[:-1])
+            known = _properties_at(schema, loc[:-1])
+            said.append(
+                unknown_argument(f"{parent} in {tool}" if parent else tool, known, str(loc[-1]))
+            )
+        else:
+            said.append(sentence(where, err))
+        if len(said) == MAX_REPORTED:
+            break
+    more = len({location(tuple(e["loc"])) for e in (unknown or errors)}) - len(said)
+    return "; ".join(said) + (f"; and {more} more" if more > 0 else "")
+
+
+def check_arguments(
+    tool: str,
+    schema: dict[str, Any],
+    arguments: dict[str, Any],
+    validate: Callable[[dict[str, Any]], Any],
+) -> str | None:
+    """A refusal for arguments the tool would not take as sent, else None.
+
+    `validate` is the SDK's own validation of this tool (it pre-parses JSON-in-a-string
+    the way some clients send lists), so what passes here is exactly what the tool gets.
+    """
+    known = list(schema.get("properties", {}))
+    for given in arguments:
+        if given not in known:
+            return unknown_argument(tool, known, given)
+    try:
+        validate(arguments)
+    except ValidationError as exc:
+        return describe(tool, schema, exc)
+    return None
