@@ -92,7 +92,7 @@ def search_files(
     walker = Walker(root, start)
     name_of = relabel(start, shown)
     strip = len("/".join(start)) + 1 if start else 0
-    basename, match_name, full = glob.basename, glob.match_name, glob.regex.fullmatch
+    basename, match_name, full = glob.basename, glob.match_name, glob.match_path
     page: list[dict[str, object]] = []
     found = 0
     more = False

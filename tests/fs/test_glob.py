@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import re
+import time
+
 import pytest
+from hypothesis import assume, given, settings
+from hypothesis import strategies as st
 
 from app.errors import BadArgument
-from app.fs.glob import compile_glob
+from app.fs.glob import compile_glob, linear_match, translate
 
 MATCHES = [
     # a pattern without '/' matches the base name at any depth
@@ -92,5 +97,80 @@ def test_compiled_patterns_are_memoised() -> None:
 
 def test_suffix_shortcut_agrees_with_the_full_translation() -> None:
     g = compile_glob("*.py")
+    reference = re.compile(translate("*.py"), re.DOTALL)
     for name in ["a.py", ".py", "a.pyx", "py", "a.py.bak", "x.PY"]:
-        assert bool(g.match_name(name)) == bool(g.regex.fullmatch(name)), name
+        assert bool(g.match_name(name)) == bool(reference.fullmatch(name)), name
+
+
+# --- no backtracking: the linear matcher agrees with the regex translation (the
+# semantics' reference, exact on short inputs) and stays fast on any pattern.
+
+PIECES = ["a", "b", ".", "*", "**", "?", "/", "[ab]", "[!a]", "[]a]", "**/", "/**"]
+patterns = st.lists(st.sampled_from(PIECES), min_size=1, max_size=10).map("".join)
+paths = st.lists(
+    st.text(alphabet="ab.", min_size=1, max_size=4), min_size=1, max_size=5
+).map("/".join)
+
+
+def _reference(pattern: str) -> re.Pattern[str] | None:
+    try:
+        return re.compile(translate(pattern), re.DOTALL)
+    except BadArgument:
+        return None
+
+
+@settings(max_examples=1500, deadline=None)
+@given(pattern=patterns, path=paths)
+def test_linear_matcher_agrees_with_the_regex_translation(pattern: str, path: str) -> None:
+    reference = _reference(pattern)
+    assume(reference is not None)
+    assert reference is not None
+    name = path.rsplit("/", 1)[-1]
+    g = compile_glob(pattern)
+    subject = name if g.basename else path  # ('./*' is a base-name pattern too)
+    want = reference.fullmatch(subject) is not None
+    assert bool(linear_match(pattern)(subject)) is want
+    assert g.matches(path, name) is want
+
+
+# Patterns that make a backtracking regex exponential (or polynomial of high
+# degree) in the number of wildcards, against names that almost match.
+ADVERSARIAL = [
+    ("*?" * 11 + "Z", "a" * 31),  # the report: 1.6 s with a backtracking regex
+    ("*?" * 400 + "Z", "a" * 255),
+    ("*a" * 500 + "b", "a" * 255),
+    ("[a]*" * 250 + "b", "a" * 255),
+    ("**a" * 300 + "/b", "a/" * 2000 + "c"),
+    ("**/" * 300 + "Z", "/".join("a" * 2000)),
+    ("a/" + "*/" * 300 + "**/b", "a/" * 2000 + "c"),
+    ("**/a" * 200 + "/**/b", "a/" * 2000 + "c"),
+    ("*/" * 200 + "*", "/".join("a" * 300)),
+]
+
+
+@pytest.mark.parametrize(("pattern", "name"), ADVERSARIAL)
+def test_adversarial_patterns_match_in_bounded_time(pattern: str, name: str) -> None:
+    g = compile_glob(pattern[:1024])
+    t0 = time.process_time()
+    for _ in range(10):
+        g.matches(name, name.rsplit("/", 1)[-1])
+        linear_match(pattern[:1024])(name)
+    assert time.process_time() - t0 < 1.0  # ten of each; a backtracking regex: hours
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    pattern=st.lists(st.sampled_from(["*", "?", "**", "a", "/", "*a", "?*", "**/"]),
+                     min_size=20, max_size=200).map("".join),
+    width=st.integers(1, 60),
+    depth=st.integers(1, 40),
+)
+def test_generated_wildcard_floods_stay_fast(pattern: str, width: int, depth: int) -> None:
+    try:
+        g = compile_glob(pattern)
+    except BadArgument:
+        return
+    path = "/".join(["a" * width] * depth)
+    t0 = time.process_time()
+    g.matches(path, "a" * width)
+    assert time.process_time() - t0 < 0.5
