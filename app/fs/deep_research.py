@@ -13,36 +13,54 @@ A denied file is therefore neither found nor fetched. What this does not
 protect against is the same as elsewhere: filtering is by name, so a secret
 written into an allowed file is readable.
 
-Query: case-insensitive words; a file matches when at least one word occurs
+Ranking (SPEC §4.6): BM25 over code-aware words (`app.fs.tokens`) with the
+path and the title as boosted fields, a bonus when the query's words occur as
+a phrase or near each other, then files whose words merely start with a query
+word. It runs on a persistent full-text index per root (`app.fs.fts`),
+refreshed before every search, so the whole root is covered and a change made
+by anyone is seen by the next search; every hit is re-checked against today's
+rules and the disk before it is returned. Without FTS5, or when the index
+cannot be opened or written (read-only or full state directory, an index
+directory inside a root), the search scans the root as before (`scan_search`)
+and the answer's `note` says why.
+
+The scan: case-insensitive words; a file matches when at least one word occurs
 in its root-relative path or its text. Best first: the whole query as a
 phrase, then the most distinct words, then words in the path, then
 occurrences, then walk order (deterministic).
 
-Budgets: content scanned in one call is capped by `max_search_bytes` (after
+Budgets: the scan's content is capped by `max_search_bytes` per call (after
 that only paths are matched, and the result says so with `truncated` and a
-`note`); a file above `max_search_file_bytes` (default: the root's
-`max_read_bytes`) or binary is matched by its path only; results are capped
-by `max_search_results` (at most RESULTS) and by `max_output_chars`. Fetch
-reads at most the root's `max_read_bytes` and answers at most
-`max_output_chars`; a cut text ends with a visible marker and the metadata
-says `truncated: true` with a note.
+`note`); with the index, that budget does not apply (only changed files are
+read) and a refresh stops after BUILD_SECONDS instead (a first build goes on
+at the next search; the answer says how far it got). A file above
+`max_search_file_bytes` (default: the root's `max_read_bytes`) or binary is
+matched by its path only; results are capped by `max_search_results` (at most
+RESULTS) and by `max_output_chars`. Fetch reads at most the root's
+`max_read_bytes` and answers at most `max_output_chars`; a cut text ends with
+a visible marker and the metadata says `truncated: true` with a note.
 """
 
 from __future__ import annotations
 
-import codecs
+import hashlib
 import heapq
+import json
 import os
+import sqlite3
 import stat as stat_mod
 import time
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from app import config as config_mod
 from app.errors import BadArgument, BinaryFile, os_error
-from app.fs import textio
+from app.fs import fts, textio, tokens
 from app.fs.paging import Control, cut_to, dumps
-from app.security.resolve import FILE_FLAGS
+from app.fs.tokens import as_text
+from app.security import deny
+from app.security.resolve import FILE_FLAGS, SecureRoot
 from app.security.walk import FILE, Walker
 
 if TYPE_CHECKING:
@@ -52,17 +70,13 @@ RESULTS = 50  # a ranked list longer than this helps no model
 MAX_TERMS = 32
 CHECK_EVERY = 256  # entries between two cancellation checks
 PROGRESS_EVERY = 0.5  # seconds between progress notifications (when the client asked)
-
-
-def as_text(data: bytes, complete: bool) -> tuple[str, str] | None:
-    """(text, encoding) as read_text_file decides them (BOM, else UTF-8, else GB18030),
-    or None for binary. A read cut short may end inside a character: that part is dropped."""
-    sn = textio.sniff(data[: textio.HEAD])
-    if sn.binary:
-        return None
-    enc = textio.decide(sn, [(data[sn.base :], complete)])
-    codec = "utf-8" if enc == "utf-8-sig" else enc
-    return codecs.getincrementaldecoder(codec)("replace").decode(data[sn.base :], complete), enc
+BUILD_SECONDS = 20.0  # index work one search may do before answering from what is indexed
+CANDIDATES = 200  # BM25's best, per root, that the bonuses may reorder
+ALL_BONUS = 0.5  # every word of the query in the file: score x 1.5
+NEAR_BONUS = 0.5  # and all within NEAR_WORDS of each other: x 1.5 more
+PHRASE_BONUS = 1.0  # and as a phrase: x 2 more
+NEAR_WORDS = 10
+SQLITE_CORRUPT, SQLITE_NOTADB = 11, 26
 
 
 def doc_url(base: str | None, root: str, rel: str) -> str:
@@ -83,6 +97,210 @@ def terms_of(query: str) -> list[str]:
 
 
 def search(snap: Snapshot, query: str, control: Control) -> dict[str, Any]:
+    """Ranked search on the index; the scan, with a note, when the index cannot serve."""
+    terms_of(query)  # the same argument errors either way
+    if not tokens.query_terms(query):  # only punctuation: the scan matches it literally
+        return scan_search(snap, query, control)
+    problem = fts.fts5_problem() or _dir_problem(snap)
+    for attempt in range(2):
+        if problem is not None:
+            break
+        try:
+            return _ranked(snap, query, control)
+        except fts.Unavailable as exc:
+            problem = str(exc)
+        except sqlite3.DatabaseError as exc:
+            code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary code
+            if code in (SQLITE_CORRUPT, SQLITE_NOTADB) and attempt == 0:
+                _discard_all(snap)  # someone else's bytes: never trusted, rebuilt
+                continue
+            problem = f"the search index cannot be used ({_sqlite_reason(exc)})"
+    return scan_search(
+        snap, query, control, fallback=f"{problem}; searched by scanning the files instead"
+    )
+
+
+def index_dir(snap: Snapshot) -> str:
+    """Beside the audit log: the server's state directory ($XDG_STATE_HOME/loom-fs-mcp)."""
+    return os.path.join(os.path.dirname(snap.config.audit_log), "index")
+
+
+def _dir_problem(snap: Snapshot) -> str | None:
+    where = index_dir(snap)
+    for root in snap.roots.values():
+        if config_mod.contains(root.real, where):
+            return f"the index directory would be inside root '{root.name}'"
+    return None
+
+
+def _sqlite_reason(exc: sqlite3.Error) -> str:
+    # SQLite's messages name no paths ("database or disk is full", "attempt to write a
+    # readonly database"); keep only the first line to be sure.
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
+def _discard_all(snap: Snapshot) -> None:
+    for root in snap.roots.values():
+        idx = fts.index_at(os.path.join(index_dir(snap), fts.file_name(root.name, root.real)))
+        with idx.lock:
+            idx.discard()
+
+
+def identity(snap: Snapshot, root: SecureRoot, per_file: int) -> str:
+    """Everything an index's content depends on: when it changes, the index is rebuilt."""
+    rc = next((r for r in snap.config.roots if r.name == root.name), None)
+    st = os.fstat(root.handle.fd)
+    data = [
+        fts.SCHEMA,
+        fts.TOKENIZE,
+        root.real,
+        [st.st_dev, st.st_ino],
+        per_file,
+        list(rc.deny) if rc else None,
+        list(rc.allow) if rc else None,
+        list(snap.config.protected_files),
+        [deny.FLOOR, deny.BASE, deny.TEMPLATES],
+    ]
+    return hashlib.sha256(json.dumps(data).encode()).hexdigest()
+
+
+def _ranked(snap: Snapshot, query: str, control: Control) -> dict[str, Any]:
+    words, terms = tokens.query_words(query), tokens.query_terms(query)
+    limits = snap.limits
+    cap = min(RESULTS, limits.max_search_results)
+    deadline = time.monotonic() + BUILD_SECONDS
+    where = index_dir(snap)
+    fts.ensure_dir(where)
+    pool: list[tuple[float, str, str]] = []
+    roots: dict[str, tuple[SecureRoot, fts.RootIndex]] = {}
+    notes: list[str] = []
+    matched = 0
+    for root in snap.roots.values():
+        if "read" not in root.permissions:
+            continue
+        root.authorize("", perm="read", op="search")
+        root.record("ALLOW", "", "search")
+        per_file = min(limits.max_search_file_bytes or root.max_read_bytes, root.max_read_bytes)
+        idx = fts.index_at(os.path.join(where, fts.file_name(root.name, root.real)))
+        roots[root.name] = (root, idx)
+
+        def progress(read: int, examined: int, name: str = root.name) -> None:
+            control.progress(
+                examined, None, f"indexing root '{name}': {read} files read, {examined} examined"
+            )
+
+        with idx.lock:
+            done = idx.refresh(
+                root,
+                identity(snap, root, per_file),
+                per_file,
+                deadline=deadline,
+                check=control.check,
+                progress=progress,
+            )
+            rows, n = idx.query(terms, CANDIDATES)
+            ranked = _bonus(idx, words, rows)
+        matched += n
+        pool.extend((score, root.name, rel) for score, rel in ranked)
+        if not done.complete:
+            indexed, _ = idx.stats()
+            notes.append(
+                f"the index of root '{root.name}' is still being built ({indexed} files so far, "
+                f"{BUILD_SECONDS:.0f} s per search): results cover those; search again for more"
+            )
+    pool.sort(key=lambda x: -x[0])
+    results: list[tuple[str, str]] = []
+    listed: set[tuple[str, str]] = set()
+    for _, name, rel in pool:
+        if len(results) == cap:
+            break
+        if fts.verify(roots[name][0], rel):
+            results.append((name, rel))
+            listed.add((name, rel))
+    prefix_terms = [t for t in terms if len(t) >= 3]
+    if len(results) < cap and prefix_terms:
+        # Second tier: words that merely start with a query word (`env` -> environment.md).
+        for name, (root, idx) in roots.items():
+            with idx.lock:
+                more = idx.prefixed(prefix_terms, cap * 2)
+            for rel in more:
+                if len(results) == cap:
+                    break
+                if (name, rel) not in listed and fts.verify(root, rel):
+                    results.append((name, rel))
+                    listed.add((name, rel))
+                    matched += 1
+    return _answer(snap, results, max(matched, len(results)), cap, notes)
+
+
+def _bonus(
+    idx: fts.RootIndex, words: list[str], rows: list[tuple[float, int, str]]
+) -> list[tuple[float, str]]:
+    """BM25 scores raised for files holding every word, the words near each other, or
+    the words as a phrase."""
+    if len(words) < 2 or not rows:
+        return [(score, rel) for score, _, rel in rows]
+    quoted = [fts.quote(w) for w in words]
+    every = idx.matching(" AND ".join(quoted))
+    near = idx.matching(f"NEAR({' '.join(quoted)}, {NEAR_WORDS})") if every else set()
+    phrase = idx.matching(fts.quote(" ".join(words))) if near else set()
+    return [
+        (
+            score
+            * (1 + ALL_BONUS * (rowid in every))
+            * (1 + NEAR_BONUS * (rowid in near))
+            * (1 + PHRASE_BONUS * (rowid in phrase)),
+            rel,
+        )
+        for score, rowid, rel in rows
+    ]
+
+
+def _answer(
+    snap: Snapshot,
+    found: list[tuple[str, str]],
+    matched: int,
+    cap: int,
+    short: list[str],
+    *,
+    info: str | None = None,
+) -> dict[str, Any]:
+    """The published shape; `truncated` and `note` only when something was left out
+    (`short`), or a `note` alone when the search ran another way (`info`)."""
+    limits = snap.limits
+    results = [
+        {"id": f"{r}/{rel}", "title": rel, "url": doc_url(limits.public_base_url, r, rel)}
+        for r, rel in found
+    ]
+    notes = []
+    if matched > len(results):
+        notes.append(
+            f"{matched} files matched; only the best {cap} are listed "
+            f"(the cap is max_search_results, at most {RESULTS}); use more specific words"
+        )
+    notes.extend(short)
+    kept = _fit(results, limits.max_output_chars)
+    if kept < len(results):
+        notes.append(
+            f"{len(results) - kept} more of them were left out to fit max_output_chars "
+            f"({limits.max_output_chars}); use more specific words"
+        )
+        results = results[:kept]
+    out: dict[str, Any] = {"results": results}
+    if notes:
+        out["truncated"] = True
+    if info:
+        notes.insert(0, info)
+    if notes:
+        out["note"] = "; ".join(notes)
+    return out
+
+
+def scan_search(
+    snap: Snapshot, query: str, control: Control, *, fallback: str | None = None
+) -> dict[str, Any]:
+    """The search without an index: a walk that reads every file, ranked by phrase, then
+    distinct words, then words in the path, then occurrences."""
     terms = terms_of(query)
     phrase = " ".join(query.split()).casefold()
     limits = snap.limits
@@ -134,33 +352,14 @@ def search(snap: Snapshot, query: str, control: Control) -> dict[str, Any]:
             elif item > best[0]:
                 heapq.heapreplace(best, item)
     ranked = sorted(best, reverse=True)
-    results = [
-        {"id": f"{r}/{rel}", "title": rel, "url": doc_url(limits.public_base_url, r, rel)}
-        for _, r, rel in ranked
-    ]
-    notes = []
-    if matched > len(results):
-        notes.append(
-            f"{matched} files matched; only the best {cap} are listed "
-            f"(the cap is max_search_results, at most {RESULTS}); use more specific words"
-        )
+    short = []
     if over_budget:
-        notes.append(
+        short.append(
             f"the content budget (max_search_bytes = {budget}) ran out: later files were "
             "matched by their path only; use more specific words"
         )
-    kept = _fit(results, limits.max_output_chars)
-    if kept < len(results):
-        notes.append(
-            f"{len(results) - kept} more of them were left out to fit max_output_chars "
-            f"({limits.max_output_chars}); use more specific words"
-        )
-        results = results[:kept]
-    out: dict[str, Any] = {"results": results}
-    if notes:
-        out["truncated"] = True
-        out["note"] = "; ".join(notes)
-    return out
+    listed = [(r, rel) for _, r, rel in ranked]
+    return _answer(snap, listed, matched, cap, short, info=fallback)
 
 
 def _content(name: str, dir_fd: int, per_file: int, left: int) -> tuple[str | None, int, bool]:

@@ -46,7 +46,7 @@ Query = Annotated[
     Field(
         min_length=1,
         max_length=1000,
-        description="Words to look for in file paths and file text (case-insensitive).",
+        description="Words to look for in file names, titles and text (case-insensitive).",
     ),
 ]
 DocId = Annotated[
@@ -61,10 +61,11 @@ DocId = Annotated[
 
 @tool(perm="search_fetch", title="Search files", read_only=True, idempotent=True)
 async def search(ctx: Context, query: Query) -> SearchResult:
-    """Search every readable root for text files whose path or content contains the
-    query's words (case-insensitive); best matches first (whole phrase, then most words,
-    then words in the path). Each result's id is 'root/relative/path': pass it to fetch
-    for the text. Secrets and tool folders (.env, keys, .git, node_modules ...) are never
+    """Search every readable root for the text files that best match the query's words
+    (ranked by relevance: words in the file name, title and text, the words near each
+    other; code identifiers match by their parts too, so 'http response' finds
+    parse_http_response). Each result's id is 'root/relative/path': pass it to fetch for
+    the text. Secrets and tool folders (.env, keys, .git, node_modules ...) are never
     searched. `truncated` and `note` appear only when the search stopped short."""
 
     def work(call: Call) -> dict[str, Any]:

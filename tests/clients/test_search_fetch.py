@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -228,7 +229,7 @@ async def test_search_rejects_an_empty_query(sf: Any) -> None:
 # -- ranking -------------------------------------------------------------------
 
 
-async def test_whole_phrase_ranks_first_then_most_words(sf: Any, tree: Path) -> None:
+async def test_whole_phrase_ranks_first_then_nearest_words(sf: Any, tree: Path) -> None:
     (tree / "a.txt").write_text("world and then hello\n")
     (tree / "b.txt").write_text("say hello world\n")
     (tree / "c.txt").write_text("hello only\n")
@@ -285,7 +286,7 @@ async def test_fetch_answer_fits_max_output_chars(write_config: WriteConfig, tre
     assert data["metadata"]["truncated"] is True
 
 
-async def test_search_says_when_the_content_budget_ran_out(
+async def test_the_index_covers_the_root_beyond_the_scan_budget(
     write_config: WriteConfig, tree: Path
 ) -> None:
     for i in range(5):
@@ -295,7 +296,25 @@ async def test_search_says_when_the_content_budget_ran_out(
     with live_server(cfg) as srv:
         data = payload(await call(srv, "search", query="needle"))
     jsonschema.validate(data, SEARCH_SCHEMA)
+    assert set(data) == {"results"}  # complete: 5 x 108 B, more than the budget, all read
+    assert set(ids(data)) == {f"main/f{i}.txt" for i in range(5)} | {"main/needle-in-name.txt"}
+
+
+async def test_the_scan_says_when_the_content_budget_ran_out(
+    write_config: WriteConfig, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.fs import fts
+
+    monkeypatch.setattr(fts, "_fts5", "this Python's SQLite has no FTS5 (no such module: fts5)")
+    for i in range(5):
+        (tree / f"f{i}.txt").write_text("needle " + "x" * 100 + "\n")
+    (tree / "needle-in-name.txt").write_text("nothing\n")
+    cfg = budget_config(write_config, tree, "max_search_bytes = 250")
+    with live_server(cfg) as srv:
+        data = payload(await call(srv, "search", query="needle"))
+    jsonschema.validate(data, SEARCH_SCHEMA)
     assert data["truncated"] is True
+    assert data["note"].startswith("this Python's SQLite has no FTS5")
     assert "max_search_bytes = 250" in data["note"]
     found = ids(data)
     assert "main/needle-in-name.txt" in found  # paths still match after the budget
@@ -349,9 +368,9 @@ async def test_text_in_other_encodings_is_searched_and_fetched(
 async def test_search_reports_progress_when_asked(
     search_fetch_config: Path, tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.fs import deep_research
+    from app.fs import fts
 
-    monkeypatch.setattr(deep_research, "PROGRESS_EVERY", 0.0)
+    monkeypatch.setattr(fts, "COMMIT_EVERY", 0.0)
     for i in range(600):
         (tree / f"n{i:03}.txt").write_text("nothing here\n")
     seen: list[tuple[float, str | None]] = []
@@ -363,5 +382,7 @@ async def test_search_reports_progress_when_asked(
         async with srv.session() as s:
             res = await s.call_tool("search", {"query": "zebra"}, progress_callback=on_progress)
     assert payload(res) == {"results": []}
+    # The first build reports as it goes (every 256 entries at most this often).
     assert seen and seen[0][0] == 256
-    assert seen[0][1] == "256 entries examined, 0 matches"
+    assert re.fullmatch(r"indexing root 'main': 25\d files read, 256 examined", seen[0][1] or "")
+    assert [d for d, _ in seen] == [256, 512]
