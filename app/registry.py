@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from app import config as config_mod
 from app.audit import AuditLog
 from app.errors import ConfigError, UnknownRoot
+from app.fs.history.store import has_repository
 from app.security.deny import DenyRules
 from app.security.resolve import PERMISSION_ORDER, SecureRoot
 
@@ -57,7 +58,9 @@ class Snapshot:
 
     def surface_key(self) -> tuple[str, ...]:
         granted = self.granted()
-        extras = ("search_fetch",) if self.limits.search_fetch_tools else ()
+        extras: tuple[str, ...] = ("search_fetch",) if self.limits.search_fetch_tools else ()
+        if any("read" in r.permissions and has_repository(r) for r in self.roots.values()):
+            extras += ("git",)  # the history tools (app.tools.history)
         return tuple(p for p in PERMISSION_ORDER if p in granted) + extras
 
 

@@ -10,6 +10,7 @@ MODULES: tuple[str, ...] = (
     "app.tools.admin",
     "app.tools.read",
     "app.tools.search",
+    "app.tools.history",
     "app.tools.write",
     "app.tools.delete",
     "app.tools.deep_research",

@@ -81,7 +81,7 @@ class Call:
 @dataclass(frozen=True)
 class ToolSpec:
     name: str
-    perm: str | None  # None: always present; else "read", "write", "delete", "search_fetch"
+    perm: str | None  # None: always present; else "read", "write", "delete", "search_fetch", "git"
     title: str
     annotations: ToolAnnotations
 

@@ -1,0 +1,107 @@
+"""Naming commits: full or abbreviated ids, branch and tag names, `HEAD~N`, `X^N`.
+
+The same order as git: a 40-digit id is an id; otherwise a ref name is tried
+(`X`, `refs/X`, `refs/tags/X`, `refs/heads/X`, `refs/remotes/X`,
+`refs/remotes/X/HEAD`), then an abbreviated id (4 or more hex digits,
+unique). Annotated tags are peeled to their commit. Suffixes `~N`, `^N`,
+`^{}`, `^{commit}` follow parents. Nothing here reads outside `GitDir`.
+"""
+
+from __future__ import annotations
+
+import re
+
+from dulwich.objects import Commit, ShaFile, Tag
+
+from app.errors import BadArgument, NotFound
+from app.fs.history.store import HEX, GitDir
+
+MAX_REV = 256
+_SUFFIX = re.compile(r"(~\d*|\^\d*|\^\{\}|\^\{commit\})")
+_HEXREV = re.compile(r"^[0-9a-fA-F]{4,40}$")
+
+
+def _object(git: GitDir, sha: bytes) -> ShaFile:
+    assert git.store is not None
+    try:
+        return git.store.object(sha)
+    except KeyError:
+        raise NotFound(f"object {sha.decode()[:12]} is missing from the repository") from None
+
+
+def peel(git: GitDir, sha: bytes, rev: str) -> Commit:
+    obj = _object(git, sha)
+    for _ in range(10):
+        if isinstance(obj, Tag):
+            obj = _object(git, obj.object[1])
+            continue
+        break
+    if not isinstance(obj, Commit):
+        raise BadArgument(f"'{rev}' names a {obj.type_name.decode()}, not a commit")
+    return obj
+
+
+def _by_prefix(git: GitDir, prefix: str, rev: str) -> bytes | None:
+    assert git.store is not None
+    prefix = prefix.lower()
+    found = git.store.packed_prefix(prefix) | git.store.loose_prefix(prefix)
+    if len(found) > 1:
+        raise BadArgument(f"'{rev}' is ambiguous: several objects start with {prefix}")
+    return next(iter(found), None)
+
+
+def _base(git: GitDir, name: str, rev: str) -> bytes:
+    if name in ("HEAD", "@", ""):
+        sha = git.ref("HEAD")
+        if sha is None:
+            raise NotFound("HEAD does not point to a commit (an empty repository?)")
+        return sha
+    if len(name) == 40 and set(name.lower().encode()) <= HEX:
+        return name.lower().encode()
+    for candidate in (
+        name,
+        f"refs/{name}",
+        f"refs/tags/{name}",
+        f"refs/heads/{name}",
+        f"refs/remotes/{name}",
+        f"refs/remotes/{name}/HEAD",
+    ):
+        if candidate != name or name.startswith("refs/"):
+            sha = git.ref(candidate)
+            if sha is not None:
+                return sha
+    if _HEXREV.match(name):
+        sha = _by_prefix(git, name, rev)
+        if sha is not None:
+            return sha
+    raise NotFound(f"unknown revision '{rev}': no commit, branch or tag of that name")
+
+
+def resolve(git: GitDir, rev: str) -> Commit:
+    """The commit `rev` names, or a NotFound/BadArgument naming it."""
+    if not rev or len(rev) > MAX_REV or any(c.isspace() or ord(c) < 32 for c in rev):
+        raise BadArgument(f"invalid revision '{rev[:MAX_REV]}'")
+    cut = min((i for i in (rev.find("~"), rev.find("^")) if i >= 0), default=len(rev))
+    name, rest = rev[:cut], rev[cut:]
+    steps = _SUFFIX.findall(rest)
+    if "".join(steps) != rest:
+        raise BadArgument(f"invalid revision '{rev}': use NAME, NAME~N or NAME^N")
+    commit = peel(git, _base(git, name, rev), rev)
+    for step in steps:
+        if step.startswith("^{"):
+            continue
+        n = int(step[1:]) if len(step) > 1 else 1
+        if n > 1_000_000:
+            raise BadArgument(f"invalid revision '{rev}': {step} is too far")
+        if step[0] == "~":
+            for _ in range(n):
+                if not commit.parents:
+                    raise NotFound(f"unknown revision '{rev}': the history is shorter")
+                commit = peel(git, commit.parents[0], rev)
+        elif n == 0:
+            continue
+        else:
+            if len(commit.parents) < n:
+                raise NotFound(f"unknown revision '{rev}': the commit has no parent {n}")
+            commit = peel(git, commit.parents[n - 1], rev)
+    return commit

@@ -1,0 +1,175 @@
+"""`git log` order and path limiting, bounded by a budget of commits per call.
+
+Order is git's default: newest commit date first, parents queued as each
+commit is shown (no topological sort). With a path, git's default history
+simplification: a commit is shown when the path differs from its parent (a
+root commit: when the path exists); a merge whose path matches one parent
+follows only that parent and is not shown, one that matches none is shown and
+all its parents are followed.
+
+The walk stops after `budget` commits; its queue is the continuation
+(`Cursor`), so a path-limited log over any length of history answers in
+bounded time, page after page.
+"""
+
+from __future__ import annotations
+
+import heapq
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from dulwich.objects import Commit
+
+from app.errors import BadArgument, NotFound
+from app.fs.history.store import GitDir
+from app.fs.history.trees import Trees
+
+MAX_CURSOR_HEADS = 64
+_CURSOR = re.compile(r"^(\d{1,9}):(\d{1,9}):([0-9a-f]{40}(?:,[0-9a-f]{40}){0,63})$")
+
+
+@dataclass(frozen=True)
+class Cursor:
+    """Where a log continues: walk from `heads`, skip `skip` shown commits.
+
+    `shown` is the offset it stands for (commits shown before it)."""
+
+    shown: int
+    skip: int
+    heads: tuple[bytes, ...]
+
+    def encode(self) -> str:
+        return f"{self.shown}:{self.skip}:" + ",".join(h.decode() for h in self.heads)
+
+    @classmethod
+    def decode(cls, text: str) -> Cursor:
+        m = _CURSOR.match(text)
+        if m is None:
+            raise BadArgument("invalid cursor: pass next_cursor from a previous git_log result")
+        heads = tuple(h.encode() for h in m.group(3).split(","))
+        return cls(int(m.group(1)), int(m.group(2)), heads)
+
+
+@dataclass
+class WalkResult:
+    commits: list[Commit]
+    walked: int
+    # None: the budget ran out before we knew; True: another commit would be shown.
+    more: bool | None
+    queue: tuple[bytes, ...]  # where to continue after the last commit in `commits`
+
+
+def walk(
+    git: GitDir,
+    trees: Trees,
+    heads: tuple[bytes, ...],
+    *,
+    path: tuple[str, ...],
+    skip: int,
+    want: int,
+    budget: int,
+    check: Callable[[], None],
+) -> WalkResult:
+    """Skip `skip` shown commits, then collect up to `want`, walking at most `budget`."""
+    assert git.store is not None
+    store = git.store
+    seq = 0
+    queue: list[tuple[int, int, bytes]] = []
+    seen: set[bytes] = set()
+    commits: dict[bytes, Commit] = {}
+
+    def get(sha: bytes) -> Commit | None:
+        c = commits.get(sha)
+        if c is None:
+            try:
+                obj = store.object(sha)
+            except KeyError:
+                return None  # a shallow clone's boundary, or a missing object
+            if not isinstance(obj, Commit):
+                return None
+            c = obj
+            if len(commits) > 20_000:
+                commits.clear()
+            commits[sha] = c
+        return c
+
+    def push(sha: bytes) -> None:
+        nonlocal seq
+        if sha in seen:
+            return
+        c = get(sha)
+        if c is None:
+            return
+        seen.add(sha)
+        heapq.heappush(queue, (-c.commit_time, seq, sha))
+        seq += 1
+
+    for h in heads:
+        push(h)
+    shown: list[Commit] = []
+    walked = 0
+    skipped = 0
+    snapshot: tuple[bytes, ...] | None = None
+    while queue and walked < budget:
+        if walked % 64 == 0:
+            check()
+        _, _, sha = heapq.heappop(queue)
+        c = commits.get(sha) or get(sha)
+        if c is None:
+            continue
+        walked += 1
+        parents: list[bytes] = [] if sha in git.shallow else list(c.parents)
+        show, follow = _decide(trees, c, parents, path, get)
+        if show and snapshot is not None:
+            return WalkResult(shown, walked, True, snapshot)  # peeked: one more exists
+        for p in follow:
+            push(p)
+        if show:
+            if skipped < skip:
+                skipped += 1
+            else:
+                shown.append(c)
+                if len(shown) == want:
+                    snapshot = _heads(queue)
+    if not queue:
+        return WalkResult(shown, walked, False, ())
+    return WalkResult(shown, walked, None, snapshot if snapshot is not None else _heads(queue))
+
+
+def _heads(queue: list[tuple[int, int, bytes]]) -> tuple[bytes, ...]:
+    return tuple(s for _, _, s in sorted(queue))[:MAX_CURSOR_HEADS]
+
+
+def _decide(
+    trees: Trees,
+    c: Commit,
+    parents: list[bytes],
+    path: tuple[str, ...],
+    get: Callable[[bytes], Commit | None],
+) -> tuple[bool, list[bytes]]:
+    if not path:
+        return True, parents
+    mine = trees.lookup(c.tree, path)
+    if not parents:
+        return mine is not None, []
+    same: list[bytes] = []
+    for p in parents:
+        pc = get(p)
+        theirs = trees.lookup(pc.tree, path) if pc is not None else None
+        if theirs == mine:
+            same.append(p)
+            break
+    if same:
+        return (False, same) if len(parents) > 1 else (False, parents)
+    return True, parents
+
+
+def start_heads(git: GitDir, cursor: Cursor | None, start: bytes) -> tuple[bytes, ...]:
+    if cursor is None:
+        return (start,)
+    assert git.store is not None
+    for h in cursor.heads:
+        if not git.store.has(h):
+            raise NotFound("the cursor names commits this repository does not have")
+    return cursor.heads
