@@ -72,6 +72,7 @@ async def reload_config(ctx: Context) -> ReloadResult:
             generation=snap.generation,
             roots=_roots(snap),
             tools=sorted(server.active_tools),  # type: ignore[attr-defined]
-        )
+        ),
+        text_format=snap.limits.text_format,
     )
     return result  # type: ignore[return-value]

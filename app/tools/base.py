@@ -8,7 +8,8 @@ a synchronous implementation to `run()`, which:
 - turns a `LoomError` into a tool error whose text is exactly its message,
   and anything else into a generic error (logged here, never sent: an
   unexpected exception may carry a host path);
-- answers structured content plus the same JSON as one text item.
+- answers structured content plus one text item written for the model
+  (`app.tools.render`; the JSON itself with `text_format = "json"`).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
 from app.errors import LoomError
+from app.tools.render import render
 
 if TYPE_CHECKING:
     from app.registry import Registry, Snapshot
@@ -155,9 +157,18 @@ def error_result(message: str) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=message)], is_error=True)
 
 
-def ok_result(model: BaseModel | dict[str, Any]) -> CallToolResult:
+def ok_result(
+    model: BaseModel | dict[str, Any], *, text_format: str = "text", cap: int | None = None
+) -> CallToolResult:
+    """Structured content plus one text item: the readable rendering (`app.tools.render`),
+    or the compact JSON for `text_format = "json"`, plain dicts (search/fetch keep
+    OpenAI's shape) and result types without a renderer."""
     data = model.model_dump(mode="json") if isinstance(model, BaseModel) else model
-    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    text = None
+    if text_format != "json" and isinstance(model, BaseModel):
+        text = render(type(model).__name__, data, cap)
+    if text is None:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 
@@ -222,4 +233,5 @@ async def run(
             inflight.pop(key, None)
     if isinstance(result, CallToolResult):
         return result
-    return ok_result(result)
+    limits = call.snapshot.limits
+    return ok_result(result, text_format=limits.text_format, cap=limits.max_output_chars)

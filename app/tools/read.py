@@ -6,14 +6,14 @@ from __future__ import annotations
 from typing import Annotated
 
 from mcp.server.mcpserver import Context
-from mcp.types import AudioContent, CallToolResult, ImageContent, TextContent
+from mcp.types import AudioContent, CallToolResult, ImageContent
 from pydantic import Field
 
 from app.errors import BadArgument
 from app.fs import listing, media
 from app.fs import read as read_mod
-from app.fs.paging import clamp_limit, dumps
-from app.tools.base import Call, Offset, PathArg, RootArg, run, tool
+from app.fs.paging import clamp_limit
+from app.tools.base import Call, Offset, PathArg, RootArg, ok_result, run, tool
 
 MAX_LINE = 1_000_000_000
 
@@ -139,10 +139,9 @@ async def read_media_file(ctx: Context, path: PathArg, root: RootArg = None) -> 
             if info.kind == "image"
             else AudioContent(type="audio", data=data, mime_type=info.mime_type)
         )
-        described = info.model_dump(mode="json")
+        described = ok_result(info, text_format=call.snapshot.limits.text_format)
         return CallToolResult(
-            content=[block, TextContent(type="text", text=dumps(described))],
-            structured_content=described,
+            content=[block, *described.content], structured_content=described.structured_content
         )
 
     return await run(ctx, work)  # type: ignore[return-value]

@@ -11,7 +11,6 @@ and the config are built here.
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 import textwrap
@@ -178,13 +177,12 @@ def root_of(config_path: Path, name: str = "main") -> SecureRoot:
 
 
 async def call(s: ClientSession, tool: str, **args: Any) -> tuple[bool, Any]:
-    """(is_error, structured result or error text); the text must mirror the structure."""
+    """(is_error, structured result or error text); a result has both (its text is for a model)."""
     res = await s.call_tool(tool, args)
-    text = res.content[0].text  # type: ignore[union-attr]
+    text = res.content[0].text if res.content[0].type == "text" else res.content[-1].text  # type: ignore[union-attr]
     if res.is_error:
         return True, text
-    if tool != "read_media_file":
-        assert json.loads(text) == res.structured_content
+    assert text and res.structured_content is not None
     return False, res.structured_content
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import codecs
 import hashlib
-import json
 import stat
 
 import pytest
@@ -211,7 +210,7 @@ async def test_a_long_diff_is_cut_to_max_output_chars_with_a_note(disk, server):
     assert not res.is_error
     text = res.content[0].text
     assert len(text) <= MAX_OUTPUT
-    data = json.loads(text)
+    data = res.structured_content
     assert data["diff_truncated"] is True and data["written"] is True
     assert "diff cut to fit max_output_chars (1203 lines in full)" in data["note"]
     assert "the edits were applied in full" in data["note"]
