@@ -16,6 +16,7 @@ from app.fs.paging import clamp_limit
 from app.tools.base import Call, Offset, PathArg, RootArg, ok_result, run, tool
 
 MAX_LINE = 1_000_000_000
+DEFAULT_DEPTH = 2
 
 DirPathArg = Annotated[
     str,
@@ -36,23 +37,37 @@ async def list_directory(
     ctx: Context,
     root: RootArg = None,
     path: DirPathArg = "",
-    recursive: Annotated[bool, Field(description="Also list subdirectories' entries.")] = False,
+    recursive: Annotated[
+        bool, Field(description="Also list subdirectories' entries (to max_depth, default 2).")
+    ] = False,
     max_depth: Annotated[
-        int, Field(ge=1, le=64, description="With recursive: levels below path (1 = its entries).")
-    ] = 2,
+        int | None,
+        Field(
+            default=None,
+            ge=1,
+            le=64,
+            description="Levels below path to list (1 = its entries); giving it lists recursively.",
+        ),
+    ] = None,
     offset: Offset = 0,
     limit: Limit = 100,
 ) -> listing.ListResult:
     """List a directory's entries (path, name, type file|dir|symlink|other, size of files,
-    modified time in UTC), sorted by name; recursive=true walks breadth-first to max_depth.
+    modified time in UTC), sorted by name; recursive=true (or a max_depth) walks
+    breadth-first to max_depth levels (default 2).
     Denied names (secrets, .git, node_modules, ...) never appear; symlinks are listed as
     symlink and never entered (skipped_links counts them). Paginated: when has_more is
     true, call again with offset=next_offset."""
 
+    # A depth asked for is a recursive listing: silently listing one level instead
+    # would answer a question that was not asked.
+    deep = recursive or max_depth is not None
+    depth = max_depth if max_depth is not None else DEFAULT_DEPTH
+
     def work(call: Call) -> listing.ListResult:
         limits = call.snapshot.limits
         return listing.list_directory(
-            call.root(root), path, recursive=recursive, max_depth=max_depth, offset=offset,
+            call.root(root), path, recursive=deep, max_depth=depth, offset=offset,
             limit=clamp_limit(limit, limits.max_search_results), cap=limits.max_output_chars,
             control=call,
         )

@@ -194,3 +194,18 @@ async def test_argument_errors_carry_no_library_wording(place: tuple[Path, LiveS
                             "Arguments", "Error executing tool"):
                 assert library not in text, (tool, text)
             assert len(text) < 200, text
+
+
+async def test_max_depth_alone_lists_recursively(place: tuple[Path, LiveServer]) -> None:
+    """A depth asked for is a recursive listing, never one level silently."""
+    _, srv = place
+    async with srv.session() as s:
+        one = (await s.call_tool("list_directory", {})).structured_content
+        deep = (await s.call_tool("list_directory", {"max_depth": 2})).structured_content
+        level = (await s.call_tool("list_directory", {"max_depth": 1})).structured_content
+        both = (await s.call_tool("list_directory", {"recursive": True})).structured_content
+    assert one is not None and deep is not None and level is not None and both is not None
+    assert "dir/a.txt" not in [e["path"] for e in one["entries"]]
+    assert "dir/a.txt" in [e["path"] for e in deep["entries"]]
+    assert deep["entries"] == both["entries"]  # recursive's default depth is 2 too
+    assert level["entries"] == one["entries"]
