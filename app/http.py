@@ -119,24 +119,50 @@ class HostOriginGuard:
 
 
 class BearerAuth:
+    """`Authorization: Bearer <token>`, the scheme in any case (RFC 9110 §11.1), compared
+    in constant time."""
+
     def __init__(self, app: ASGIApp, token: str | None, prefix: str = "/mcp"):
         self.app = app
-        self.expected = f"Bearer {token}".encode() if token else None
+        self.expected = token.encode() if token else None
         self.prefix = prefix
+
+    def authorized(self, header: str | None) -> bool:
+        scheme, _, credentials = (header or "").strip().partition(" ")
+        got = credentials.strip().encode("latin-1")
+        same = hmac.compare_digest(got, self.expected or b"")  # compared whatever the scheme
+        return scheme.lower() == "bearer" and same
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self.expected is not None and scope["type"] == "http":
             path = scope.get("path", "")
-            if path == self.prefix or path.startswith(self.prefix + "/"):
-                got = (_header(scope, b"authorization") or "").encode("latin-1")
-                if not hmac.compare_digest(got, self.expected):
-                    await _plain(
-                        send,
-                        401,
-                        "Unauthorized: a valid bearer token is required",
-                        [(b"www-authenticate", b'Bearer realm="loom-fs-mcp"')],
-                    )
-                    return
+            guarded = path == self.prefix or path.startswith(self.prefix + "/")
+            if guarded and not self.authorized(_header(scope, b"authorization")):
+                await _plain(
+                    send,
+                    401,
+                    "Unauthorized: a valid bearer token is required",
+                    [(b"www-authenticate", b'Bearer realm="loom-fs-mcp"')],
+                )
+                return
+        await self.app(scope, receive, send)
+
+
+class TrimMcpHeaders:
+    """`Mcp-Method`/`Mcp-Name` values without surrounding whitespace (RFC 9110 §5.5: it
+    is not part of the value); the SDK compares them with the body as sent."""
+
+    NAMES = (b"mcp-method", b"mcp-name")
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = scope.get("headers", ())
+            if any(k in self.NAMES and v != v.strip(b" \t") for k, v in headers):
+                trimmed = [(k, v.strip(b" \t") if k in self.NAMES else v) for k, v in headers]
+                scope = {**scope, "headers": trimmed}
         await self.app(scope, receive, send)
 
 
@@ -377,6 +403,7 @@ def build_app(
     guarded: ASGIApp = app if json_response is not None else JsonWhenNothingStreams(app)
     if watch_disconnects:
         guarded = CancelOnDisconnect(guarded, server)
+    guarded = TrimMcpHeaders(guarded)
     guarded = BodyLimit(guarded, body_limit_for(server))
     guarded = BearerAuth(guarded, token)
     guarded = HostOriginGuard(guarded, allowed_hosts, allowed_origins)
