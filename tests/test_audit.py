@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import re
+import time
 from pathlib import Path
 
 import pytest
@@ -88,7 +89,18 @@ def test_each_resolution_is_one_line_with_root_path_op_rule_and_client(setup) ->
     assert rules[4].startswith("not\\x20found:")
 
 
-def test_times_are_utc(setup) -> None:
+@pytest.fixture
+def far_from_utc(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """Local time 5h30 ahead of UTC (a POSIX TZ string: no tz database needed)."""
+    monkeypatch.setenv("TZ", "LOOM-5:30")
+    time.tzset()
+    assert time.localtime(0).tm_hour == 5  # local time really is not UTC now
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_times_are_utc(setup, far_from_utc) -> None:
     root, _, path = setup
     before = dt.datetime.now(dt.timezone.utc).replace(microsecond=0)
     attempt(root, "a.txt")

@@ -135,3 +135,72 @@ def test_no_replace_holds_when_the_destination_appears_first(tmp_path, monkeypat
     assert (disk.ws / "n2").read_text() == "one\ntwo\nthree\n"
     assert (disk.ws / "l2").is_symlink() and (disk.ws / "d2" / "a.txt").exists()
     assert not (disk.ws / "notes.txt").exists() and not (disk.ws / "link_out").is_symlink()
+
+
+class _LateArrival:
+    """`os` for `app.fs.atomic`, where any look at the destination name is answered first
+    and then the destination appears: a check-then-rename would overwrite it."""
+
+    def __init__(self, real, name: str, plant) -> None:  # type: ignore[no-untyped-def]
+        self._real, self._name, self._plant = real, name, plant
+        self.looks = 0
+        outer = self
+
+        class _Path:
+            def __getattr__(self, attr: str):  # type: ignore[no-untyped-def]
+                fn = getattr(real.path, attr)
+                return outer._wrap(fn) if attr in ("exists", "lexists", "isfile") else fn
+
+        self.path = _Path()
+
+    def _wrap(self, fn, at: int = 0):  # type: ignore[no-untyped-def]
+        def look(*args, **kwargs):  # type: ignore[no-untyped-def]
+            answer = fn(*args, **kwargs)
+            if os.fsdecode(args[at]).rsplit("/", 1)[-1] == self._name:
+                self.looks += 1
+                self._plant()
+            return answer
+
+        return look
+
+    def __getattr__(self, attr: str):  # type: ignore[no-untyped-def]
+        fn = getattr(self._real, attr)
+        return self._wrap(fn) if attr in ("stat", "lstat", "access") else fn
+
+
+@pytest.mark.parametrize("fallback", [False, True], ids=["renameat2", "link-unlink-fallback"])
+def test_a_destination_that_appears_after_any_check_is_never_overwritten(
+    tmp_path, monkeypatch, fallback
+):
+    """Whatever the move looks at first, the destination appears right after it: only a
+    decision taken by the kernel at the rename (RENAME_NOREPLACE, or link()) keeps it."""
+    if fallback:
+        monkeypatch.setattr(atomic, "_renameat2", lambda: None)
+    disk = make_disk(tmp_path)
+    populate(disk)
+    late = disk.ws / "dir" / "late.txt"
+
+    def plant() -> None:
+        if not late.exists():
+            late.write_text("appeared\n")
+
+    spy = _LateArrival(os, "late.txt", plant)
+    monkeypatch.setattr(atomic, "os", spy)
+    real_lstat_at = atomic.lstat_at
+    monkeypatch.setattr(atomic, "lstat_at", spy._wrap(real_lstat_at, at=1))
+    root = Registry(str(roots_config(disk)), audit=False).current.root("ws")
+    with root.open_parent("notes.txt", op="t", perm="write") as src, root.open_parent(
+        "dir/late.txt", op="t", perm="write"
+    ) as dst:
+        try:
+            atomic.rename_noreplace(src.fd, src.name, dst.fd, dst.name)
+        except FileExistsError:
+            moved = False
+        else:
+            moved = True
+    if moved:  # nothing looked first, so nothing appeared: a plain move
+        assert spy.looks == 0, "the destination appeared after a check and was overwritten"
+        assert late.read_text() == "one\ntwo\nthree\n" and not (disk.ws / "notes.txt").exists()
+    else:
+        assert late.read_text() == "appeared\n"
+        assert (disk.ws / "notes.txt").read_text() == "one\ntwo\nthree\n"

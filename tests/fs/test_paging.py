@@ -60,10 +60,28 @@ def test_fit_page_fills_up_to_the_cap_and_never_over(paths: list[str], cap: int)
     page, n = fit_page(make, items, cap)
     assert page.returned == n and page.items == items[:n]
     size = len(dumps(page.model_dump()))
-    assert size <= cap or n == 0
+    assert size <= cap or len(dumps(make(0).model_dump())) > cap
+    # Independent of the cut's arithmetic: every page of up to k items that fits with the
+    # reserve to spare (a byte of slack for the count's digits) must have been taken.
+    fitting = [k for k in range(len(items) + 1)
+               if len(dumps(make(k).model_dump())) + RESERVE + 1 <= cap]
+    assert n >= max(fitting, default=0)
     if n < len(items):
         # one more item would not have fitted with the reserve kept for the fields
-        assert size + flat_len(items[n]) + 2 > cap - RESERVE or n == 0
+        assert size + flat_len(items[n]) + 2 > cap - RESERVE
+
+
+def test_a_page_that_fits_is_returned_whole_and_a_long_one_is_cut_not_emptied() -> None:
+    items = [Item(path=f"file{i}.txt", line=i, size=i, ok=True) for i in range(50)]
+
+    def make(n: int) -> Page:
+        return Page(items=items[:n], returned=n, has_more=n < len(items), note=None)
+
+    page, n = fit_page(make, items, 100_000)
+    assert n == 50 and page.items == items
+    one = len(dumps(items[0].model_dump()))
+    page, n = fit_page(make, items, 10 * one + RESERVE + 100)
+    assert 5 <= n < 50 and page.items == items[:n]
 
 
 def test_limits_are_clamped_to_max_search_results() -> None:

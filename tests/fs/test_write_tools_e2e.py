@@ -7,13 +7,12 @@ tree (roots and the folder outside them) is byte-for-byte what it was.
 from __future__ import annotations
 
 import hashlib
-import os
 import stat
 from pathlib import Path
 
 import pytest
 
-from tests.fs.conftest import MAX_READ, call, temp_leftovers
+from tests.fs.conftest import MAX_READ, call, temp_leftovers, umask
 from tests.live import live_server
 
 WRITE_TOOLS = {"write_file", "edit_file", "create_directory", "move_file"}
@@ -108,11 +107,16 @@ async def test_write_file_creates_file_and_parents_and_returns_its_hash(disk, se
 
 
 async def test_new_file_gets_the_umask_mode(disk, server):
-    mask = os.umask(0o022)
-    os.umask(mask)
-    is_error, res = await call(server, "write_file", path="m.txt", content="x")
-    assert not is_error, res
-    assert stat.S_IMODE((disk.ws / "m.txt").stat().st_mode) == 0o666 & ~mask
+    # The server runs in this process (a thread): a distinctive umask, not the usual 022,
+    # so a hard-coded 0o644 (or any fixed mode) cannot pass.
+    with umask(0o027):
+        is_error, res = await call(server, "write_file", path="m.txt", content="x")
+        assert not is_error, res
+        is_error, res = await call(server, "write_file", path="d/n.txt", content="x")
+        assert not is_error, res
+    assert stat.S_IMODE((disk.ws / "m.txt").stat().st_mode) == 0o640
+    assert stat.S_IMODE((disk.ws / "d" / "n.txt").stat().st_mode) == 0o640
+    assert stat.S_IMODE((disk.ws / "d").stat().st_mode) == 0o750  # a created parent too
 
 
 async def test_overwrite_replaces_content_keeps_mode_and_inode_changes(disk, server):

@@ -10,6 +10,7 @@ full 24,300.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -157,15 +158,53 @@ def test_a_directory_removed_mid_walk_is_skipped(small: Path) -> None:
     assert "b/deep/three.py" in seen and not any(p.startswith("a/") for p in seen)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root reads a mode-000 directory anyway")
-def test_an_unreadable_directory_is_skipped_not_fatal(small: Path) -> None:
+def _walk_as_nobody(root) -> tuple[int, list[str]]:  # type: ignore[no-untyped-def]
+    """Walk `root` in a forked child that has dropped root (mode 000 means nothing to root).
+
+    The root's handle is opened before the fork, so the child needs no search right on the
+    folders above it; inside the tree the usual 0755 lets `nobody` in, except where not.
+    """
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: never returns into pytest
+        code = 1
+        try:
+            os.close(read_end)
+            os.setgroups([])
+            os.setgid(65534)
+            os.setuid(65534)
+            walker = Walker(root, ())
+            paths = [e.path for e in walker]
+            os.write(write_end, json.dumps([walker.unreadable_dirs, paths]).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as f:
+        data = f.read()
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    unreadable, paths = json.loads(data)
+    return unreadable, paths
+
+
+def test_an_unreadable_directory_is_skipped_not_fatal(small: Path, engine: str) -> None:
+    # Runs as root too (CI is root): the walk then happens in a child that has become
+    # `nobody`, for whom a mode-000 directory really is unreadable.
+    root = make_root(small, engine=engine)
+    assert root.handle.fd >= 0
     os.chmod(small / "a", 0)
     try:
-        walker = Walker(make_root(small), ())
-        paths = [e.path for e in walker]
+        if os.geteuid() == 0:
+            unreadable, paths = _walk_as_nobody(root)
+        else:
+            walker = Walker(root, ())
+            paths = [e.path for e in walker]
+            unreadable = walker.unreadable_dirs
     finally:
         os.chmod(small / "a", 0o755)
-    assert walker.unreadable_dirs == 1
+    assert unreadable == 1
+    assert "a" in paths and not any(p.startswith("a/") for p in paths)
     assert "b/deep/three.py" in paths
 
 

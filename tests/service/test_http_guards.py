@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -154,6 +155,45 @@ def test_oversize_chunked_body_is_rejected_with_413(guarded) -> None:
 def test_body_under_the_limit_is_accepted(guarded) -> None:
     r = post_init(guarded, Authorization=f"Bearer {TOKEN}")
     assert r.status_code == 200
+
+
+def _post_raw(srv: LiveServer, body: bytes, **headers: str) -> httpx.Response:
+    return httpx.post(
+        srv.url,
+        content=body,
+        headers={**MCP_HEADERS, "Authorization": f"Bearer {TOKEN}", **headers},
+        timeout=30,
+    )
+
+
+def _padded_ping(size: int) -> bytes:
+    head, tail = b'{"jsonrpc":"2.0","id":7,"method":"ping","pad":"', b'"}'
+    return head + b"x" * (size - len(head) - len(tail)) + tail
+
+
+def test_body_limit_is_pinned_on_both_sides(one_root_config, tree) -> None:
+    # The spec's floor: a write_file of a file at the largest max_read_bytes must get
+    # through the guard and be written.
+    cfg = one_root_config("workspace", extra=f"max_read_bytes = {1 << 20}")
+    with live_server(cfg, token=TOKEN) as srv:
+        r = post_init(srv, Authorization=f"Bearer {TOKEN}")
+        sid = r.headers["mcp-session-id"]
+        ver = {"mcp-session-id": sid, "mcp-protocol-version": INIT["params"]["protocolVersion"]}
+        note = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        _post_raw(srv, json.dumps(note).encode(), **ver)
+        call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                "params": {"name": "write_file",
+                           "arguments": {"path": "big.txt", "content": "x" * (1 << 20)}}}
+        r = _post_raw(srv, json.dumps(call).encode(), **ver)
+        assert r.status_code == 200, r.text[:200]
+        assert (tree / "big.txt").stat().st_size == 1 << 20
+        # The exact edge, found from the 413's own message: `limit` bytes pass, one more does not.
+        r = _post_raw(srv, _padded_ping(8 << 20))
+        assert r.status_code == 413
+        limit = int(re.search(r"(\d+) bytes", r.text).group(1))  # type: ignore[union-attr]
+        assert limit >= len(json.dumps(call))
+        assert _post_raw(srv, _padded_ping(limit)).status_code != 413
+        assert _post_raw(srv, _padded_ping(limit + 1)).status_code == 413
 
 
 def test_no_token_configured_means_no_auth(live) -> None:

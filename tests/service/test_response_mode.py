@@ -59,17 +59,28 @@ def test_tool_error_is_answered_as_json_too(session) -> None:
     assert r.json()["result"]["isError"] is True
 
 
-def test_call_asking_for_progress_is_streamed_with_its_notifications(session, tree) -> None:
-    # Enough files that the search reports progress at least once is not guaranteed;
-    # what is guaranteed is the stream, and the response as its last message.
+def test_call_asking_for_progress_is_streamed_with_its_notifications(
+    session, tree, monkeypatch
+) -> None:
+    # The server runs in this process: report progress after every file, and give the
+    # search enough files that notifications must arrive before the answer.
+    import app.fs.search as search_mod
+
+    monkeypatch.setattr(search_mod, "PROGRESS_EVERY", 0.0)
+    for i in range(30):
+        (tree / f"f{i:02d}.txt").write_text(f"line {i}\n")
     r = session.post("/mcp", json=call(4, "search_text", {"query": "zzz"}, {"progressToken": "p1"}))
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("text/event-stream")
     messages = sse_messages(r.text)
     assert messages[-1]["id"] == 4 and "result" in messages[-1]
-    for m in messages[:-1]:
+    notes = messages[:-1]
+    assert len(notes) >= 3, messages
+    for m in notes:
         assert m["method"] == "notifications/progress"
         assert m["params"]["progressToken"] == "p1"
+    done = [m["params"]["progress"] for m in notes]
+    assert done == sorted(done) and done[-1] > done[0]  # progress moves forward
 
 
 def test_other_requests_in_a_session_are_json(session) -> None:
