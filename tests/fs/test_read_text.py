@@ -98,27 +98,38 @@ def test_window_matches_the_reference_when_the_file_fits(
     assert r.total_lines == (None if more else total)
 
 
+# Lines before the generated text, so that a streamed read has more than its head to go
+# through: the budget then is the head plus what the wanted lines take, never the whole file.
+PAD = "p" * 79 + "\n"
+PAD_LINES = 2 * textio.HEAD // len(PAD) + 4
+
+
+def _encoded_len(encoding: str, text: str) -> int:
+    return len(text.encode("utf-8" if encoding == "utf-8-sig" else encoding))
+
+
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(text=texts, encoding=st.sampled_from(sorted(BOMS)), n=st.integers(1, 15),
        chunk=st.sampled_from([4, 8, 12, 1 << 16]), streamed=st.booleans())
 def test_tail_matches_the_reference(
     folder: Path, text: str, encoding: str, n: int, chunk: int, streamed: bool
 ) -> None:
+    text = PAD * PAD_LINES + text
     data = _write(folder, encoding, text)
     lines = reference(text)
-    budget = max(len(data) - 1, 4) if streamed else 1 << 20  # 4: room for a BOM
+    want = lines[-n:]
+    assert want  # the padding guarantees lines to show
+    # What the wanted lines take, with the break before them and a CR each at most.
+    need = _encoded_len(encoding, "\n".join(want) + "\r\n" * (len(want) + 1))
+    budget = textio.HEAD + need + 16 if streamed else 1 << 20
+    assert (budget < len(data)) is streamed
     with mock.patch.object(textio, "CHUNK", chunk):
-        try:
-            r = read_text_file(_root(folder, budget), "f.txt", start=1, end=1, tail=n, cap=CAP)
-        except TooLarge:
-            assert streamed
-            return
-    want = lines[-n:] if lines else []
+        # The wanted lines fit in the budget: the tail must be served, whole.
+        r = read_text_file(_root(folder, budget), "f.txt", start=1, end=1, tail=n, cap=CAP)
     shown = [x.split(" | ", 1) for x in r.content.split("\n")] if r.content else []
-    assert [t for _, t in shown] == want[len(want) - len(shown):]
-    if not streamed or r.total_lines is not None:
-        # numbered from the start: the scan reached it, or the file is in memory
-        assert len(shown) == len(want)
+    assert [t for _, t in shown] == want
+    if not streamed:
+        # numbered from the start: the file is in memory
         assert [int(k) for k, _ in shown] == list(range(len(lines) - len(want) + 1,
                                                         len(lines) + 1))
         assert r.total_lines == len(lines)
@@ -139,6 +150,10 @@ def test_a_streamed_window_is_correct_as_far_as_it_goes(
     lines = reference(text)
     budget = max(len(data) - cut, 4)
     root = _root(folder, budget)
+    # Byte offset just past each line's break (index -1: the start of the text).
+    ends = {-1: len(BOMS[encoding])}
+    for i, raw in enumerate(text.split("\n")[: len(lines)]):
+        ends[i] = ends[i - 1] + _encoded_len(encoding, raw + "\n")
     reads: list[int] = []
     real_pread = os.pread
 
@@ -153,6 +168,9 @@ def test_a_streamed_window_is_correct_as_far_as_it_goes(
             r = read_text_file(root, "f.txt", start=start, end=start + span, tail=None, cap=CAP)
         except TooLarge as exc:
             assert f"{budget} bytes (max_read_bytes of root 't')" in exc.message
+            # Refused only when the first wanted line does not start within the budget.
+            begin = ends[start - 2] if start <= len(lines) else len(data)
+            assert begin >= budget - 8
             return
         finally:
             assert sum(reads) <= budget
@@ -160,6 +178,10 @@ def test_a_streamed_window_is_correct_as_far_as_it_goes(
         assert start > len(lines)
         return
     shown = [x.split(" | ", 1) for x in r.content.split("\n")]
+    # Every wanted line that ends (break included) well inside the budget is served whole.
+    whole = [i for i in range(start, min(start + span, len(lines)) + 1)
+             if ends[i - 1] + 8 <= budget]
+    assert [int(k) for k, t in shown if not t.endswith(READ_MARK)][: len(whole)] == whole
     for k, t in shown:
         i = int(k)
         if t.endswith(READ_MARK):  # a line the budget ended inside: a true prefix of it
