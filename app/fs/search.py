@@ -20,14 +20,17 @@ import contextlib
 import os
 import stat as stat_mod
 import time
+from collections.abc import Iterator, Sequence
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from app.errors import BadArgument
 from app.fs.glob import compile_glob
-from app.fs.grep import Matcher, preview, preview_text, wide_encoding
+from app.fs.grep import Matcher, preview, wide_encoding
+from app.fs.ignore import Filter
 from app.fs.listing import relabel, unreadable_note
 from app.fs.paging import Control, fit_page, page_note
+from app.fs.regex import RegexMatcher
 from app.fs.textio import HEAD
 from app.security.resolve import FILE_FLAGS, SecureRoot
 from app.security.walk import FILE, Walker, kind_of_entry
@@ -36,6 +39,14 @@ PROGRESS_EVERY = 0.5  # seconds between progress notifications
 WHOLE = 1 << 16  # files up to this size are read in one call, with no fstat
 WIDE_FIRST = (b"\xff", b"\xfe", b"\x00")  # first bytes of UTF-16/32 BOMs
 MAX_QUERY = 1000
+MAX_CONTEXT = 10
+MAX_EXCLUDE = 64
+CONTENT, FILES, COUNT = "content", "files_with_matches", "count"
+OUTPUT_MODES = (CONTENT, FILES, COUNT)
+
+
+def _absent(value: object) -> bool:
+    return value is None
 
 
 class FileMatch(BaseModel):
@@ -48,6 +59,14 @@ class TextMatch(BaseModel):
     path: str
     line: int
     preview: str
+    # Only with context > 0: the lines before and after that no neighbouring match shows.
+    before: list[str] | None = Field(default=None, exclude_if=_absent)
+    after: list[str] | None = Field(default=None, exclude_if=_absent)
+
+
+class FileCount(BaseModel):
+    path: str
+    count: int  # matching lines, as `rg -c` counts
 
 
 class _Page(BaseModel):
@@ -67,7 +86,10 @@ class SearchFilesResult(_Page):
 
 
 class SearchTextResult(_Page):
-    matches: list[TextMatch]
+    # One of the three, by output_mode: content, files_with_matches, count.
+    matches: list[TextMatch] | None = Field(default=None, exclude_if=_absent)
+    files: list[str] | None = Field(default=None, exclude_if=_absent)
+    counts: list[FileCount] | None = Field(default=None, exclude_if=_absent)
     examined_files: int
     scanned_bytes: int
     skipped_too_large: int
@@ -82,14 +104,24 @@ def _page_fields(offset: int, limit: int, n: int, more: bool, notes: list[str | 
     )
 
 
+def _filter(root: SecureRoot, start: tuple[str, ...], exclude: Sequence[str],
+            no_ignore: bool) -> Filter:
+    if len(exclude) > MAX_EXCLUDE:
+        raise BadArgument(f"exclude takes at most {MAX_EXCLUDE} globs")
+    return Filter(root, start, exclude, no_ignore)
+
+
 def search_files(
     root: SecureRoot, pattern: str, path: str, *, offset: int, limit: int, cap: int,
-    control: Control,
+    control: Control, exclude: Sequence[str] = (), no_ignore: bool = False,
 ) -> SearchFilesResult:
     glob = compile_glob(pattern)
+    for g in exclude:
+        compile_glob(g)  # a bad glob is refused before anything is opened
     with root.open_dir(path, op="search_files") as d:
         start, shown = d.parts, d.rel
-    walker = Walker(root, start)
+    filt = _filter(root, start, exclude, no_ignore)
+    walker = Walker(root, start, keep=filt if filt.active else None)
     name_of = relabel(start, shown)
     strip = len("/".join(start)) + 1 if start else 0
     basename, match_name, full = glob.basename, glob.match_name, glob.match_path
@@ -119,7 +151,8 @@ def search_files(
             matches=page[:n], truncated=False, examined_entries=walker.examined_entries,  # type: ignore[arg-type]
             skipped_links=walker.skipped_links,
             **_page_fields(offset, limit, n, more or cut,
-                           [page_note(n, offset, cut, cap), unreadable_note(walker)]),
+                           [page_note(n, offset, cut, cap), unreadable_note(walker),
+                            filt.note()]),
         )
 
     return fit_page(make, page, cap)[0]
@@ -142,22 +175,37 @@ class _Stats:
         self.examined = self.scanned = self.too_large = self.binary = 0
 
 
-def search_text(
-    root: SecureRoot, query: str, path: str, *, file_glob: str, case_sensitive: bool,
-    offset: int, limit: int, cap: int, file_limit: int, budget: int, control: Control,
-) -> SearchTextResult:
+def _check_text_args(query: str, context: int, output_mode: str) -> None:
     if not query:
         raise BadArgument("query must not be empty")
     if len(query) > MAX_QUERY:
         raise BadArgument(f"query is longer than {MAX_QUERY} characters")
+    if not 0 <= context <= MAX_CONTEXT:
+        raise BadArgument(f"context must be between 0 and {MAX_CONTEXT} lines")
+    if output_mode not in OUTPUT_MODES:
+        raise BadArgument(f"output_mode must be one of {', '.join(OUTPUT_MODES)}")
+
+
+def search_text(
+    root: SecureRoot, query: str, path: str, *, file_glob: str, case_sensitive: bool,
+    offset: int, limit: int, cap: int, file_limit: int, budget: int, control: Control,
+    regex: bool = False, context: int = 0, output_mode: str = CONTENT,
+    exclude: Sequence[str] = (), no_ignore: bool = False,
+) -> SearchTextResult:
+    _check_text_args(query, context, output_mode)
     glob = compile_glob(file_glob)
+    for g in exclude:
+        compile_glob(g)
+    matcher: Matcher | RegexMatcher = (
+        RegexMatcher(query, case_sensitive) if regex else Matcher(query, case_sensitive)
+    )
     everything = glob.basename and glob.pattern in ("*", "**")
     with root.open_dir(path, op="search_text") as d:
         start, shown = d.parts, d.rel
-    walker = Walker(root, start)
+    filt = _filter(root, start, exclude, no_ignore)
+    walker = Walker(root, start, keep=filt if filt.active else None)
     name_of = relabel(start, shown)
     strip = len("/".join(start)) + 1 if start else 0
-    matcher = Matcher(query, case_sensitive)
     want = offset + limit + 1  # one more than the page: that is has_more
     hits: list[dict[str, object]] = []
     found = 0
@@ -166,9 +214,10 @@ def search_text(
     next_progress = time.monotonic() + PROGRESS_EVERY
     # Hot loop: per file one open, one read, one close (system calls are what a
     # search costs); a file without the needle then costs one C-level find.
-    plain, find = matcher.plain, matcher.find
+    plain, find, lines = matcher.plain, getattr(matcher, "find", None), matcher.lines
     isreg, read, fstat, close = stat_mod.S_ISREG, os.read, os.fstat, os.close
     first = min(WHOLE, file_limit)
+    mode = output_mode
     for d in walker.dirs():
         prefix, dir_fd = d.prefix, d.fd
         for entry in d.entries:
@@ -217,23 +266,40 @@ def search_text(
             if binary:
                 s.binary += 1
                 continue
-            if wide is None and plain and find(data) < 0:
+            if wide is not None:  # UTF-16/32: searched as the UTF-8 of its text
+                data = data[wide[1]:].decode(wide[0], "replace").encode("utf-8")
+                n = len(data)
+            if plain and find(data) < 0:  # type: ignore[misc]
                 continue
             rel = None
-            for line, text in _matches(matcher, data, n, wide):
-                if found >= offset:
-                    if rel is None:
+            if mode == CONTENT:
+                for item in _content(lines(data, n), data, n, context):
+                    if found >= offset:
+                        if rel is None:
+                            rel = name_of(prefix + name)
+                        item["path"] = rel
+                        hits.append(item)
+                    found += 1
+                    if found >= want:
+                        break
+            else:
+                if mode == FILES:
+                    count = 1 if next(lines(data, n), None) is not None else 0
+                else:
+                    count = sum(1 for _ in lines(data, n))
+                if count:
+                    if found >= offset:
                         rel = name_of(prefix + name)
-                    hits.append({"path": rel, "line": line, "preview": text})
-                found += 1
-                if found >= want:
-                    break
+                        hits.append({"path": rel, "count": count} if mode == COUNT
+                                    else {"path": rel})
+                    found += 1
             if found >= want:
                 break
         if found >= want or stopped_at is not None:
             break
         if time.monotonic() >= next_progress:
-            control.progress(s.examined, None, f"{s.examined} files searched, {found} matches")
+            what = "matches" if mode == CONTENT else "files with matches"
+            control.progress(s.examined, None, f"{s.examined} files searched, {found} {what}")
             next_progress = time.monotonic() + PROGRESS_EVERY
     more = len(hits) > limit
     page = hits[:limit]
@@ -242,32 +308,72 @@ def search_text(
         notes.append(
             f"stopped at the byte budget (max_search_bytes = {budget}) after scanning "
             f"{s.scanned} bytes in {s.examined} files; '{name_of(stopped_at)}' and the files "
-            "after it (breadth-first order) were not examined: narrow the search with path= "
-            "or file_glob="
+            "after it (breadth-first order) were not examined: narrow the search with path=, "
+            "file_glob= or exclude="
         )
     if s.too_large:
         notes.append(f"{s.too_large} file(s) over {file_limit} bytes were not searched")
     notes.append(unreadable_note(walker))
+    notes.append(filt.note())
 
     def make(n: int) -> SearchTextResult:
         cut = n < len(page)
+        shown_items = page[:n]
+        out: dict[str, object] = {}
+        if mode == CONTENT:
+            out["matches"] = shown_items
+        elif mode == FILES:
+            out["files"] = [h["path"] for h in shown_items]
+        else:
+            out["counts"] = shown_items
         return SearchTextResult(
-            matches=page[:n],  # type: ignore[arg-type]  # dicts, validated by pydantic
             truncated=stopped_at is not None, examined_files=s.examined,
             scanned_bytes=s.scanned, skipped_too_large=s.too_large, skipped_binary=s.binary,
             skipped_links=walker.skipped_links,
+            **out,  # type: ignore[arg-type]  # dicts, validated by pydantic
             **_page_fields(offset, limit, n, more or cut, [page_note(n, offset, cut, cap), *notes]),
         )
 
     return fit_page(make, page, cap)[0]
 
 
-def _matches(matcher: Matcher, buf: bytes, n: int, wide: tuple[str, int] | None):
-    if wide is None:
-        for line, ls, le, pos in matcher.lines(buf, n):
-            yield line, preview(bytes(buf[ls:le]), pos - ls)
+def _content(found: Iterator[tuple[int, int, int, int]], buf: bytes, n: int, context: int
+             ) -> Iterator[dict[str, object]]:
+    """One item per matching line; with context, the lines around it no neighbour shows.
+
+    As ripgrep prints them: a line is shown once, as a match if it is one, else as
+    the after-context of the match above it or the before-context of the one below.
+    """
+    if not context:
+        for line, ls, le, pos in found:
+            yield {"path": "", "line": line, "preview": preview(buf[ls:le], pos - ls)}
         return
-    enc, bom = wide
-    text = bytes(buf[bom:n]).decode(enc, "replace")
-    for line, raw, col in matcher.text_lines(text):
-        yield line, preview_text(raw, col)
+    shown = 0  # last line number already shown (a match or its after-context)
+    cur = next(found, None)
+    while cur is not None:
+        nxt = next(found, None)
+        line, ls, le, pos = cur
+        before: list[str] = []
+        s = ls
+        for _ in range(min(context, line - 1 - shown)):
+            e = s - 1
+            s = buf.rfind(b"\n", 0, e) + 1
+            before.append(preview(buf[s:e], 0))
+        before.reverse()
+        after: list[str] = []
+        room = context if nxt is None else min(context, nxt[0] - line - 1)
+        e = le
+        for _ in range(room):
+            s = e + 1
+            if s >= n:
+                break
+            e = buf.find(b"\n", s, n)
+            if e < 0:
+                e = n
+            after.append(preview(buf[s:e], 0))
+        shown = line + len(after)
+        yield {"path": "", "line": line, "preview": preview(buf[ls:le], pos - ls),
+               "before": before, "after": after}
+        cur = nxt
+
+

@@ -29,7 +29,7 @@ from __future__ import annotations
 import os
 import stat as stat_mod
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from operator import attrgetter
 from typing import NamedTuple
 
@@ -96,6 +96,11 @@ def kind_of_mode(mode: int) -> str:
     return OTHER
 
 
+# A filter of a listed directory's visible entries (parts, open fd, sorted entries), run
+# before its subdirectories are queued: what it drops is neither yielded nor entered.
+Keep = Callable[[tuple[str, ...], int, list[os.DirEntry[str]]], list[os.DirEntry[str]]]
+
+
 class _Held:
     """A listed directory's handle, kept until its queued subdirectories are open."""
 
@@ -115,10 +120,12 @@ class Walker:
     in none of them.
     """
 
-    def __init__(self, root: SecureRoot, start: tuple[str, ...], max_depth: int | None = None):
+    def __init__(self, root: SecureRoot, start: tuple[str, ...], max_depth: int | None = None,
+                 keep: Keep | None = None):
         self.root = root
         self.start = start
         self.max_depth = max_depth
+        self.keep = keep
         self.skipped_links = 0
         self.unreadable_dirs = 0
         self.dirs_opened = 0
@@ -149,6 +156,7 @@ class Walker:
         denied = rules.name
         whole_paths = rules.protects_whole_paths()
         max_depth = self.max_depth
+        keep = self.keep
         queue: deque[tuple[tuple[str, ...], int, _Held | None]] = deque([(self.start, 0, None)])
         while queue:
             parts, depth, parent = queue.popleft()
@@ -180,6 +188,8 @@ class Walker:
                     entries = [e for e in entries if rules.prefixes((*parts, e.name)) is None]
                 entries.sort(key=_by_name)
                 self.examined_entries += len(entries)
+                if keep is not None:
+                    entries = keep(parts, fd, entries)
                 depth += 1
                 descend = max_depth is None or depth < max_depth
                 for entry in entries:

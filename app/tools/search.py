@@ -3,7 +3,7 @@ contents). Thin handlers: bounds at the edge, the work in `app.fs.search`."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context
 from pydantic import Field
@@ -13,6 +13,17 @@ from app.fs.paging import clamp_limit
 from app.tools.base import Call, Offset, RootArg, run, tool
 
 GlobArg = Annotated[str, Field(max_length=1024)]
+ExcludeArg = Annotated[
+    list[Annotated[str, Field(max_length=1024)]],
+    Field(max_length=search_mod.MAX_EXCLUDE,
+          description="Globs (same rules as the pattern) whose matches, files or directories, "
+          "are skipped."),
+]
+NoIgnoreArg = Annotated[
+    bool,
+    Field(description="true: also search what .gitignore/.ignore files hide (denied names "
+          "stay hidden)."),
+]
 StartArg = Annotated[
     str,
     Field(
@@ -36,6 +47,8 @@ async def search_files(
     limit: Annotated[
         int, Field(ge=1, le=100_000, description="Most matches (capped by max_search_results).")
     ] = 100,
+    exclude: ExcludeArg = [],  # noqa: B006  # never mutated; the schema shows the default
+    no_ignore: NoIgnoreArg = False,
 ) -> search_mod.SearchFilesResult:
     """Find files and directories by glob under path. A pattern without '/' matches the
     base name at any depth (so '*.py' finds every Python file); with '/' it matches the
@@ -43,14 +56,15 @@ async def search_files(
     and [!abc] are classes. Breadth-first, sorted, deterministic; denied names are never
     entered nor shown, symlinks are never followed (skipped_links). Results are paths
     relative to the root. Paginated: when has_more is true, call again with
-    offset=next_offset."""
+    offset=next_offset. exclude skips globs; .gitignore/.ignore files are honoured unless
+    no_ignore=true."""
 
     def work(call: Call) -> search_mod.SearchFilesResult:
         limits = call.snapshot.limits
         return search_mod.search_files(
             call.root(root), pattern, path, offset=offset,
             limit=clamp_limit(limit, limits.max_search_results), cap=limits.max_output_chars,
-            control=call,
+            control=call, exclude=exclude, no_ignore=no_ignore,
         )
 
     return await run(ctx, work)  # type: ignore[return-value]
@@ -60,7 +74,8 @@ async def search_files(
 async def search_text(
     ctx: Context,
     query: Annotated[
-        str, Field(min_length=1, max_length=search_mod.MAX_QUERY, description="Literal text.")
+        str, Field(min_length=1, max_length=search_mod.MAX_QUERY,
+                   description="Literal text, or an RE2 pattern with regex=true.")
     ],
     root: RootArg = None,
     path: StartArg = "",
@@ -72,10 +87,28 @@ async def search_text(
     limit: Annotated[
         int, Field(ge=1, le=100_000, description="Most matches (capped by max_search_results).")
     ] = 50,
+    regex: Annotated[
+        bool, Field(description="true: query is an RE2 regex, matched line by line.")
+    ] = False,
+    context: Annotated[
+        int, Field(ge=0, le=search_mod.MAX_CONTEXT,
+                   description="Lines before and after each match (before/after).")
+    ] = 0,
+    output_mode: Annotated[
+        Literal["content", "files_with_matches", "count"],
+        Field(description="content: matching lines; files_with_matches: paths only (files); "
+              "count: matching lines per file (counts)."),
+    ] = "content",
+    exclude: ExcludeArg = [],  # noqa: B006
+    no_ignore: NoIgnoreArg = False,
 ) -> search_mod.SearchTextResult:
-    """Find a literal string in the files under path: one match per matching line, with
-    its path, line number and a preview. Files larger than max_search_file_bytes and binary
-    files are skipped (and counted); one call scans at most max_search_bytes. When the call
+    """Find text in the files under path: one match per matching line, with its path,
+    line number and a preview. query is literal unless regex=true (RE2 syntax, like
+    ripgrep: (?i), \\b, classes; no backreferences or lookaround). context=N adds N lines
+    before/after; output_mode files_with_matches or count answers files or counts instead.
+    .gitignore/.ignore files are honoured unless no_ignore=true; exclude skips globs.
+    Files larger than max_search_file_bytes and binary files are skipped (and counted);
+    one call scans at most max_search_bytes. When the call
     stopped before the end of the tree, truncated is true and note says what was not
     examined and how to narrow (path=, file_glob=). Paginated: when has_more is true, call
     again with offset=next_offset."""
@@ -87,7 +120,8 @@ async def search_text(
             r, query, path, file_glob=file_glob, case_sensitive=case_sensitive, offset=offset,
             limit=clamp_limit(limit, limits.max_search_results), cap=limits.max_output_chars,
             file_limit=limits.max_search_file_bytes or r.max_read_bytes,
-            budget=limits.max_search_bytes, control=call,
+            budget=limits.max_search_bytes, control=call, regex=regex, context=context,
+            output_mode=output_mode, exclude=exclude, no_ignore=no_ignore,
         )
 
     return await run(ctx, work)  # type: ignore[return-value]

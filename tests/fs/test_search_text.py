@@ -96,7 +96,7 @@ def test_the_byte_budget_stops_the_search_and_names_what_was_not_examined(
     assert r.note == (
         "stopped at the byte budget (max_search_bytes = 1000) after scanning 1000 bytes in "
         "10 files; 'd2/f0.txt' and the files after it (breadth-first order) were not examined: "
-        "narrow the search with path= or file_glob=")
+        "narrow the search with path=, file_glob= or exclude=")
     narrowed = run(root, "hit", budget=1000, path="d2")
     assert not narrowed.truncated and [m.path for m in narrowed.matches] == ["d2/f4.txt"]
 

@@ -1,0 +1,178 @@
+"""search_text and search_files against ripgrep on generated trees.
+
+On seeded trees with nested `.gitignore`/`.ignore` files and hidden folders,
+for a fixed list of regexes (classes, anchors, alternation, `(?i)`, `\\b`,
+repetition) and for patterns hypothesis draws from a safe grammar: the set of
+(path, line) hits equals `rg --hidden`'s (`--no-ignore` for no_ignore=true),
+files_with_matches equals `rg -l`, count equals `rg -c`, the lines shown with
+context equal `rg -C`'s, and search_files' files equal `rg --files`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app.fs.paging import NoControl
+from app.fs.search import search_files, search_text
+from app.security.resolve import SecureRoot
+from tests.fs import rgkit
+from tests.fs.readkit import small_root
+
+pytestmark = pytest.mark.skipif(rgkit.RG is None, reason="ripgrep (rg) is not installed")
+
+SEEDS = range(8)
+PATTERNS = [
+    "foo", "^foo", "bar$", "fo+", "f.o", "[a-c]+b", r"\bfoo\b", "(?i)foo", "foo|bar", "^$",
+    r"^\s*#", r"\d{2,}", "[[:upper:]]", "colou?r", "a.*b", "^[^a-z]*$", r"\w+=\w+", "x*",
+    "(ab)+", r"\.", r"[.]py\b", "(?i)^b", r"\Bar", "z{3}", r"^\S+$", "é", "(?i)CAFÉ", r"\(",
+    r"[^ ]$", "(?i)todo|fixme", r"\bx\b", "^(foo|bar) ", r"[0-9]+\.[0-9]+", r"\$", r"^.{20,}",
+]
+
+
+def _root(tmp_path: Path, seed: int) -> tuple[Path, SecureRoot]:
+    root = small_root(tmp_path, {}, max_read=1 << 20)
+    top = tmp_path / "r"
+    rgkit.make_tree(top, seed)
+    return top, root
+
+
+def ours(root: SecureRoot, query: str, **kw: Any) -> list[Any]:
+    """Every page of a search_text call, as one list of its items."""
+    args: dict[str, Any] = dict(path="", file_glob="*", case_sensitive=True, offset=0, limit=37,
+                                cap=1 << 20, file_limit=root.max_read_bytes, budget=1 << 30,
+                                control=NoControl(), regex=True)
+    args.update(kw)
+    items: list[Any] = []
+    while True:
+        r = search_text(root, query, **args)
+        assert not r.truncated
+        data = r.model_dump(mode="json")
+        items += data.get("matches") or data.get("files") or data.get("counts") or []
+        if not r.has_more:
+            return items
+        args["offset"] = r.next_offset
+
+
+def _flags(no_ignore: bool, fold: bool, literal: bool) -> list[str]:
+    return [*(["--no-ignore"] if no_ignore else []), *(["-i"] if fold else []),
+            *(["-F"] if literal else [])]
+
+
+def check(top: Path, root: SecureRoot, pattern: str, *, no_ignore: bool = False,
+          fold: bool = False, literal: bool = False) -> None:
+    flags = _flags(no_ignore, fold, literal)
+    kw = dict(no_ignore=no_ignore, case_sensitive=not fold, regex=not literal)
+    hits = ours(root, pattern, **kw)
+    assert {(m["path"], m["line"]) for m in hits} == rgkit.rg_hits(top, pattern, *flags), pattern
+    assert len(hits) == len({(m["path"], m["line"]) for m in hits})  # one hit per line
+    files = ours(root, pattern, output_mode="files_with_matches", **kw)
+    assert sorted(files) == sorted(rgkit.rg_files(top, pattern, *flags)), pattern
+    counts = ours(root, pattern, output_mode="count", **kw)
+    assert {c["path"]: c["count"] for c in counts} == rgkit.rg_counts(top, pattern, *flags)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_regex_hits_files_and_counts_equal_ripgreps(tmp_path: Path, seed: int) -> None:
+    top, root = _root(tmp_path, seed)
+    for k, pattern in enumerate(PATTERNS):
+        check(top, root, pattern, no_ignore=k % 5 == 0, fold=k % 4 == 1)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_literal_search_equals_rg_fixed_strings(tmp_path: Path, seed: int) -> None:
+    top, root = _root(tmp_path, seed)
+    for k, query in enumerate(["foo", "a.*b", "(", "[x]", "é", "Foo bar", "x", "id_2", " = "]):
+        check(top, root, query, literal=True, fold=k % 2 == 1, no_ignore=k % 3 == 0)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_context_shows_the_lines_rg_C_shows_once_each(tmp_path: Path, seed: int) -> None:
+    top, root = _root(tmp_path, seed)
+    for pattern, n in [("foo", 1), ("^$", 2), ("(?i)bar|zz", 3), (r"\d", 10)]:
+        items = ours(root, pattern, context=n)
+        shown: list[tuple[str, int]] = []
+        for m in items:
+            before, after = m["before"], m["after"]
+            assert len(before) <= n and len(after) <= n
+            shown += [(m["path"], m["line"] - len(before) + i) for i in range(len(before))]
+            shown.append((m["path"], m["line"]))
+            shown += [(m["path"], m["line"] + 1 + i) for i in range(len(after))]
+        assert len(shown) == len(set(shown)), "a line is shown twice"
+        assert set(shown) == rgkit.rg_context_lines(top, pattern, n), pattern
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_search_files_lists_what_rg_files_lists(tmp_path: Path, seed: int) -> None:
+    top, root = _root(tmp_path, seed)
+    for no_ignore in (False, True):
+        got: set[str] = set()
+        offset = 0
+        while True:
+            r = search_files(root, "*", "", offset=offset, limit=50, cap=1 << 20,
+                             control=NoControl(), no_ignore=no_ignore)
+            got |= {m.path for m in r.matches if m.type == "file"}
+            if not r.has_more:
+                break
+            offset = r.next_offset  # type: ignore[assignment]
+        assert got == rgkit.rg_file_list(top, *(["--no-ignore"] if no_ignore else []))
+
+
+def test_a_search_under_a_subdirectory_still_reads_the_ignore_files_above_it(
+    tmp_path: Path,
+) -> None:
+    root = small_root(tmp_path, {
+        ".gitignore": "*.log\n", "sub/.gitignore": "!keep.log\n",
+        "sub/a.log": "hit\n", "sub/keep.log": "hit\n", "sub/deeper/b.log": "hit\n",
+        "sub/deeper/c.txt": "hit\n",
+    })
+    (tmp_path / "r" / ".git").mkdir()
+    got = ours(root, "hit", path="sub", output_mode="files_with_matches")
+    assert sorted(got) == sorted(
+        "sub/" + p for p in rgkit.rg(tmp_path / "r" / "sub", "-l", "hit")
+    ) == ["sub/deeper/c.txt", "sub/keep.log"]
+
+
+# -- hypothesis: patterns from a safe grammar, on one generated tree ----------------------
+
+_atoms = st.sampled_from([
+    "a", "b", "f", "o", "x", "z", "1", "2", "=", " ", "_", ".", r"\.", r"\d", r"\w", r"\s",
+    r"\S", "[a-f]", "[^ ]", "[0-9]", "[A-Z]", "[[:alpha:]]", r"\b", "foo", "bar", "colo",
+])
+_quant = st.sampled_from(["", "", "", "*", "+", "?", "{2}", "{1,3}", "*?"])
+
+
+@st.composite
+def _regex(draw: st.DrawFn, depth: int = 0) -> str:
+    parts = []
+    for _ in range(draw(st.integers(1, 4))):
+        if depth < 2 and draw(st.integers(0, 5)) == 0:
+            alts = draw(st.lists(_regex(depth + 1), min_size=1, max_size=3))
+            parts.append("(" + "|".join(alts) + ")" + draw(_quant))
+        else:
+            atom = draw(_atoms)
+            q = draw(_quant)
+            parts.append(atom + ("" if atom == r"\b" else q))
+    body = "".join(parts)
+    if depth == 0:
+        body = draw(st.sampled_from(["", "", "^", "(?i)"])) + body
+        body += draw(st.sampled_from(["", "", "$"]))
+    return body
+
+
+@pytest.fixture(scope="module")
+def hyp_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SecureRoot]:
+    return _root(tmp_path_factory.mktemp("hyp"), 1234)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(pattern=_regex(), fold=st.booleans(), no_ignore=st.booleans())
+def test_generated_patterns_agree_with_ripgrep(
+    hyp_tree: tuple[Path, SecureRoot], pattern: str, fold: bool, no_ignore: bool,
+) -> None:
+    top, root = hyp_tree
+    check(top, root, pattern, fold=fold, no_ignore=no_ignore)
