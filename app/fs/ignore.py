@@ -134,7 +134,7 @@ def glob_regex(glob: bytes) -> bytes | None:
                 return None  # a dangling backslash: the line is invalid (as in ripgrep)
             i += 1
             out += b"\\x%02x" % glob[i]
-        elif chr(c).isalnum() or c >= 0x80:
+        elif chr(c).isalnum() or c >= 0x80 or c == ord("/"):
             out.append(c)
         else:
             out += b"\\x%02x" % c

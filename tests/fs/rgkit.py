@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import random
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -39,6 +40,19 @@ IGNORE_LINES = [
     "!keep/", "*.json", "!data.json", "lib/**/x.tmp", "*", "!*/", "!*.py", "c.*", "/a/",
     "b/", "Makefile", "!Makefile", "*.md", "!README.md", ".rc", "src/util.py", "/*.txt",
 ]
+
+
+_PERL = re.compile(r"(?<!\\)((?:\\\\)*)\\([wWdDsSbB])")
+_ASCII = {"w": "[0-9A-Za-z_]", "W": "[^0-9A-Za-z_]", "d": "[0-9]", "D": "[^0-9]",
+          "s": "[\\t\\n\\f\\r ]", "S": "[^\\t\\n\\f\\r ]", "b": "(?-u:\\b)", "B": "(?-u:\\B)"}
+
+
+def ascii_perl_classes(pattern: str) -> str:
+    """The pattern for ripgrep, with RE2's meaning of `\\w \\d \\s \\b` (ASCII; rg's are Unicode).
+
+    Only for escapes outside brackets, which is all the generated patterns use.
+    """
+    return _PERL.sub(lambda m: m.group(1) + _ASCII[m.group(2)], pattern)
 
 
 def _line(rnd: random.Random) -> str:

@@ -1,0 +1,242 @@
+"""search_text's regex, context, output modes, exclude and ignore files, in process.
+
+What the differential tests against ripgrep cannot show: refusals and their
+messages, linear time on catastrophic patterns (in queries and in ignore
+files), literal queries staying literal, ignored directories never opened,
+denied names staying denied whatever an ignore file says, and the notes.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from app.errors import BadArgument
+from app.fs import ignore as ignore_mod
+from app.fs.paging import NoControl
+from app.fs.search import search_files, search_text
+from app.security.resolve import SecureRoot
+from app.security.walk import Walker
+from tests.fs import rgkit
+from tests.fs.readkit import small_root
+
+
+def run(root: SecureRoot, query: str, **kw: Any) -> dict[str, Any]:
+    args: dict[str, Any] = dict(path="", file_glob="*", case_sensitive=True, offset=0, limit=200,
+                                cap=1 << 20, file_limit=root.max_read_bytes, budget=1 << 30,
+                                control=NoControl())
+    args.update(kw)
+    return search_text(root, query, **args).model_dump(mode="json")
+
+
+def hits(r: dict[str, Any]) -> list[tuple[str, int]]:
+    return [(m["path"], m["line"]) for m in r["matches"]]
+
+
+# -- refusals ----------------------------------------------------------------------------
+
+REFUSED = [
+    (r"(a)\1", "backreferences"),
+    (r"(?P<x>a)(?P=x)", "backreferences"),
+    ("foo(?=bar)", "lookahead and lookbehind"),
+    ("foo(?!bar)", "lookahead and lookbehind"),
+    ("(?<=a)b", "lookahead and lookbehind"),
+    ("(?<!a)b", "lookahead and lookbehind"),
+    ("(?>ab)", "atomic groups"),
+    ("a++", "possessive"),
+    (r"a\nb", "line by line"),
+    ("a\nb", "line by line"),
+    ("[a-", "missing ]"),
+    ("a{2000}", "invalid repetition size"),
+    ("(", "missing )"),
+]
+
+
+@pytest.mark.parametrize(("pattern", "why"), REFUSED)
+def test_patterns_re2_cannot_run_are_refused_saying_why(tmp_path: Path, pattern: str,
+                                                        why: str) -> None:
+    root = small_root(tmp_path, {"a.txt": "ab\n"})
+    with pytest.raises(BadArgument) as e:
+        run(root, pattern, regex=True)
+    assert str(e.value).startswith("invalid regex: ") and why in str(e.value)
+    assert str(tmp_path) not in str(e.value)
+
+
+@pytest.mark.parametrize(("kw", "why"), [
+    (dict(context=11), "context must be between 0 and 10"),
+    (dict(context=-1), "context must be between 0 and 10"),
+    (dict(output_mode="lines"), "output_mode must be one of"),
+    (dict(exclude=["a//b"]), "empty segment"),
+    (dict(exclude=["x"] * 65), "at most 64"),
+])
+def test_bad_arguments_are_refused(tmp_path: Path, kw: dict[str, Any], why: str) -> None:
+    root = small_root(tmp_path, {"a.txt": "ab\n"})
+    with pytest.raises(BadArgument, match=why):
+        run(root, "a", **kw)
+
+
+# -- linear time -------------------------------------------------------------------------
+
+CATASTROPHIC = [r"(a+)+$", r"(a|aa)+$", r"(a*)*b", r"(.*a){12}x", r"^(\w+\s?)*$", r"(a|a?)+b",
+                r"(x+x+)+y"]
+
+
+@pytest.mark.parametrize("pattern", CATASTROPHIC)
+def test_catastrophic_patterns_answer_in_bounded_time(tmp_path: Path, pattern: str) -> None:
+    # A backtracking engine takes longer than the age of the universe on these lines.
+    line = "a" * 200_000 + "!"
+    root = small_root(tmp_path, {"long.txt": (line + "\n") * 4, "x.txt": "x" * 50_000 + "\n"},
+                      max_read=4 << 20)
+    t = time.monotonic()
+    r = run(root, pattern, regex=True)
+    assert time.monotonic() - t < 10
+    assert {m["path"] for m in r["matches"]} == ({"x.txt"} if pattern == r"^(\w+\s?)*$" else set())
+
+
+def test_a_hostile_ignore_pattern_costs_linear_time(tmp_path: Path) -> None:
+    name = "a" * 250
+    root = small_root(tmp_path, {".gitignore": "*a*a*a*a*a*a*a*a*a*a*a*a*a*a*a*b\n",
+                                 **{f"d{i}/{name}": "hit\n" for i in range(20)}})
+    t = time.monotonic()
+    r = run(root, "hit", output_mode="count")
+    assert time.monotonic() - t < 10 and len(r["counts"]) == 20
+
+
+# -- literal stays literal; case folding -------------------------------------------------
+
+
+def test_a_literal_query_is_literal_and_a_regex_one_is_not(tmp_path: Path) -> None:
+    root = small_root(tmp_path, {"a.txt": "a.*b\naxxb\n(x)\n"})
+    assert hits(run(root, "a.*b")) == [("a.txt", 1)]
+    assert hits(run(root, "a.*b", regex=True)) == [("a.txt", 1), ("a.txt", 2)]
+    assert hits(run(root, "(x)")) == [("a.txt", 3)]
+    assert hits(run(root, "(x)", regex=True)) == [("a.txt", 2), ("a.txt", 3)]
+
+
+def test_case_insensitive_regex_folds_unicode(tmp_path: Path) -> None:
+    root = small_root(tmp_path, {"a.txt": "Élan\nÉLAN\nelan\n"})
+    assert hits(run(root, "^élan$", regex=True, case_sensitive=False)) == [
+        ("a.txt", 1), ("a.txt", 2)]
+    assert hits(run(root, "(?i)^élan$", regex=True)) == [("a.txt", 1), ("a.txt", 2)]
+    assert hits(run(root, "^élan$", regex=True)) == []
+
+
+def test_a_utf16_file_is_searched_by_its_text(tmp_path: Path) -> None:
+    root = small_root(tmp_path, {"w.txt": b"\xff\xfe" + "one\ntwo 22\n".encode("utf-16-le")})
+    r = run(root, r"\d+$", regex=True, context=1)
+    assert r["matches"] == [{"path": "w.txt", "line": 2, "preview": "two 22",
+                             "before": ["one"], "after": []}]
+
+
+# -- context and output modes ------------------------------------------------------------
+
+
+def test_context_lines_are_given_once_around_each_match(tmp_path: Path) -> None:
+    root = small_root(tmp_path, {"a.txt": "".join(f"l{i}\n" for i in range(1, 11))})
+    r = run(root, "^l(3|5|10)$", regex=True, context=2)
+    assert r["matches"] == [
+        {"path": "a.txt", "line": 3, "preview": "l3", "before": ["l1", "l2"], "after": ["l4"]},
+        {"path": "a.txt", "line": 5, "preview": "l5", "before": [], "after": ["l6", "l7"]},
+        {"path": "a.txt", "line": 10, "preview": "l10", "before": ["l8", "l9"], "after": []},
+    ]
+    plain = run(root, "l3")
+    assert plain["matches"] == [{"path": "a.txt", "line": 3, "preview": "l3"}]  # no keys
+    assert "files" not in plain and "counts" not in plain
+
+
+def test_files_and_counts_modes_page_like_matches(tmp_path: Path) -> None:
+    root = small_root(tmp_path, {f"f{i}.txt": "hit\n" * i + "miss\n" for i in range(1, 8)})
+    r = run(root, "hit", output_mode="files_with_matches", limit=3)
+    assert r["files"] == ["f1.txt", "f2.txt", "f3.txt"] and "matches" not in r
+    assert r["has_more"] and r["next_offset"] == 3
+    r2 = run(root, "hit", output_mode="files_with_matches", limit=3, offset=3)
+    assert r2["files"] == ["f4.txt", "f5.txt", "f6.txt"]
+    c = run(root, "hit", output_mode="count", limit=10)
+    assert c["counts"] == [{"path": f"f{i}.txt", "count": i} for i in range(1, 8)]
+    assert not c["has_more"]
+
+
+def test_output_bound_cuts_a_files_page_visibly(tmp_path: Path) -> None:
+    root = small_root(tmp_path, {f"{'n' * 80}{i:03}.txt": "hit\n" for i in range(60)})
+    r = run(root, "hit", output_mode="files_with_matches", cap=2000)
+    assert 0 < r["returned"] == len(r["files"]) < 60 and r["has_more"]
+    assert "output limit reached" in r["note"] and r["next_offset"] == r["returned"]
+
+
+# -- exclude and ignore files ------------------------------------------------------------
+
+
+def test_exclude_skips_files_and_prunes_directories(tmp_path: Path) -> None:
+    root = small_root(tmp_path, {"a.py": "hit\n", "a.min.js": "hit\n", "vendor/x.py": "hit\n",
+                                 "src/vendor/y.py": "hit\n", "src/z.py": "hit\n"})
+    r = run(root, "hit", exclude=["vendor", "*.min.js"], output_mode="files_with_matches")
+    assert r["files"] == ["a.py", "src/z.py"]
+    f = search_files(root, "*.py", "", offset=0, limit=50, cap=1 << 20, control=NoControl(),
+                     exclude=["src/**"])
+    assert [m.path for m in f.matches] == ["a.py", "vendor/x.py"]
+
+
+def test_ignored_directories_are_pruned_before_they_are_opened(tmp_path: Path) -> None:
+    files = {f"build/d{i}/f.txt": "hit\n" for i in range(30)}
+    root = small_root(tmp_path, {".gitignore": "build/\n", "keep.txt": "hit\n", **files})
+    filt = ignore_mod.Filter(root, (), (), no_ignore=False)
+    walker = Walker(root, (), keep=filt)
+    seen = [e.name for d in walker.dirs() for e in d.entries]
+    assert walker.dirs_opened == 1 and seen == [".gitignore", "keep.txt"]
+    assert filt.hidden_dirs == 1
+    r = run(root, "hit", output_mode="files_with_matches")
+    assert r["files"] == ["keep.txt"]
+    assert r["note"] == ("ignore files (.gitignore, .ignore) hid 1 director(ies); "
+                         "no_ignore=true searches them too")
+    everything = run(root, "hit", output_mode="count", no_ignore=True)
+    assert len(everything["counts"]) == 31 and everything["note"] is None
+
+
+def test_denied_names_stay_denied_whatever_ignore_files_say(tmp_path: Path) -> None:
+    root = small_root(tmp_path, {".gitignore": "!.env\n!*.pem\n!node_modules/\n",
+                                 ".ignore": "!.env\n", ".env": "SECRET=1\n", "k.pem": "SECRET\n",
+                                 "node_modules/m.js": "SECRET\n", "ok.txt": "SECRET\n"})
+    for no_ignore in (False, True):
+        r = run(root, "SECRET", no_ignore=no_ignore, output_mode="files_with_matches")
+        assert r["files"] == ["ok.txt"]
+        f = search_files(root, "*", "", offset=0, limit=50, cap=1 << 20, control=NoControl(),
+                         no_ignore=no_ignore)
+        assert {m.path for m in f.matches} == {".gitignore", ".ignore", "ok.txt"}
+
+
+# Ignore-file semantics, one rule at a time, each checked against ripgrep.
+IGNORE_CASES = [
+    ({".gitignore": "*.log\n!keep.log\n"}, "precedence within a file: last match wins"),
+    ({".gitignore": "d/\n", "x/d": "file named d"}, "dir-only pattern passes over files"),
+    ({".gitignore": "/top.txt\n", "sub/top.txt": ""}, "a leading / anchors"),
+    ({".gitignore": "sub/*.md\n", "a/sub/x.md": "", "sub/y.md": ""}, "a middle / anchors"),
+    ({".gitignore": "*.md\n", "sub/.gitignore": "!x.md\n"}, "a deeper file overrides"),
+    ({".ignore": "x.md\n", "sub/.gitignore": "!x.md\n"}, ".ignore beats a deeper .gitignore"),
+    ({".gitignore": "build\n!build/keep.txt\n", "build/keep.txt": ""}, "no re-include under"),
+    ({".gitignore": "doc/**\n", "doc/a/b.txt": ""}, "trailing /** is everything inside"),
+    ({".gitignore": "a/**/z.txt\n", "a/z.txt": "", "a/b/c/z.txt": ""}, "/**/ is 0+ dirs"),
+    ({".gitignore": "\\#h.txt\n\\!b.txt\n", "#h.txt": "", "!b.txt": ""}, "escaped # and !"),
+    ({".gitignore": "t.txt   \n", "t.txt": ""}, "trailing spaces dropped"),
+    ({".gitignore": "[ab]?.txt\n[!c]x.txt\n", "a1.txt": "", "cx.txt": "", "dx.txt": ""},
+     "classes"),
+    ({".gitignore": "*\n!*/\n!*.py\n", "s/a.py": "", "s/b.txt": ""}, "ignore all but"),
+    ({".rgignore": "!/x.md\n", ".gitignore": "*.md\n"}, ".rgignore beats .gitignore"),
+    ({"sub/.gitignore": "*.txt\n", "sub/a.txt": "", "a.txt": ""}, "a file applies below it"),
+]
+
+
+@pytest.mark.skipif(rgkit.RG is None, reason="ripgrep (rg) is not installed")
+@pytest.mark.parametrize(("files", "rule"), IGNORE_CASES, ids=[c[1] for c in IGNORE_CASES])
+def test_each_ignore_rule_reads_as_ripgrep_reads_it(tmp_path: Path, files: dict[str, str],
+                                                    rule: str) -> None:
+    tree = {"x.md": "", "sub/x.md": "", "top.txt": "", "keep.log": "", "a.log": "",
+            "d/f.txt": "", **files}
+    root = small_root(tmp_path, tree)
+    (tmp_path / "r" / ".git").mkdir()
+    f = search_files(root, "*", "", offset=0, limit=500, cap=1 << 20, control=NoControl())
+    ours = {m.path for m in f.matches if m.type == "file"}
+    assert ours == rgkit.rg_file_list(tmp_path / "r"), rule
+    assert ours != set(tree) or rule == "a leading / anchors"  # the rule did something

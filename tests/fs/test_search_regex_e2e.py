@@ -1,0 +1,94 @@
+"""search_text's and search_files' new arguments through the MCP SDK client, against the
+real app under uvicorn: passed through, bounded at the edge, answered as structured content."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from mcp import ClientSession
+
+from tests.fs.readkit import small_root
+from tests.live import LiveServer, live_server
+
+TREE = {
+    ".gitignore": "*.log\nbuild/\n",
+    "src/app.py": "import os\n\ndef main():\n    return os.getcwd()\n",
+    "src/util.py": "def helper(x):\n    return x * 2\n",
+    "src/app.log": "def logged\n",
+    "build/gen.py": "def generated():\n    pass\n",
+    "vendor/lib.py": "def vendored():\n    pass\n",
+    "README.md": "Run main() to start.\n",
+}
+
+
+@pytest.fixture(scope="module")
+def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    base = tmp_path_factory.mktemp("regex-e2e")
+    small_root(base, TREE)
+    with live_server(base / "cfg" / "roots.toml") as s:
+        yield s
+
+
+async def call(s: ClientSession, tool: str, **args: Any) -> tuple[bool, Any]:
+    res = await s.call_tool(tool, args)
+    if res.is_error:
+        return True, res.content[0].text  # type: ignore[union-attr]
+    return False, res.structured_content
+
+
+async def test_regex_context_and_modes_through_the_server(srv: LiveServer) -> None:
+    async with srv.session() as s:
+        err, r = await call(s, "search_text", query=r"^def \w+\(", regex=True)
+        assert not err and [(m["path"], m["line"]) for m in r["matches"]] == [
+            ("src/app.py", 3), ("src/util.py", 1), ("vendor/lib.py", 1)]
+        assert r["note"] == ("ignore files (.gitignore, .ignore) hid 1 file(s) and "
+                             "1 director(ies); no_ignore=true searches them too")
+        err, r = await call(s, "search_text", query="(?i)RETURN", regex=True, context=1,
+                            exclude=["vendor"])
+        assert not err and r["matches"] == [
+            {"path": "src/app.py", "line": 4, "preview": "return os.getcwd()",
+             "before": ["def main():"], "after": []},
+            {"path": "src/util.py", "line": 2, "preview": "return x * 2",
+             "before": ["def helper(x):"], "after": []},
+        ]
+        err, r = await call(s, "search_text", query="def", output_mode="files_with_matches",
+                            no_ignore=True)
+        assert not err and r["files"] == [
+            "build/gen.py", "src/app.log", "src/app.py", "src/util.py", "vendor/lib.py"]
+        assert "matches" not in r and r["note"] is None
+        err, r = await call(s, "search_text", query="main", output_mode="count")
+        assert not err and r["counts"] == [{"path": "README.md", "count": 1},
+                                           {"path": "src/app.py", "count": 1}]
+        err, r = await call(s, "search_files", pattern="*.py", exclude=["src/**"])
+        assert not err and [m["path"] for m in r["matches"]] == ["vendor/lib.py"]
+        err, r = await call(s, "search_files", pattern="*.py", no_ignore=True)
+        assert not err and [m["path"] for m in r["matches"]] == [
+            "build/gen.py", "src/app.py", "src/util.py", "vendor/lib.py"]
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    ({"query": "(a)\\1", "regex": True}, "backreferences"),
+    ({"query": "a(?=b)", "regex": True}, "lookahead"),
+    ({"query": "x", "context": 11}, "context"),
+    ({"query": "x", "output_mode": "lines"}, "output_mode"),
+    ({"query": "x", "exclude": ["/abs"]}, "absolute"),
+    ({"query": "x", "exclude": "notalist"}, "exclude"),
+])
+async def test_bad_new_arguments_are_refused_at_the_edge(srv: LiveServer, args: dict[str, Any],
+                                                         message: str) -> None:
+    async with srv.session() as s:
+        err, text = await call(s, "search_text", **args)
+    assert err and message in text, text
+
+
+async def test_the_schema_bounds_the_new_arguments(srv: LiveServer) -> None:
+    async with srv.session() as s:
+        tools = {t.name: t for t in (await s.list_tools()).tools}
+    props = tools["search_text"].input_schema["properties"]
+    assert props["context"]["maximum"] == 10 and props["context"]["minimum"] == 0
+    assert props["output_mode"]["enum"] == ["content", "files_with_matches", "count"]
+    assert props["exclude"]["maxItems"] == 64 and props["regex"]["type"] == "boolean"
+    assert "no_ignore" in tools["search_files"].input_schema["properties"]
+
