@@ -53,6 +53,7 @@ RACY_NS = 2_000_000_000
 COMMIT_EVERY = 1.0
 CHECK_EVERY = 256
 STALE = -1  # a stored mtime that never matches: re-read at the next refresh
+now_ns = time.time_ns  # the clock racy files are judged by
 
 Progress = Callable[[int, int], None]  # (files read, entries examined)
 
@@ -142,12 +143,21 @@ class RootIndex:
         self.path = path
         self.lock = threading.Lock()
         self.con: sqlite3.Connection | None = None
+        self._file = (0, 0)  # (device, inode) of the file `con` has open
 
     # -- opening -----------------------------------------------------------------
 
     def _connect(self) -> sqlite3.Connection:
         if self.con is not None:
-            return self.con
+            # Removed or replaced since we opened it: let go, and check the new one.
+            try:
+                st = os.lstat(self.path)
+                same = (st.st_dev, st.st_ino) == self._file
+            except OSError:
+                same = False
+            if same:
+                return self.con
+            self.close()
         _private_file(self.path)
         try:
             con = sqlite3.connect(
@@ -163,6 +173,8 @@ class RootIndex:
         except sqlite3.DatabaseError:
             con.close()
             raise
+        st = os.lstat(self.path)
+        self._file = (st.st_dev, st.st_ino)
         self.con = con
         return con
 
@@ -378,7 +390,7 @@ def _read(name: str, dir_fd: int, per_file: int) -> tuple[str, tuple[int, int, i
         if not stat_mod.S_ISREG(st.st_mode):
             return "", None
         sig = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        if time.time_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
+        if now_ns() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
             sig = (st.st_size, STALE, st.st_ctime_ns, st.st_ino)
         if st.st_size > per_file:
             return "", sig

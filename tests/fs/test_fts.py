@@ -9,16 +9,18 @@ the scan when the index cannot serve.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import sqlite3
 import stat
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from app.fs import deep_research as dr
@@ -51,6 +53,12 @@ def found(reg: Registry, query: str) -> list[str]:
 
 def index_files(tmp_path: Path) -> list[Path]:
     return sorted((tmp_path / "state" / "index").glob("main-*.sqlite3"))
+
+
+def settle(monkeypatch: pytest.MonkeyPatch) -> None:
+    """From now on every file on disk is older than the racy margin."""
+    later = time.time_ns() + fts.RACY_NS + 1
+    monkeypatch.setattr(fts, "now_ns", lambda: later)
 
 
 @pytest.fixture
@@ -130,6 +138,15 @@ op = st.one_of(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(ops=st.lists(op, min_size=1, max_size=25))
+@example(
+    ops=[("write", "f0.txt", ["alpha"]), ("search", "alpha", None), ("delete", "f0.txt", None)]
+)
+@example(
+    ops=[("write", "f0.txt", ["gamma"]), ("search", "gamma", None), ("move", "f0.txt", "f1.txt")]
+)
+@example(
+    ops=[("write", "f0.txt", ["beta"]), ("search", "beta", None), ("same_size", "f0.txt", "alpha")]
+)
 def test_every_search_sees_the_disk_as_it_is(
     write_config: WriteConfig, tmp_path: Path, ops: list[tuple[str, Any, Any]]
 ) -> None:
@@ -166,6 +183,33 @@ def test_every_search_sees_the_disk_as_it_is(
                 if any(w.startswith(a) for w in text.split())
             }
             assert want <= got <= prefixed, (a, model)
+            # And the index itself is what a fresh build of the disk would hold.
+            (index,) = index_files(tmp_path)
+            with contextlib.closing(sqlite3.connect(index)) as con:
+                rows = con.execute(
+                    "SELECT files.path, docs.body FROM files JOIN docs ON docs.rowid = files.id"
+                ).fetchall()
+            assert dict(rows) == {p: tokens.expand(text) for p, text in model.items()}
+
+
+def test_a_file_younger_than_the_clock_tick_margin_is_read_again(
+    reg: Registry, tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two same-size writes within one timestamp tick leave (size, mtime, ctime, inode) as
+    they were: a file that young is stored as stale, so the next search reads it again."""
+    (tree / "young.txt").write_text("apple\n")
+    found(reg, "apple")
+    (index,) = index_files(tmp_path)
+
+    def stored() -> tuple[int, int]:
+        with contextlib.closing(sqlite3.connect(index)) as con:
+            row = con.execute("SELECT size, mtime FROM files WHERE path = 'young.txt'").fetchone()
+        return row  # type: ignore[no-any-return]
+
+    assert stored() == (6, fts.STALE)
+    settle(monkeypatch)
+    assert found(reg, "apple") == ["main/young.txt"]  # read again, now old enough to trust
+    assert stored() == (6, (tree / "young.txt").stat().st_mtime_ns)
 
 
 def test_a_write_through_the_tools_is_seen_by_the_next_search(
@@ -220,6 +264,20 @@ def test_a_rule_added_on_reload_hides_indexed_files(
     assert found(reg, "budget") == []
     with sqlite3.connect(index_files(tmp_path)[0]) as con:  # rebuilt: nothing of it is left
         assert con.execute("SELECT count(*) FROM files WHERE path LIKE '%.txt'").fetchone() == (0,)
+
+
+def test_a_limit_changed_on_reload_rebuilds_the_index(
+    write_config: WriteConfig, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file over max_search_file_bytes is indexed by its path only; raising the limit
+    changes no file's signature, so only a rebuild can find its words."""
+    (tree / "big.txt").write_text("walrus " * 100)
+    settle(monkeypatch)  # no file is re-read for being young: only the rebuild can help
+    reg = Registry(str(config_for(write_config, tree, extra="max_search_file_bytes = 100")))
+    assert found(reg, "walrus") == []
+    config_for(write_config, tree, extra="max_search_file_bytes = 100000")
+    reg.reload()
+    assert found(reg, "walrus") == ["main/big.txt"]
 
 
 def stale(monkeypatch: pytest.MonkeyPatch) -> None:
