@@ -56,6 +56,7 @@ STALE = -1  # a stored mtime that never matches: re-read at the next refresh
 now_ns = time.time_ns  # the clock racy files are judged by
 
 Progress = Callable[[int, int], None]  # (files read, entries examined)
+Known = tuple[int, int, int, int, int]  # rowid, size, mtime, ctime, inode
 
 
 class Unavailable(Exception):
@@ -144,6 +145,8 @@ class RootIndex:
         self.lock = threading.Lock()
         self.con: sqlite3.Connection | None = None
         self._file = (0, 0)  # (device, inode) of the file `con` has open
+        self._known: dict[str, Known] | None = None
+        self._version: int | None = None
 
     # -- opening -----------------------------------------------------------------
 
@@ -202,6 +205,7 @@ class RootIndex:
         con.execute("COMMIT")
 
     def close(self) -> None:
+        self._known = None
         if self.con is not None:
             with contextlib.suppress(sqlite3.Error):
                 self.con.close()
@@ -235,12 +239,8 @@ class RootIndex:
             con.execute("INSERT OR REPLACE INTO meta VALUES ('identity', ?)", (identity,))
             con.execute("COMMIT")
             out.rebuilt = True
-        known: dict[str, tuple[int, int, int, int, int]] = {
-            p: (i, s, m, c, n)
-            for i, p, s, m, c, n in con.execute(
-                "SELECT id, path, size, mtime, ctime, ino FROM files"
-            )
-        }
+            self._known = None
+        known = self._load_known(con)
         seen: set[str] = set()
         examined = 0
         next_commit = time.monotonic() + COMMIT_EVERY
@@ -278,22 +278,40 @@ class RootIndex:
                         st.st_ino,
                     ):
                         continue
-                    self._index(con, rel, entry.name, dir_fd, per_file, old)
+                    row = self._index(con, rel, entry.name, dir_fd, per_file, old)
+                    if row is not None:
+                        known[rel] = row
                     out.read += 1
                 if not out.complete:
                     break
             if out.complete:
-                gone = [(known[p][0],) for p in known.keys() - seen]
-                con.executemany("DELETE FROM docs WHERE rowid = ?", gone)
-                con.executemany("DELETE FROM files WHERE id = ?", gone)
-                out.removed = len(gone)
+                gone = known.keys() - seen
+                rows = [(known.pop(p)[0],) for p in gone]
+                con.executemany("DELETE FROM docs WHERE rowid = ?", rows)
+                con.executemany("DELETE FROM files WHERE id = ?", rows)
+                out.removed = len(rows)
             con.execute("COMMIT")
         except BaseException:
             # Keep what the committed batches did; a cancel or an error drops only this one.
+            self._known = None
             with contextlib.suppress(sqlite3.Error):
                 con.execute("ROLLBACK")
             raise
         return out
+
+    def _load_known(self, con: sqlite3.Connection) -> dict[str, Known]:
+        """path -> (rowid, size, mtime, ctime, inode), kept between searches while no other
+        connection (another server on the same state directory) has written the file."""
+        version = con.execute("PRAGMA data_version").fetchone()[0]
+        if self._known is None or version != self._version:
+            self._known = {
+                p: (i, s, m, c, n)
+                for i, p, s, m, c, n in con.execute(
+                    "SELECT id, path, size, mtime, ctime, ino FROM files"
+                )
+            }
+        self._version = version
+        return self._known
 
     @staticmethod
     def _index(
@@ -302,11 +320,11 @@ class RootIndex:
         name: str,
         dir_fd: int,
         per_file: int,
-        old: tuple[int, int, int, int, int] | None,
-    ) -> None:
+        old: Known | None,
+    ) -> Known | None:
         text, sig = _read(name, dir_fd, per_file)
         if sig is None:  # gone or no longer a regular file since the listing
-            return
+            return old
         if old is not None:
             con.execute("DELETE FROM docs WHERE rowid = ?", (old[0],))
             con.execute(
@@ -324,6 +342,7 @@ class RootIndex:
             "INSERT INTO docs (rowid, path, title, body) VALUES (?, ?, ?, ?)",
             (rowid, tokens.expand(rel), tokens.title_of(rel, text), tokens.expand(text)),
         )
+        return (rowid, *sig)
 
     # -- asking ------------------------------------------------------------------
 

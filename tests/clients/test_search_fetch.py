@@ -386,3 +386,96 @@ async def test_search_reports_progress_when_asked(
     assert seen and seen[0][0] == 256
     assert re.fullmatch(r"indexing root 'main': 25\d files read, 256 examined", seen[0][1] or "")
     assert [d for d, _ in seen] == [256, 512]
+
+
+# -- the index, over the real app ------------------------------------------------
+
+
+def workspace_config(write_config: WriteConfig, tree: Path, root_extra: str = "") -> Path:
+    return write_config(
+        f"""
+        search_fetch_tools = true
+        [[roots]]
+        name = "main"
+        path = "{tree}"
+        role = "workspace"
+        {root_extra}
+        """
+    )
+
+
+async def test_changes_through_the_tools_are_seen_by_the_next_search(
+    write_config: WriteConfig, tree: Path
+) -> None:
+    with live_server(workspace_config(write_config, tree)) as srv:
+        async with srv.session() as s:
+
+            async def search(q: str) -> list[str]:
+                return ids(payload(await s.call_tool("search", {"query": q})))
+
+            assert await search("okapi") == []
+            await s.call_tool("write_file", {"path": "zoo/a.md", "content": "an okapi\n"})
+            assert await search("okapi") == ["main/zoo/a.md"]
+            await s.call_tool(
+                "edit_file",
+                {"path": "zoo/a.md", "edits": [{"old_text": "okapi", "new_text": "zebra"}]},
+            )
+            assert await search("okapi") == []
+            assert await search("zebra") == ["main/zoo/a.md"]
+            await s.call_tool("move_file", {"source": "zoo/a.md", "destination": "b.md"})
+            assert await search("zebra") == ["main/b.md"]
+            await s.call_tool("delete", {"path": "b.md"})
+            assert await search("zebra") == []
+
+
+async def test_a_deny_rule_added_by_reload_config_hides_indexed_files(
+    write_config: WriteConfig, tree: Path
+) -> None:
+    (tree / "plan.txt").write_text("budget figures\n")
+    (tree / "plan.md").write_text("budget notes\n")
+    cfg = workspace_config(write_config, tree)
+    with live_server(cfg) as srv:
+        async with srv.session() as s:
+            found = ids(payload(await s.call_tool("search", {"query": "budget"})))
+            assert set(found) == {"main/plan.txt", "main/plan.md"}
+            workspace_config(write_config, tree, 'deny = ["*.txt"]')
+            assert not (await s.call_tool("reload_config", {})).is_error
+            found = ids(payload(await s.call_tool("search", {"query": "budget"})))
+            assert found == ["main/plan.md"]
+            res = await s.call_tool("fetch", {"id": "main/plan.txt"})
+            assert res.is_error and res.content[0].text == "matches deny pattern '*.txt'"
+
+
+async def test_parallel_searches_and_writes_agree_with_the_disk(
+    write_config: WriteConfig, tree: Path
+) -> None:
+    """Eight searches at once while files come and go: each answer holds only files that
+    exist and hold the word, and once the writers stop every file is found."""
+    import anyio
+
+    for i in range(30):
+        (tree / f"d{i:02}.txt").write_text(f"lynx {i}\n")
+    with live_server(workspace_config(write_config, tree)) as srv:
+        answers: list[list[str]] = []
+
+        async def searcher() -> None:
+            async with srv.session() as s:
+                for _ in range(4):
+                    answers.append(ids(payload(await s.call_tool("search", {"query": "lynx"}))))
+
+        async def writer() -> None:
+            async with srv.session() as s:
+                for i in range(30, 45):
+                    await s.call_tool("write_file", {"path": f"d{i:02}.txt", "content": "lynx\n"})
+                    await s.call_tool("delete", {"path": f"d{i - 30:02}.txt"})
+
+        async with anyio.create_task_group() as tg:
+            for _ in range(8):
+                tg.start_soon(searcher)
+            tg.start_soon(writer)
+        async with srv.session() as s:
+            final = ids(payload(await s.call_tool("search", {"query": "lynx"})))
+    assert sorted(final) == [f"main/d{i:02}.txt" for i in range(15, 45)]
+    assert len(answers) == 32
+    for found in answers:
+        assert all(f.startswith("main/d") for f in found)
