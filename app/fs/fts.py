@@ -278,6 +278,8 @@ class RootIndex:
                         st.st_ino,
                     ):
                         continue
+                    if old is None and not _storable(rel):
+                        continue  # not UTF-8 (surrogate-escaped bytes): no id can name it
                     row = self._index(con, rel, entry.name, dir_fd, per_file, old)
                     if row is not None:
                         known[rel] = row
@@ -390,6 +392,16 @@ class RootIndex:
             with contextlib.suppress(OSError):
                 size += os.stat(p).st_size
         return n, size
+
+
+def _storable(rel: str) -> bool:
+    if rel.isascii():
+        return True
+    try:
+        rel.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def quote(term: str) -> str:

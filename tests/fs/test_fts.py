@@ -403,6 +403,7 @@ def fallback_cases() -> list[Any]:
         pytest.param("no-fts5", "this Python's SQLite has no FTS5", id="no-fts5"),
         pytest.param("dir-is-a-file", "the index directory is not a directory", id="dir-is-a-file"),
         pytest.param("disk-full", "database or disk is full", id="disk-full"),
+        pytest.param("read-only", "attempt to write a readonly database", id="read-only"),
     ]
 
 
@@ -415,6 +416,13 @@ def test_search_falls_back_to_the_scan_with_a_note(
     elif how == "dir-is-a-file":
         (tmp_path / "state").mkdir(exist_ok=True)
         (tmp_path / "state" / "index").write_text("")
+    elif how == "read-only":
+        real_connect = sqlite3.connect
+
+        def read_only(path: str, **k: Any) -> sqlite3.Connection:
+            return real_connect(f"file:{path}?mode=ro", uri=True, **k)
+
+        monkeypatch.setattr(fts.sqlite3, "connect", read_only)
     else:
         real_connect = sqlite3.connect
 
@@ -452,3 +460,13 @@ def test_an_index_directory_inside_a_root_is_not_used(
     assert [r["id"] for r in data["results"]] == ["main/README.md"]
     assert data["note"].startswith("the index directory would be inside root 'main'")
     assert not (tree / "logs" / "index").exists()
+
+
+def test_a_name_that_is_not_utf8_is_left_out_and_the_rest_is_found(
+    reg: Registry, tree: Path
+) -> None:
+    with open(os.path.join(os.fsencode(tree), b"bad\xff.txt"), "w") as f:
+        f.write("quokka\n")
+    (tree / "ok.txt").write_text("quokka\n")
+    (tree / "mixed.txt").write_bytes(b"quokka \xed\xa0\x80 invalid bytes in the text\n")
+    assert sorted(found(reg, "quokka")) == ["main/mixed.txt", "main/ok.txt"]
