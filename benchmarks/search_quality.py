@@ -206,9 +206,7 @@ def main() -> None:
         idx = fts.index_at(str(index_file))
         with idx.lock:
             idx.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # type: ignore[union-attr]
-        index_bytes = sum(
-            p.stat().st_size for p in index_file.parent.glob(index_file.name + "*")
-        )
+        index_bytes = sum(p.stat().st_size for p in index_file.parent.glob(index_file.name + "*"))
         building = "still being built" in first.get("note", "")
         print(
             f"first build: {build:.1f} s ({total / 1e6 / build:.1f} MB/s); index "
