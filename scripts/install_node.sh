@@ -6,8 +6,11 @@
 #     crashes on Node 20): the machine's own node when it is new enough, else
 #     the npm package node-linux-<arch>@22, which ships the binary itself;
 #   - @modelcontextprotocol/conformance and @modelcontextprotocol/inspector at
-#     pinned versions.
-# It writes $DIR/tools.env (NODE=, CONFORMANCE_JS=, INSPECTOR_JS=) for the tests.
+#     pinned versions, and the next conformance suite (the 2026-07-28
+#     requirement set) in a folder of its own, since one npm prefix holds one
+#     version of a package.
+# It writes $DIR/tools.env (NODE=, CONFORMANCE_JS=, CONFORMANCE_NEXT_JS=,
+# INSPECTOR_JS=) for the tests.
 # A second run with the same pins does nothing but check. When npm or Node
 # cannot be had it exits 1 with the reason: the client tests must never be
 # skipped quietly.
@@ -15,6 +18,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 CONFORMANCE_PKG="@modelcontextprotocol/conformance@0.1.16"
+CONFORMANCE_NEXT_PKG="@modelcontextprotocol/conformance@0.2.0-alpha.12"
 INSPECTOR_PKG="@modelcontextprotocol/inspector@2.12.0"
 NODE_RANGE="22"
 DIR=${LOOMFS_NODE_TOOLS:-$PWD/.ci-cache/node-tools}
@@ -72,16 +76,29 @@ if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$WANT" ]; then
   echo "$WANT" >"$STAMP"
 fi
 
+NEXT="$DIR/pkgs-next"
+NEXT_STAMP="$NEXT/.installed"
+if [ "$(cat "$NEXT_STAMP" 2>/dev/null || true)" != "$CONFORMANCE_NEXT_PKG" ]; then
+  mkdir -p "$NEXT"
+  npm install "${NPM_FLAGS[@]}" --prefix "$NEXT" "$CONFORMANCE_NEXT_PKG" >&2 ||
+    die "npm could not install $CONFORMANCE_NEXT_PKG"
+  echo "$CONFORMANCE_NEXT_PKG" >"$NEXT_STAMP"
+fi
+
 CONFORMANCE_JS="$PKGS/node_modules/@modelcontextprotocol/conformance/dist/index.js"
+CONFORMANCE_NEXT_JS="$NEXT/node_modules/@modelcontextprotocol/conformance/dist/index.js"
 INSPECTOR_JS="$PKGS/node_modules/@modelcontextprotocol/inspector/clients/launcher/build/index.js"
 for f in "$CONFORMANCE_JS" "$INSPECTOR_JS"; do
   [ -f "$f" ] || { rm -f "$STAMP"; die "installed package is missing $f"; }
 done
+[ -f "$CONFORMANCE_NEXT_JS" ] || { rm -f "$NEXT_STAMP"; die "installed package is missing $CONFORMANCE_NEXT_JS"; }
 "$NODE" "$CONFORMANCE_JS" --version >/dev/null || die "the conformance suite does not start"
+"$NODE" "$CONFORMANCE_NEXT_JS" --version >/dev/null || die "the next conformance suite does not start"
 
 cat >"$DIR/tools.env" <<EOF
 NODE=$NODE
 CONFORMANCE_JS=$CONFORMANCE_JS
+CONFORMANCE_NEXT_JS=$CONFORMANCE_NEXT_JS
 INSPECTOR_JS=$INSPECTOR_JS
 EOF
-echo "install_node.sh: node $("$NODE" --version), $WANT ready in $DIR" >&2
+echo "install_node.sh: node $("$NODE" --version), $WANT $CONFORMANCE_NEXT_PKG ready in $DIR" >&2

@@ -31,6 +31,7 @@ START_DEADLINE = 20.0
 class NodeTools:
     node: str
     conformance_js: str
+    conformance_next_js: str  # the 2026-07-28 requirement set
     inspector_js: str
 
 
@@ -46,7 +47,9 @@ def _read_env(path: Path) -> dict[str, str]:
 @pytest.fixture(scope="session")
 def node_tools() -> NodeTools:
     env_file = tools_dir() / "tools.env"
-    if not env_file.exists() or not all(Path(p).exists() for p in _read_env(env_file).values()):
+    wanted = ("NODE", "CONFORMANCE_JS", "CONFORMANCE_NEXT_JS", "INSPECTOR_JS")
+    found = _read_env(env_file) if env_file.exists() else {}
+    if not all(k in found and Path(found[k]).exists() for k in wanted):
         done = subprocess.run(
             ["bash", str(INSTALL)], capture_output=True, text=True, timeout=900, check=False
         )
@@ -57,7 +60,9 @@ def node_tools() -> NodeTools:
                 pytrace=False,
             )
     env = _read_env(env_file)
-    return NodeTools(env["NODE"], env["CONFORMANCE_JS"], env["INSPECTOR_JS"])
+    return NodeTools(
+        env["NODE"], env["CONFORMANCE_JS"], env["CONFORMANCE_NEXT_JS"], env["INSPECTOR_JS"]
+    )
 
 
 def console_script() -> str:
