@@ -35,9 +35,11 @@ import shutil
 import statistics
 import subprocess
 import sys
+import sysconfig
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -97,21 +99,58 @@ def make_root(folder: Path) -> SecureRoot:
     )
 
 
-def ours(root: SecureRoot, literal: str = LITERAL) -> set[tuple[str, int]]:
+@dataclass(frozen=True)
+class Case:
+    label: str
+    query: str
+    regex: bool = False
+    case_sensitive: bool = True
+    count: bool = False  # output_mode="count" against `rg -c` (many matching lines)
+
+    def rg_args(self) -> list[str]:
+        return [*([] if self.regex else ["-F"]), *([] if self.case_sensitive else ["-i"]),
+                *(["-c"] if self.count else ["-n"])]
+
+
+SYNTHETIC = [
+    Case("literal, rare bytes", LITERAL),
+    Case("literal, frequent bytes, no hit", COMMON),
+    Case("regex with a literal inside", r"zqx[a-z]+al", regex=True),
+    Case("regex (?i)", "(?i)ZQXJVORPAL", regex=True),
+    Case("regex, classes, no literal", r"[A-Z]{3}[0-9]", regex=True),
+    Case("regex alternation, count", r"\bvalue (error|path)\b", regex=True, count=True),
+]
+REAL = [
+    Case("literal, count", "def __init__(self", count=True),
+    Case("literal, case-insensitive", "deprecated since", case_sensitive=False, count=True),
+    Case("regex class definitions, count", r"^[ \t]*class [A-Za-z_0-9]+\(.*Error\):",
+         regex=True, count=True),
+    Case("regex (?i) word, count", r"(?i)\btodo\b", regex=True, count=True),
+    Case("regex, no hit", r"zqx[0-9]+vor", regex=True),
+]
+
+
+def ours(root: SecureRoot, case: Case) -> object:
     result = search_text(
-        root, literal, "", file_glob="*", case_sensitive=True, offset=0, limit=200,
-        cap=1 << 20, file_limit=FILE_LIMIT, budget=1 << 30, control=NoControl(),
+        root, case.query, "", file_glob="*", case_sensitive=case.case_sensitive, offset=0,
+        limit=100_000, cap=1 << 30, file_limit=FILE_LIMIT, budget=1 << 31, control=NoControl(),
+        regex=case.regex, output_mode="count" if case.count else "content",
     )
     assert not result.truncated and not result.has_more
-    return {(m.path, m.line) for m in result.matches}
+    if case.count:
+        return {c.path: c.count for c in result.counts or []}
+    return {(m.path, m.line) for m in result.matches or []}
 
 
-def rg(rg_bin: str, folder: Path, literal: str = LITERAL) -> set[tuple[str, int]]:
+def rg(rg_bin: str, folder: Path, case: Case) -> object:
     out = subprocess.run(
-        [rg_bin, "-j1", "-F", "--no-ignore", "--max-filesize", "1M", "-n", "--no-heading",
-         literal, "."],
+        [rg_bin, "-j1", "--no-ignore", "--max-filesize", "1M", "--no-heading", "-H",
+         *case.rg_args(), "-e", case.query, "."],
         cwd=folder, capture_output=True, text=True, check=False,
     ).stdout
+    if case.count:
+        return {p.removeprefix("./"): int(c) for p, c in
+                (row.rsplit(":", 1) for row in out.splitlines())}
     found = set()
     for row in out.splitlines():
         path, line, _ = row.split(":", 2)
@@ -145,11 +184,59 @@ def _cpu() -> float:
     return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
+def copy_sources(src: Path, dst: Path) -> tuple[int, int]:
+    """The .py/.pyi files under `src` (an installed site-packages), denied names left out."""
+    rules = DenyRules()
+    files = total = 0
+    for dirpath, dirnames, filenames in os.walk(src):
+        dirnames[:] = sorted(d for d in dirnames if rules.name(d) is None)
+        rel = Path(dirpath).relative_to(src)
+        for name in filenames:
+            if not name.endswith((".py", ".pyi")) or rules.name(name) is not None:
+                continue
+            (dst / rel).mkdir(parents=True, exist_ok=True)
+            data = (Path(dirpath) / name).read_bytes()
+            (dst / rel / name).write_bytes(data)
+            files += 1
+            total += len(data)
+    return files, total
+
+
+def bench(rg_bin: str, folder: Path, cases: list[Case], runs: int) -> bool:
+    root = make_root(folder)
+    for case in cases:
+        mine, theirs = ours(root, case), rg(rg_bin, folder, case)  # warms the cache too
+        if mine != theirs:
+            print(f"MISMATCH on {case.query!r}: ours {len(mine)}, rg {len(theirs)}",  # type: ignore[arg-type]
+                  file=sys.stderr)
+            return False
+        what = "files" if case.count else "matching lines"
+        print(f"  {case.label} {case.query!r}: both found {len(mine)} {what}")  # type: ignore[arg-type]
+    fns: dict[str, Callable[[], object]] = {"spawn": lambda: spawn(rg_bin)}
+    for k, case in enumerate(cases):
+        fns[f"ours{k}"] = lambda case=case: ours(root, case)  # type: ignore[misc]
+        fns[f"rg{k}"] = lambda case=case: rg(rg_bin, folder, case)  # type: ignore[misc]
+    got = timed(fns, runs)
+    spawn_wall = got["spawn"][0]
+    print(f"  median of {runs} interleaved runs (rg -j1; spawn {spawn_wall * 1e3:.1f} ms):")
+    print(f"  {'case':34s} {'ours ms':>8s} {'rg ms':>8s} {'wall x':>7s} {'-spawn x':>8s} "
+          f"{'CPU x':>6s}")
+    for k, case in enumerate(cases):
+        (w_o, c_o), (w_r, c_r) = got[f"ours{k}"], got[f"rg{k}"]
+        print(f"  {case.label:34s} {w_o * 1e3:8.1f} {w_r * 1e3:8.1f} {w_o / w_r:7.2f} "
+              f"{w_o / max(w_r - spawn_wall, 1e-9):8.2f} {c_o / max(c_r, 1e-9):6.2f}")
+    return True
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=9)
     ap.add_argument("--files", type=int, default=5000)
     ap.add_argument("--keep", help="build the tree here (kept afterwards) instead of a temp dir")
+    ap.add_argument("--real", default=sysconfig.get_paths()["purelib"],
+                    help="a source tree installed from a package registry (default: this "
+                    "Python's site-packages, whose .py/.pyi files are copied)")
+    ap.add_argument("--only", choices=["synthetic", "real"])
     args = ap.parse_args()
     runs = max(7, args.runs)
     rg_bin = shutil.which("rg")
@@ -159,44 +246,23 @@ def main() -> int:
     tmp = Path(args.keep) if args.keep else Path(tempfile.mkdtemp(prefix="loomfs-bench-"))
     try:
         tmp.mkdir(parents=True, exist_ok=True)
-        if not any(tmp.iterdir()):
-            files, total = build(tmp, args.files)
-            print(f"tree: {files} text files, {total / 1e6:.1f} MB, 200 binaries, 5 over 1 MiB")
-        root = make_root(tmp)
-        for literal in (LITERAL, COMMON):
-            mine, theirs = ours(root, literal), rg(rg_bin, tmp, literal)  # warms the cache too
-            if mine != theirs:
-                print(f"MISMATCH on {literal!r}: ours {len(mine)} lines, rg {len(theirs)}",
-                      file=sys.stderr)
-                return 1
-            print(f"{literal!r}: both found {len(mine)} matching lines")
-        got = timed(
-            {
-                "ours": lambda: ours(root),
-                "rg": lambda: rg(rg_bin, tmp),
-                "ours_common": lambda: ours(root, COMMON),
-                "rg_common": lambda: rg(rg_bin, tmp, COMMON),
-                "spawn": lambda: spawn(rg_bin),
-            },
-            runs,
-        )
-        print(f"median of {runs} interleaved runs:               wall        CPU")
-        rows = [
-            ("ours", f"ours  {LITERAL!r} (in process)"), ("rg", f"rg -j1 -F {LITERAL!r}"),
-            ("ours_common", f"ours  {COMMON!r} (in process)"),
-            ("rg_common", f"rg -j1 -F {COMMON!r}"), ("spawn", "rg --version (process spawn)"),
-        ]
-        for key, label in rows:
-            w, c = got[key]
-            print(f"  {label:38s} {w * 1e3:8.1f} ms {c * 1e3:8.1f} ms")
-        spawn_wall = got["spawn"][0]
-        pairs = (("ours", "rg", LITERAL), ("ours_common", "rg_common", COMMON))
-        for mine_key, rg_key, literal in pairs:
-            (w_o, c_o), (w_r, c_r) = got[mine_key], got[rg_key]
-            print(f"{literal!r}: ours / rg -j1 = {w_o / w_r:.2f}x wall (target <= 1.5x), "
-                  f"{w_o / max(w_r - spawn_wall, 1e-9):.2f}x without rg's spawn, "
-                  f"{c_o / max(c_r, 1e-9):.2f}x CPU")
-        return 0
+        synth, real = tmp / "synthetic", tmp / "real"
+        ok = True
+        if args.only != "real":
+            if not synth.exists():
+                synth.mkdir()
+                files, total = build(synth, args.files)
+                print(f"synthetic tree: {files} text files, {total / 1e6:.1f} MB, "
+                      "200 binaries, 5 over 1 MiB")
+            ok = bench(rg_bin, synth, SYNTHETIC, runs) and ok
+        if args.only != "synthetic":
+            if not real.exists():
+                real.mkdir()
+                files, total = copy_sources(Path(args.real), real)
+                print(f"real tree: {files} .py/.pyi files, {total / 1e6:.1f} MB "
+                      "(sources of the packages installed from PyPI)")
+            ok = bench(rg_bin, real, REAL, runs) and ok
+        return 0 if ok else 1
     finally:
         if not args.keep:
             shutil.rmtree(tmp, ignore_errors=True)

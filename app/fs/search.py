@@ -214,7 +214,7 @@ def search_text(
     next_progress = time.monotonic() + PROGRESS_EVERY
     # Hot loop: per file one open, one read, one close (system calls are what a
     # search costs); a file without the needle then costs one C-level find.
-    plain, find, lines = matcher.plain, getattr(matcher, "find", None), matcher.lines
+    plain, find, lines = matcher.plain, matcher.find, matcher.lines
     isreg, read, fstat, close = stat_mod.S_ISREG, os.read, os.fstat, os.close
     first = min(WHOLE, file_limit)
     mode = output_mode
@@ -269,7 +269,7 @@ def search_text(
             if wide is not None:  # UTF-16/32: searched as the UTF-8 of its text
                 data = data[wide[1]:].decode(wide[0], "replace").encode("utf-8")
                 n = len(data)
-            if plain and find(data) < 0:  # type: ignore[misc]
+            if plain and find(data) < 0:
                 continue
             rel = None
             if mode == CONTENT:

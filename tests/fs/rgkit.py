@@ -19,6 +19,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from hypothesis import strategies as st
+
 RG = shutil.which("rg")
 
 WORDS = [
@@ -148,3 +150,31 @@ def rg_context_lines(top: Path, pattern: str, n: int, *flags: str) -> set[tuple[
 
 def rg_file_list(top: Path, *flags: str) -> set[str]:
     return set(rg(top, "--files", *flags))
+
+
+# -- hypothesis: patterns from a safe grammar ------------------------------------------
+
+_atoms = st.sampled_from([
+    "a", "b", "f", "o", "x", "z", "1", "2", "=", " ", "_", ".", r"\.", r"\d", r"\w", r"\s",
+    r"\S", "[a-f]", "[^ ]", "[0-9]", "[A-Z]", "[[:alpha:]]", r"\b", "foo", "bar", "colo",
+])
+_quant = st.sampled_from(["", "", "", "*", "+", "?", "{2}", "{1,3}", "*?"])
+
+
+@st.composite
+def safe_regex(draw: st.DrawFn, depth: int = 0) -> str:
+    """Patterns from a safe grammar: atoms, classes, groups, alternation, quantifiers."""
+    parts = []
+    for _ in range(draw(st.integers(1, 4))):
+        if depth < 2 and draw(st.integers(0, 5)) == 0:
+            alts = draw(st.lists(safe_regex(depth + 1), min_size=1, max_size=3))
+            parts.append("(" + "|".join(alts) + ")" + draw(_quant))
+        else:
+            atom = draw(_atoms)
+            q = draw(_quant)
+            parts.append(atom + ("" if atom == r"\b" else q))
+    body = "".join(parts)
+    if depth == 0:
+        body = draw(st.sampled_from(["", "", "^", "(?i)"])) + body
+        body += draw(st.sampled_from(["", "", "$"]))
+    return body

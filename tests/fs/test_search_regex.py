@@ -13,15 +13,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.errors import BadArgument
 from app.fs import ignore as ignore_mod
 from app.fs.paging import NoControl
+from app.fs.regex import RegexMatcher, required_literal
 from app.fs.search import search_files, search_text
 from app.security.resolve import SecureRoot
 from app.security.walk import Walker
 from tests.fs import rgkit
 from tests.fs.readkit import small_root
+from tests.fs.rgkit import safe_regex
 
 
 def run(root: SecureRoot, query: str, **kw: Any) -> dict[str, Any]:
@@ -240,3 +244,28 @@ def test_each_ignore_rule_reads_as_ripgrep_reads_it(tmp_path: Path, files: dict[
     ours = {m.path for m in f.matches if m.type == "file"}
     assert ours == rgkit.rg_file_list(tmp_path / "r"), rule
     assert ours != set(tree) or rule == "a leading / anchors"  # the rule did something
+
+
+# -- the required-literal prefilter --------------------------------------------------------
+
+_texts = st.text(alphabet="abfoxz12=_ .\tÉé(", max_size=40)
+
+
+@settings(max_examples=400, deadline=None)
+@given(pattern=safe_regex(), text=_texts, fold=st.booleans())
+def test_a_prefilter_never_passes_over_a_line_the_pattern_matches(
+    pattern: str, text: str, fold: bool,
+) -> None:
+    m = RegexMatcher(pattern, case_sensitive=not fold)
+    data = text.encode()
+    if next(m.lines(data, len(data)), None) is not None and m.plain:
+        assert m.find(data) >= 0, (pattern, text)
+
+
+@pytest.mark.parametrize(("pattern", "literal"), [
+    (r"\bfoo\b", ("foo", False)), (r"(?i)\btodo\b", ("todo", True)), ("fo+bar", ("bar", False)),
+    ("ab?cd", ("cd", False)), ("x*", None), ("a|b", None), (r"a\.b", ("a.b", False)),
+    (r"a(?i)b", None), (r"\x41bc", None), ("(ab)+cde", ("cde", False)), (r"[]a]bc", ("bc", False)),
+])
+def test_the_required_literal_is_found_or_none(pattern: str, literal: Any) -> None:
+    assert required_literal(pattern) == literal

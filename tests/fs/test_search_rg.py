@@ -145,31 +145,6 @@ def test_a_search_under_a_subdirectory_still_reads_the_ignore_files_above_it(
 
 # -- hypothesis: patterns from a safe grammar, on one generated tree ----------------------
 
-_atoms = st.sampled_from([
-    "a", "b", "f", "o", "x", "z", "1", "2", "=", " ", "_", ".", r"\.", r"\d", r"\w", r"\s",
-    r"\S", "[a-f]", "[^ ]", "[0-9]", "[A-Z]", "[[:alpha:]]", r"\b", "foo", "bar", "colo",
-])
-_quant = st.sampled_from(["", "", "", "*", "+", "?", "{2}", "{1,3}", "*?"])
-
-
-@st.composite
-def _regex(draw: st.DrawFn, depth: int = 0) -> str:
-    parts = []
-    for _ in range(draw(st.integers(1, 4))):
-        if depth < 2 and draw(st.integers(0, 5)) == 0:
-            alts = draw(st.lists(_regex(depth + 1), min_size=1, max_size=3))
-            parts.append("(" + "|".join(alts) + ")" + draw(_quant))
-        else:
-            atom = draw(_atoms)
-            q = draw(_quant)
-            parts.append(atom + ("" if atom == r"\b" else q))
-    body = "".join(parts)
-    if depth == 0:
-        body = draw(st.sampled_from(["", "", "^", "(?i)"])) + body
-        body += draw(st.sampled_from(["", "", "$"]))
-    return body
-
-
 @pytest.fixture(scope="module")
 def hyp_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SecureRoot]:
     return _root(tmp_path_factory.mktemp("hyp"), 1234)
@@ -177,7 +152,7 @@ def hyp_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SecureRoot
 
 @settings(max_examples=60, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(pattern=_regex(), fold=st.booleans(), no_ignore=st.booleans())
+@given(pattern=rgkit.safe_regex(), fold=st.booleans(), no_ignore=st.booleans())
 def test_generated_patterns_agree_with_ripgrep(
     hyp_tree: tuple[Path, SecureRoot], pattern: str, fold: bool, no_ignore: bool,
 ) -> None:
