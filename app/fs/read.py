@@ -26,6 +26,10 @@ READ_MARK = " [... line cut: the read limit (max_read_bytes) ends inside it]"
 FRONT_MARK = "[... line cut: only its end is shown] "
 MAX_FILES = 50
 MIN_SHARE = 700  # below this a file's result would be mostly its own fields
+# What a line costs beyond its bytes: its shown number, " | " and the separator
+# at the least. Charged for every line kept, so a file of empty lines cannot
+# make a window of millions of line objects (8 MiB of "\n" once cost 1.3 GB).
+LINE_COST = 6
 
 
 class ReadTextResult(BaseModel):
@@ -108,7 +112,7 @@ def read_text(
             more = True
             break
         lines.append(line)
-        kept += len(line.data)
+        kept += len(line.data) + LINE_COST
     gen.close()
     note = None
     if not lines:
@@ -172,7 +176,8 @@ def _tail(
     budget: int,
     root_name: str,
 ) -> ReadTextResult:
-    t = textio.tail(src, sn, want, keep)
+    # Each shown line costs at least LINE_COST of the room: no more can be shown.
+    t = textio.tail(src, sn, min(want, room // LINE_COST + 1), keep)
     if not t.lines and t.total is None:
         raise TooLarge(
             f"the end of '{shell.path}' is not within the {_limit_note(budget, root_name)} "

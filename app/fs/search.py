@@ -43,6 +43,10 @@ MAX_CONTEXT = 10
 MAX_EXCLUDE = 64
 CONTENT, FILES, COUNT = "content", "files_with_matches", "count"
 OUTPUT_MODES = (CONTENT, FILES, COUNT)
+# What one matching line costs the call's byte budget on top of the bytes read:
+# each is found, counted and maybe previewed in Python, so a file of millions of
+# one-character matching lines must not be millions of steps (tens of seconds).
+LINE_COST = 128
 
 
 def _absent(value: object) -> bool:
@@ -169,10 +173,15 @@ def _file_match(entry: os.DirEntry[str], dir_fd: int, path: str) -> dict[str, ob
 
 
 class _Stats:
-    __slots__ = ("binary", "examined", "scanned", "too_large")
+    __slots__ = ("binary", "charged", "examined", "scanned", "too_large")
 
     def __init__(self) -> None:
         self.examined = self.scanned = self.too_large = self.binary = 0
+        self.charged = 0  # LINE_COST per matching line
+
+    @property
+    def spent(self) -> int:
+        return self.scanned + self.charged
 
 
 def _check_text_args(query: str, context: int, output_mode: str) -> None:
@@ -211,6 +220,7 @@ def search_text(
     found = 0
     s = _Stats()
     stopped_at: str | None = None
+    stopped_in: tuple[str, int] | None = None  # (file, line) where matching lines used it up
     next_progress = time.monotonic() + PROGRESS_EVERY
     # Hot loop: per file one open, one read, one close (system calls are what a
     # search costs); a file without the needle then costs one C-level find.
@@ -245,12 +255,12 @@ def search_text(
                     if st.st_size > file_limit:
                         s.too_large += 1
                         continue
-                    if s.scanned + st.st_size > budget:
+                    if s.spent + st.st_size > budget:
                         stopped_at = prefix + name
                         break
                     if data.find(b"\0", 0, HEAD) < 0 or wide_encoding(data):
                         data += read(fd, st.st_size - len(data))
-                elif s.scanned + len(data) > budget:
+                elif s.spent + len(data) > budget:
                     stopped_at = prefix + name
                     break
             except OSError:
@@ -272,30 +282,47 @@ def search_text(
             if plain and find(data) < 0:
                 continue
             rel = None
+            line = 0
             if mode == CONTENT:
-                for item in _content(lines(data, n), data, n, context):
-                    if found >= offset:
-                        if rel is None:
-                            rel = name_of(prefix + name)
-                        item["path"] = rel
-                        hits.append(item)
-                    found += 1
-                    if found >= want:
-                        break
+                it = lines(data, n)
+                if not context and found < offset:  # before the page: counted, not previewed
+                    for hit in it:
+                        line = hit[0]
+                        found += 1
+                        s.charged += LINE_COST
+                        if found >= offset or s.spent > budget:
+                            break
+                if s.spent <= budget:
+                    for item in _content(it, data, n, context):
+                        if found >= offset:
+                            if rel is None:
+                                rel = name_of(prefix + name)
+                            item["path"] = rel
+                            hits.append(item)
+                        found += 1
+                        s.charged += LINE_COST
+                        line = item["line"]  # type: ignore[assignment]
+                        if found >= want or s.spent > budget:
+                            break
             else:
-                if mode == FILES:
-                    count = 1 if next(lines(data, n), None) is not None else 0
-                else:
-                    count = sum(1 for _ in lines(data, n))
-                if count:
+                count = 0
+                for hit in lines(data, n):
+                    line = hit[0]
+                    count += 1
+                    s.charged += LINE_COST
+                    if mode == FILES or s.spent > budget:
+                        break
+                if count and s.spent <= budget:
                     if found >= offset:
                         rel = name_of(prefix + name)
                         hits.append({"path": rel, "count": count} if mode == COUNT
                                     else {"path": rel})
                     found += 1
-            if found >= want:
+            if found < want and s.spent > budget:
+                stopped_in = (prefix + name, line)
+            if found >= want or stopped_in is not None:
                 break
-        if found >= want or stopped_at is not None:
+        if found >= want or stopped_at is not None or stopped_in is not None:
             break
         if time.monotonic() >= next_progress:
             what = "matches" if mode == CONTENT else "files with matches"
@@ -310,6 +337,13 @@ def search_text(
             f"{s.scanned} bytes in {s.examined} files; '{name_of(stopped_at)}' and the files "
             "after it (breadth-first order) were not examined: narrow the search with path=, "
             "file_glob= or exclude="
+        )
+    if stopped_in is not None:
+        notes.append(
+            f"stopped at the budget (max_search_bytes = {budget}, each matching line counting "
+            f"{LINE_COST} bytes) at line {stopped_in[1]} of '{name_of(stopped_in[0])}'; the "
+            "rest of it and the files after it (breadth-first order) were not examined: narrow "
+            "the search with path=, file_glob= or exclude=, or a more specific query"
         )
     if s.too_large:
         notes.append(f"{s.too_large} file(s) over {file_limit} bytes were not searched")
@@ -327,7 +361,8 @@ def search_text(
         else:
             out["counts"] = shown_items
         return SearchTextResult(
-            truncated=stopped_at is not None, examined_files=s.examined,
+            truncated=stopped_at is not None or stopped_in is not None,
+            examined_files=s.examined,
             scanned_bytes=s.scanned, skipped_too_large=s.too_large, skipped_binary=s.binary,
             skipped_links=walker.skipped_links,
             **out,  # type: ignore[arg-type]  # dicts, validated by pydantic

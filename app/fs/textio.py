@@ -168,15 +168,18 @@ def rfind_break(buf: bytes, token: bytes, unit: int, end: int) -> int:
         end = i + len(token) - 1
 
 
+_WIDE_NEWLINE = {"\n".encode(enc): enc for enc in ("utf-16-le", "utf-16-be", "utf-32-le",
+                                                    "utf-32-be")}
+
+
 def count_breaks(buf: bytes, token: bytes, unit: int, start: int = 0) -> int:
+    """Line breaks in buf[start:], which starts on a code-unit boundary."""
     if unit == 1:
         return buf.count(token, start)
-    n = 0
-    pos = find_break(buf, token, unit, start)
-    while pos >= 0:
-        n += 1
-        pos = find_break(buf, token, unit, pos + unit)
-    return n
+    # One C-level decode and count: a Python loop over the breaks of a file of
+    # empty lines would cost seconds.
+    whole = len(buf) - (len(buf) - start) % unit
+    return buf[start:whole].decode(_WIDE_NEWLINE[token], "replace").count("\n")
 
 
 @dataclass
@@ -217,9 +220,9 @@ def forward(
         if not chunk:
             break
         offset += len(chunk)
-        if number < start and unit == 1:
+        if number < start:
             # A whole chunk before the window: one C-level count, nothing kept.
-            n = chunk.count(token)
+            n = count_breaks(chunk, token, unit)
             if number + n < start:
                 open_ = not chunk.endswith(token) if n else True
                 number += n
