@@ -99,6 +99,7 @@ async def edit_file(
             max_output_chars=call.snapshot.limits.max_output_chars,
             dry_run=dry_run,
             expected_sha256=expected_sha256,
+            control=call,
         )
 
     return await run(ctx, work)  # type: ignore[return-value]
