@@ -296,7 +296,7 @@ def bounded_diff(
         if cut:
             continue  # counted, never made
         for line in lines:
-            if not line.endswith(("\n", "\r")):
+            if not line.endswith("\n"):  # lines end at "\n" only: a lone "\r" is text
                 line += "\n\\ No newline at end of file\n"
             cost = len(json.dumps(line, ensure_ascii=False)) - 2
             if used + cost > budget:

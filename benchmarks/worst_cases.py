@@ -1,0 +1,232 @@
+"""The worst inputs found for each matcher, reader and differ: CPU time and memory per case.
+
+    .venv/bin/python benchmarks/worst_cases.py [--runs N] [--case NAME ...]
+
+Each case runs in a fresh child process on files it builds in a temporary
+folder (a root with the largest default budget, `max_read_bytes` = 8 MiB, and
+the default `max_search_bytes` = 64 MiB and `max_output_chars` = 65536),
+through the same `app.fs` functions the tools call. The child warms up on a
+small file, resets its peak resident size (Linux `/proc/self/clear_refs`),
+runs the case, and reports its CPU seconds and its peak resident size
+(`VmHWM`) minus its resident size before the case: what the case cost.
+Prints the median of `--runs` children per case. The bound every case must
+keep (SPEC §6): seconds of CPU, tens of MiB. `tests/fs/test_worst_cases.py`
+runs each case once and asserts a generous version of it.
+
+The cases are the attacks that once froze or bloated the server:
+glob patterns that make a backtracking regex exponential, files of empty
+lines (once 1.3 GB for one read), one huge line, CR-only and CRLF files,
+UTF-16 files of empty lines, a search whose every line matches, and edits of
+a file of repetitive lines (difflib over the whole file: 20 s).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+if __package__ in (None, ""):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+REPO = str(Path(__file__).resolve().parent.parent)
+MIB = 1 << 20
+BUDGET = 8 * MIB
+
+
+def build(folder: Path) -> None:
+    """The files the cases read, each just under the 8 MiB budget, written in pieces."""
+    def fill(name: str, unit: bytes, size: int = BUDGET - 16, head: bytes = b"") -> None:
+        with open(folder / name, "wb") as f:
+            f.write(head)
+            block = unit * (MIB // len(unit))
+            left = size - len(head)
+            while left > 0:
+                f.write(block[:left])
+                left -= len(block)
+
+    fill("empty_lines.txt", b"\n")
+    fill("crlf_lines.txt", b"\r\n")
+    fill("cr_only.txt", b"\r")
+    fill("one_line.txt", b"x")
+    fill("mixed.txt", b"\n\r\n\ra\n\n")
+    fill("utf16_lines.txt", "\n".encode("utf-16-le"), head=b"\xff\xfe")
+    fill("matches.txt", b"a\n")
+    (folder / "small.txt").write_text("one\ntwo\n")
+    names = folder / "names"
+    names.mkdir()
+    for i in range(200):
+        (names / ("a" * 30 + f"{i:03d}")).write_text("a\n")
+    import random
+
+    rnd = random.Random(0)
+    with open(folder / "repetitive.txt", "w") as f:
+        f.writelines(f"value {rnd.randrange(150)}\n" for _ in range(14000))
+    with open(folder / "repetitive_big.txt", "w") as f:
+        f.writelines(f"value {rnd.randrange(150)}\n" for _ in range(400000))
+
+
+# Each case: Python run in the child with `root` (a SecureRoot on the folder),
+# `cap` (max_output_chars) and the fs modules imported. Its value is printed.
+CASES: dict[str, str] = {
+    "glob_backtracking": (
+        "search_files(root, '*?' * 11 + 'Z', '', offset=0, limit=100, cap=cap, "
+        "control=NoControl()).returned"
+    ),
+    "glob_wildcard_flood": (
+        "search_files(root, ('*a' * 500)[:990] + '?/**/' + '*?' * 10, '', offset=0, "
+        "limit=100, cap=cap, control=NoControl()).returned"
+    ),
+    "file_glob_backtracking": (
+        "search_text(root, 'a', '', file_glob='*?' * 11 + 'Z', case_sensitive=True, offset=0, "
+        "limit=50, cap=cap, file_limit=BUDGET, budget=64 << 20, control=NoControl()).returned"
+    ),
+    "read_empty_lines": (
+        "read_text_file(root, 'empty_lines.txt', start=1, end=10**6, tail=None, cap=cap)"
+        ".end_line"
+    ),
+    "read_empty_lines_late_window": (
+        "read_text_file(root, 'empty_lines.txt', start=8_000_000, end=10**6 + 8_000_000, "
+        "tail=None, cap=cap).end_line"
+    ),
+    "tail_empty_lines": (
+        "read_text_file(root, 'empty_lines.txt', start=1, end=1, tail=10**6, cap=cap).start_line"
+    ),
+    "read_utf16_empty_lines": (
+        "read_text_file(root, 'utf16_lines.txt', start=4_000_000, end=5_000_000, tail=None, "
+        "cap=cap).end_line"
+    ),
+    "tail_utf16_empty_lines": (
+        "read_text_file(root, 'utf16_lines.txt', start=1, end=1, tail=10**6, cap=cap).start_line"
+    ),
+    "read_crlf_lines": (
+        "read_text_file(root, 'crlf_lines.txt', start=1, end=10**6, tail=None, cap=cap).end_line"
+    ),
+    "read_cr_only": (
+        "read_text_file(root, 'cr_only.txt', start=1, end=10**6, tail=None, cap=cap).end_line"
+    ),
+    "read_one_huge_line": (
+        "read_text_file(root, 'one_line.txt', start=1, end=10**6, tail=None, cap=cap).end_line"
+    ),
+    "tail_one_huge_line": (
+        "read_text_file(root, 'one_line.txt', start=1, end=1, tail=10**6, cap=cap).start_line"
+    ),
+    "read_mixed_breaks": (
+        "read_text_file(root, 'mixed.txt', start=1, end=10**6, tail=None, cap=cap).end_line"
+    ),
+    "read_multiple_empty_lines": (
+        "read_multiple_files(root, ['empty_lines.txt'] * 50, cap=cap, control=NoControl())"
+        ".returned"
+    ),
+    "search_every_line_matches": (
+        "search_text(root, 'a', '', file_glob='matches.txt', case_sensitive=True, "
+        "offset=10**9, limit=50, cap=cap, file_limit=BUDGET, budget=64 << 20, "
+        "control=NoControl()).truncated"
+    ),
+    "search_every_line_caseless": (
+        "search_text(root, 'A', '', file_glob='matches.txt', case_sensitive=False, "
+        "offset=10**9, limit=50, cap=cap, file_limit=BUDGET, budget=64 << 20, "
+        "control=NoControl()).truncated"
+    ),
+    "edit_repetitive_14k_lines": "edit('repetitive.txt', 0.5)",
+    "edit_repetitive_400k_lines": "edit('repetitive_big.txt', 0.5)",
+    "edit_whole_file_replaced": "edit('repetitive_big.txt', 1.0)",
+}
+
+CHILD = """
+import json, sys, time
+sys.path.insert(0, {repo!r})
+from app.fs.edit import TextEdit, edit_file
+from app.fs.paging import NoControl
+from app.fs.read import read_multiple_files, read_text_file
+from app.fs.search import search_files, search_text
+from app.security import DenyRules, SecureRoot
+
+BUDGET = {budget}
+cap = 65536
+root = SecureRoot(name="bench", role="workspace", permissions=["read", "write"],
+                  real={folder!r}, rules=DenyRules(), max_read_bytes=BUDGET)
+
+
+def edits_for(name, share):
+    text = open({folder!r} + "/" + name).read()
+    lines = text.splitlines(keepends=True)
+    if share >= 1.0:
+        edits = [TextEdit(old_text=text, new_text=text.replace("value 1", "value x"))]
+    else:  # the first and last lines and every 50th in between: regions everywhere
+        edits = [TextEdit(old_text="".join(lines[k:k + 3]), new_text="changed\\n")
+                 for k in range(0, len(lines) - 3, max(3, len(lines) // 150))]
+        edits = [e for e in edits if text.count(e.old_text) == 1][:150]
+    return edits
+
+
+def edit(name, share):  # the edits are made before the measure; the call is measured
+    return "edit_file(root, name, EDITS, max_output_chars=cap, dry_run=True).diff_truncated"
+
+
+EDITS = None
+expr = {expr!r}
+if expr.startswith("edit("):
+    name, share = eval(expr[5:-1])
+    EDITS = edits_for(name, share)
+    expr = edit(name, share)
+
+
+def status(key):
+    with open("/proc/self/status") as f:
+        for row in f:
+            if row.startswith(key + ":"):
+                return int(row.split()[1])  # kB
+
+
+read_text_file(root, "small.txt", start=1, end=10, tail=None, cap=cap)  # warm up
+search_text(root, "one", "", file_glob="small.txt", case_sensitive=True, offset=0, limit=5,
+            cap=cap, file_limit=BUDGET, budget=1 << 20, control=NoControl())
+with open("/proc/self/clear_refs", "w") as f:
+    f.write("5")
+before = status("VmRSS")
+c0, w0 = time.process_time(), time.perf_counter()
+value = eval(expr)
+cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+grown = (status("VmHWM") - before) / 1024
+print(json.dumps({{"cpu_s": cpu, "wall_s": wall, "rss_growth_mib": grown, "value": repr(value)}}))
+"""
+
+
+def run_case(name: str, folder: str) -> dict[str, float | str]:
+    code = CHILD.format(repo=REPO, folder=folder, budget=BUDGET, expr=CASES[name])
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"case {name} failed:\n{out.stderr[-2000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--case", action="append", choices=sorted(CASES))
+    args = parser.parse_args(argv)
+    names = args.case or list(CASES)
+    with tempfile.TemporaryDirectory(prefix="loomfs-worst-") as tmp:
+        folder = os.path.realpath(tmp)
+        build(Path(folder))
+        print(f"{'case':32} {'CPU s':>8} {'wall s':>8} {'RSS growth MiB':>15}  value")
+        for name in names:
+            runs = [run_case(name, folder) for _ in range(args.runs)]
+            cpu = statistics.median(float(r["cpu_s"]) for r in runs)
+            wall = statistics.median(float(r["wall_s"]) for r in runs)
+            rss = statistics.median(float(r["rss_growth_mib"]) for r in runs)
+            print(f"{name:32} {cpu:8.3f} {wall:8.3f} {rss:15.1f}  {runs[-1]['value']}", flush=True)
+    print(f"(median of {args.runs} child processes per case; bound: seconds of CPU, tens of MiB)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

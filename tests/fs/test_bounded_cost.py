@@ -1,0 +1,227 @@
+"""Generated pathological inputs for every parameter that reaches a reader or a differ.
+
+hypothesis builds file shapes (runs of empty lines, CRLF, lone CR, one long
+line, multi-byte text, in UTF-8 or UTF-16) and window/tail parameters, search
+queries over files where most lines match, and edits; each call must stay
+within a time and a peak-allocation bound (tracemalloc) far below what the
+unbounded versions cost. The diff of an edit is checked by applying it:
+whatever the shape, the patch turns the old text into the new one, both when
+regions are aligned line by line and when they are shown whole.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import time
+import tracemalloc
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from app.fs import edit as edit_mod
+from app.fs.paging import NoControl
+from app.fs.read import read_multiple_files, read_text_file
+from app.fs.search import search_text
+from app.security import DenyRules, SecureRoot
+from app.tools.base import Cancelled
+
+BUDGET = 1 << 20
+CAP = 65536
+TIME_BOUND_S = 3.0
+PEAK_BOUND = 48 << 20  # traced allocations; the budget is 1 MiB
+
+
+@pytest.fixture(scope="module")
+def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureRoot]:
+    folder = tmp_path_factory.mktemp("shapes")
+    yield SecureRoot(name="r", role="workspace", permissions=["read", "write"],
+                     real=os.path.realpath(folder), rules=DenyRules(), max_read_bytes=BUDGET)
+
+
+def bounded(fn: Callable[[], Any]) -> Any:
+    tracemalloc.start()
+    t0 = time.process_time()
+    try:
+        out = fn()
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    spent = time.process_time() - t0
+    assert spent < TIME_BOUND_S, spent
+    assert peak < PEAK_BOUND, peak
+    return out
+
+
+PIECES = [b"\n", b"\r\n", b"\r", b"x", b"\xc3\xa9", b"a\n", b"\n\r"]
+shapes = st.lists(
+    st.tuples(st.sampled_from(PIECES), st.integers(1, 1 << 19)), min_size=1, max_size=6
+).map(lambda runs: b"".join(p * n for p, n in runs)[: BUDGET + 4096])
+
+
+def _write(root: SecureRoot, name: str, data: bytes, utf16: bool) -> None:
+    if utf16:
+        data = b"\xff\xfe" + data.decode("utf-8", "replace").encode("utf-16-le")
+    Path(root.real, name).write_bytes(data)
+
+
+SLOW = settings(max_examples=25, deadline=None,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+@SLOW
+@given(data=shapes, utf16=st.booleans(), start=st.integers(1, 10**6),
+       span=st.integers(0, 10**6), tail=st.none() | st.integers(1, 10**6))
+def test_read_text_file_is_bounded_whatever_the_shape(
+    root: SecureRoot, data: bytes, utf16: bool, start: int, span: int, tail: int | None
+) -> None:
+    _write(root, "shape.txt", data, utf16)
+    try:
+        res = bounded(lambda: read_text_file(root, "shape.txt", start=start, end=start + span,
+                                             tail=tail, cap=CAP))
+    except Exception as exc:  # the budget may refuse a window: a clear error, bounded too
+        assert type(exc).__name__ == "TooLarge", exc
+        return
+    assert len(res.content) <= CAP
+
+
+@settings(SLOW, max_examples=10)
+@given(data=shapes)
+def test_read_multiple_files_is_bounded_whatever_the_shape(root: SecureRoot, data: bytes) -> None:
+    _write(root, "many.txt", data, False)
+    res = bounded(lambda: read_multiple_files(root, ["many.txt"] * 8, cap=CAP,
+                                              control=NoControl()))
+    assert res.returned >= 1
+
+
+@SLOW
+@given(data=shapes, query=st.sampled_from(["a", "x", "\u00e9", "A", "\r"]),
+       case_sensitive=st.booleans(), offset=st.sampled_from([0, 10, 10**9]))
+def test_search_text_is_bounded_whatever_the_shape(
+    root: SecureRoot, data: bytes, query: str, case_sensitive: bool, offset: int
+) -> None:
+    _write(root, "hay.txt", data * 8, False)  # up to 8 MiB: more than the call's budget below
+    res = bounded(lambda: search_text(
+        root, query, "", file_glob="hay.txt", case_sensitive=case_sensitive, offset=offset,
+        limit=50, cap=CAP, file_limit=16 << 20, budget=4 << 20, control=NoControl()))
+    assert res.returned <= 50
+
+
+def test_a_search_stopped_by_matching_lines_says_so(root: SecureRoot) -> None:
+    Path(root.real, "dense.txt").write_bytes(b"a\n" * 200_000)
+    res = search_text(root, "a", "", file_glob="dense.txt", case_sensitive=True,
+                      offset=10**9, limit=50, cap=CAP, file_limit=1 << 20, budget=1 << 20,
+                      control=NoControl())
+    assert res.truncated and res.note and "each matching line counting" in res.note
+
+
+# --- the edit's diff
+
+lines_of = st.lists(st.sampled_from(["a", "b", "value 7", "", "\r", "x y"]), max_size=60)
+
+
+@settings(max_examples=300, deadline=None)
+@given(words=lines_of, trailing=st.booleans(), cuts=st.lists(
+    st.tuples(st.floats(0, 1), st.integers(1, 12), st.sampled_from(["", "n\n", "\n", "q"])),
+    min_size=1, max_size=5), coarse=st.booleans())
+def test_the_diff_turns_the_old_text_into_the_new(
+    words: list[str], trailing: bool, cuts: list[tuple[float, int, str]], coarse: bool,
+) -> None:
+    before = "\n".join(words) + ("\n" if trailing else "")
+    # (A file CRLF throughout gets CRLF in new text: the simple model below does not.)
+    assume("\r\n" not in before or before.count("\r\n") != before.count("\n"))
+    edits, text = [], before
+    for at, width, new in cuts:
+        i = int(at * len(text))
+        old = text[i : i + width]
+        first = text.find(old)
+        if not old or text.find(old, first + 1) >= 0:
+            continue
+        edits.append(edit_mod.TextEdit(old_text=old, new_text=new))
+        text = text[:first] + new + text[first + len(old) :]
+    if not edits:
+        return
+    after, spans = edit_mod.apply_tracked(before, edits, "f")
+    assert after == text
+    saved = edit_mod.PAIR_LIMIT
+    edit_mod.PAIR_LIMIT = 0 if coarse else saved  # 0: every region shown whole
+    try:
+        diff, cut, _, _ = edit_mod.bounded_diff(before, after, spans, "f", 10**9, NoControl())
+    finally:
+        edit_mod.PAIR_LIMIT = saved
+    assert not cut
+    assert _patch(before, diff) == after
+
+
+def _patch(before: str, diff: str) -> str:
+    """Apply a unified diff made by bounded_diff, checking every context and removed line."""
+    src = edit_mod._lines(before)
+    rows: list[str] = []
+    for row in edit_mod._lines(diff)[2:]:  # "\n" only: lines may hold a lone "\r"
+        if row.startswith("\\ No newline"):
+            rows[-1] = rows[-1][:-1]
+        else:
+            rows.append(row)
+    out: list[str] = []
+    i = 0
+    for row in rows:
+        if row.startswith("@@"):
+            old = row.split()[1][1:]
+            start, _, length = old.partition(",")
+            s0 = int(start) - 1 if (length or "1") != "0" else int(start)
+            out += src[i:s0]
+            i = s0
+        elif row[0] in " -":
+            assert src[i] == row[1:], (src[i], row)
+            if row[0] == " ":
+                out.append(src[i])
+            i += 1
+        else:
+            out.append(row[1:])
+    return "".join(out + src[i:])
+
+
+class _CancelAfter:
+    def __init__(self, n: int) -> None:
+        self.n = n
+
+    def check(self) -> None:
+        self.n -= 1
+        if self.n < 0:
+            raise Cancelled()
+
+    def progress(self, *args: object) -> None:
+        return None
+
+
+def test_a_cancelled_edit_stops_and_writes_nothing(root: SecureRoot) -> None:
+    path = Path(root.real, "rep.txt")
+    text = "".join(f"value {k % 150}\n" for k in range(20000))
+    path.write_text(text)
+    edits = [edit_mod.TextEdit(old_text=f"value {k % 150}\nvalue {(k + 1) % 150}\nvalue "
+                               f"{(k + 2) % 150}\nvalue {(k + 3) % 150}\n", new_text="x\n")
+             for k in range(0, 150, 10)]
+    edits = [e for e in edits if text.count(e.old_text) == 1] or [
+        edit_mod.TextEdit(old_text=text, new_text="y\n")]
+    with pytest.raises(Cancelled):  # cancelled while the diff is made
+        edit_mod.edit_file(root, "rep.txt", edits, max_output_chars=CAP, dry_run=True,
+                           control=_CancelAfter(1))
+    with pytest.raises(Cancelled):  # cancelled before the write
+        edit_mod.edit_file(root, "rep.txt", edits, max_output_chars=CAP, control=_CancelAfter(0))
+    assert path.read_text() == text
+
+
+def test_an_edit_of_a_repetitive_file_is_bounded(root: SecureRoot) -> None:
+    # 14k lines from 150 values: difflib over the whole file took ~20 s.
+    rnd = random.Random(0)
+    text = "".join(f"value {rnd.randrange(150)}\n" for k in range(14000))
+    Path(root.real, "rep14k.txt").write_text(text)
+    edits = [edit_mod.TextEdit(old_text=text[:200], new_text="first\n"),
+             edit_mod.TextEdit(old_text=text[-200:], new_text="last\n")]
+    res = bounded(lambda: edit_mod.edit_file(root, "rep14k.txt", edits, max_output_chars=CAP,
+                                             dry_run=True))
+    assert res.diff.startswith("--- a/rep14k.txt")
