@@ -60,10 +60,12 @@ class Repo:
         p.write_bytes(text.encode() if isinstance(text, str) else text)
 
 
-def make_root(path: Path, name: str = "repo", deny: tuple[str, ...] = ()) -> SecureRoot:
+def make_root(
+    path: Path, name: str = "repo", deny: tuple[str, ...] = (), max_read: int = 1 << 20
+) -> SecureRoot:
     return SecureRoot(
         name=name, role="reference", permissions=("read",), real=os.path.realpath(path),
-        rules=DenyRules(extra=deny), max_read_bytes=1 << 20,
+        rules=DenyRules(extra=deny), max_read_bytes=max_read,
     )
 
 
@@ -106,6 +108,7 @@ def build_history(base: Path) -> tuple[Repo, dict[str, str]]:
     repo.write("big.txt", "".join(f"line {i} of a large file\n" for i in range(BIG_LINES - 1))
                + "the last line changed\n")
     repo.write("docs/guide.md", "Guide\n=====\n\nStep one.\nStep two.\n")
+    repo.write("logo.bin", bytes(range(256)) * 4)
     repo.git("add", "-A")
     ids["docs"] = repo.commit("Add the guide; change the large file", t + 400)
     repo.git("checkout", "-q", "-b", "feature")
@@ -141,3 +144,32 @@ def fresh_history(tmp_path: Path) -> tuple[Repo, dict[str, str]]:
 
 
 RootMaker = Callable[..., SecureRoot]
+
+
+def fast_history(path: Path, n: int, rare: str = "docs/rare.md", every: int = 50) -> Repo:
+    """An `n`-commit linear history made with `git fast-import`: two files changed per
+    commit, `rare` every `every` commits, `.env` every 7 commits."""
+    home = path.parent / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    repo = Repo(path, home)
+    path.mkdir(parents=True)
+    repo.git("init", "-q", "-b", "main")
+    out: list[bytes] = []
+    for i in range(1, n + 1):
+        msg = f"commit {i}\n".encode()
+        stamp = f"A <a@x> {1_700_000_000 + i * 60} +0000\n"
+        out += [b"commit refs/heads/main\n", f"mark :{i}\n".encode(),
+                f"author {stamp}committer {stamp}".encode(), b"data %d\n" % len(msg) + msg]
+        if i > 1:
+            out.append(f"from :{i - 1}\n".encode())
+        changed = [(f"src/m{(i * 7 + k) % 40}.py", f"v{i}\n" * 5) for k in range(2)]
+        if i % every == 0 or i == 1:
+            changed.append((rare, f"rare {i}\n"))
+        if i % 7 == 0:
+            changed.append((".env", f"SECRET=secret-{i}-do-not-leak\n"))
+        for name, body in changed:
+            data = body.encode()
+            out += [f"M 100644 inline {name}\n".encode(), b"data %d\n" % len(data) + data + b"\n"]
+    repo.git("fast-import", "--quiet", stdin=b"".join(out))
+    repo.git("checkout", "-q", "main")
+    return repo

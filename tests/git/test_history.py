@@ -190,9 +190,11 @@ def test_show_of_a_denied_path_is_refused_at_every_commit(root, ids, commit, pat
         show(root, ids[commit], path=path)
 
 
-def test_a_copy_of_a_denied_file_in_the_same_commit_is_withheld(root, ids) -> None:
-    with pytest.raises(DeniedName):
-        show(root, ids["delete_env"], path="env-copy.txt")
+@pytest.mark.parametrize("commit", ["delete_env", "docs", "last"])
+def test_a_copy_of_a_denied_file_is_withheld_at_every_later_commit(root, ids, commit) -> None:
+    # env-copy.txt holds the .env of commit "key"; from commit "docs" on, no .env exists.
+    with pytest.raises(DeniedName, match="same content as a file at a denied path"):
+        show(root, ids[commit], path="env-copy.txt")
 
 
 # -- diff ------------------------------------------------------------------
@@ -218,6 +220,7 @@ def git_diff_lines(repo: Repo, *revs: str) -> dict[str, tuple[list[str], list[st
 @pytest.mark.parametrize(
     ("a", "b"),
     [("first", "key"), ("key", "rename"), ("rename", "delete_env"), ("key", "last"),
+     ("first", "last"),
      ("docs", "feature"), ("main_side", "merge")],
 )
 def test_diff_between_commits_equals_git(repo: Repo, root, ids, a: str, b: str) -> None:
@@ -264,8 +267,9 @@ def test_denied_paths_are_absent_at_every_commit(repo: Repo, root) -> None:
         got = show(root, commit)
         assert not any(DENIED.search(f.path) or DENIED.search(f.old_path or "") for f in got.files)
         no_secret(got)
-    for older, newer in zip(every[1:], every[:-1], strict=True):
-        got = diff(root, base=older, target=newer)
-        assert not any(DENIED.search(f.path) for f in got.files)
-        no_secret(got)
+    for older in every:
+        for newer in every:
+            got = diff(root, base=older, target=newer)
+            assert not any(DENIED.search(f.path) for f in got.files)
+            no_secret(got)
     assert KEY and SECRET

@@ -23,6 +23,7 @@ from pydantic import BaseModel
 from app.errors import DeniedName, LoomError, NotARegularFile, NotFound, TooLarge
 from app.fs import read as read_mod
 from app.fs.history import revs, textdiff
+from app.fs.history.denied import denied_blobs
 from app.fs.history.store import GitDir
 from app.fs.history.trees import Change, Hidden, Trees, is_tree
 from app.fs.history.walk import Cursor, start_heads, walk
@@ -146,14 +147,18 @@ def _subject(c: Commit) -> str:
     return " ".join(line.strip() for line in first.splitlines()).strip()
 
 
-def _blob(git: GitDir, sha: bytes) -> bytes:
+def _blob(git: GitDir, sha: bytes, limit: int | None = None) -> bytes:
     assert git.store is not None
+    limit = MAX_BLOB if limit is None else limit
+    size = git.store.size(sha)
+    if size is not None and size > limit:
+        raise TooLarge(f"the file is {size} bytes, above {limit}")
     obj = git.store.object(sha)
     if not isinstance(obj, Blob):
         raise LoomError(f"object {sha.decode()[:12]} is not a file")
     data = obj.as_raw_string()
-    if len(data) > MAX_BLOB:
-        raise TooLarge(f"the file is {len(data)} bytes, above {MAX_BLOB}")
+    if len(data) > limit:
+        raise TooLarge(f"the file is {len(data)} bytes, above {limit}")
     return data
 
 
@@ -336,8 +341,8 @@ def _show_file(
         raise NotARegularFile(f"not a regular file: '{rel}' is a directory at commit {short}")
     if mode == 0o160000:
         raise NotARegularFile(f"not a regular file: '{rel}' is a submodule at commit {short}")
-    if sha in hidden.denied_blobs:
-        err = DeniedName("same content as a denied file in this commit")
+    if sha in hidden.denied_blobs or sha in denied_blobs(git, trees, (c.id,)):
+        err = DeniedName(f"{rel}: same content as a file at a denied path in this history")
         root.record("DENY", rel, "git_show", err)
         raise err
     data = _blob(git, sha)
@@ -399,10 +404,12 @@ def git_diff(
         trees = Trees(git, root.rules, control.check)
         if target is not None:
             t = revs.resolve(git, target)
+            hidden.denied_blobs |= denied_blobs(git, trees, (b.id, t.id))
             changes = trees.changes(b.tree, t.tree, parts, hidden)
-            contents = _commit_side(git)
+            contents = _commit_side(git, root.max_read_bytes)
             target_id: str | None = t.id.decode()
         else:
+            hidden.denied_blobs |= denied_blobs(git, trees, (b.id,))
             changes, contents = _worktree_changes(git, trees, root, b.tree, parts, hidden,
                                                   read_budget, notes, control)
             target_id = None
@@ -421,9 +428,9 @@ def git_diff(
     )
 
 
-def _commit_side(git: GitDir) -> Content:
+def _commit_side(git: GitDir, limit: int) -> Content:
     def content(sha: bytes | None) -> bytes | None:
-        return None if sha is None else _blob(git, sha)
+        return None if sha is None else _blob(git, sha, limit)
 
     return content
 
@@ -487,7 +494,9 @@ def _worktree_changes(
         if sha != entry.new_sha:
             key = _WORKTREE + entry.path.encode()
             work[key] = data
-            changes.append(Change(entry.path, "modified", entry.new_sha, key, entry.new_mode,
+            # Content that history knows at a denied path keeps its own id: withheld below.
+            side = sha if sha in hidden.denied_blobs else key
+            changes.append(Change(entry.path, "modified", entry.new_sha, side, entry.new_mode,
                                   entry.new_mode))
     if unread:
         notes.append(
@@ -500,7 +509,7 @@ def _worktree_changes(
             return None
         if sha.startswith(_WORKTREE):
             return work[sha]
-        return _blob(git, sha)
+        return _blob(git, sha, root.max_read_bytes)
 
     return changes, content
 
@@ -547,9 +556,10 @@ def _file_diff(ch: Change, content: Content, hidden: Hidden, limit: int) -> Diff
         item.added = item.removed = 0
         item.diff = ""
         return item
-    old = content(ch.old_sha) or b""
-    new = content(ch.new_sha) or b""
-    if len(old) > limit or len(new) > limit:
+    try:
+        old = content(ch.old_sha) or b""
+        new = content(ch.new_sha) or b""
+    except TooLarge:
         item.note = f"too large to diff (above max_read_bytes = {limit})"
         return item
     if textdiff.is_binary(old) or textdiff.is_binary(new):

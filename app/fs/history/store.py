@@ -47,6 +47,7 @@ MAX_REF_BYTES = 4096
 MAX_PACKED_REFS = 64 * 1024 * 1024
 MAX_LOOSE_OBJECT = 256 * 1024 * 1024
 MAX_PACKS = 1000
+DELTA_CACHE = 16 * 1024 * 1024  # resolved delta bases kept per pack (dulwich's default: 96 MiB)
 
 
 class RepoRefused(LoomError):
@@ -102,6 +103,20 @@ def _open_dir_at(dir_fd: int, name: str) -> int | None:
         raise
 
 
+def _open_beneath(gitfd: int, rel: str) -> int:
+    """A directory under `.git`, opened one component at a time with no link followed."""
+    fd = os.dup(gitfd)
+    try:
+        for part in rel.split("/"):
+            nxt = _open_at(fd, part, DIR_FLAGS)
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 class RootObjectStore(PackBasedObjectStore):
     """dulwich's pack-based store, fed only with files opened beneath `objects/`."""
 
@@ -110,6 +125,7 @@ class RootObjectStore(PackBasedObjectStore):
         self._objects_fd = objects_fd
         self._pack_fd = _open_dir_at(objects_fd, "pack")
         self._files: list[io.BufferedReader] = []
+        self._pack_fds: dict[int, int] = {}
 
     def object(self, sha: bytes) -> ShaFile:
         """The object with this hex id (KeyError when missing)."""
@@ -171,8 +187,11 @@ class RootObjectStore(PackBasedObjectStore):
             return None
         size = os.fstat(data_f.fileno()).st_size
         idx = load_pack_index_file(base + ".idx", idx_f, SHA1)
-        data = PackData(base + ".pack", SHA1, file=data_f, size=size)
-        return Pack.from_objects(data, idx)
+        data = PackData(base + ".pack", SHA1, file=data_f, size=size,
+                        delta_base_cache_limit=DELTA_CACHE)
+        pack = Pack.from_objects(data, idx)
+        self._pack_fds[id(pack)] = data_f.fileno()
+        return pack
 
     # -- loose objects -------------------------------------------------------
 
@@ -252,17 +271,46 @@ class RootObjectStore(PackBasedObjectStore):
                         return found
         return found
 
-    def raw_size(self, sha: bytes) -> int | None:
-        """The size of an object's content, read from its header (None: unknown)."""
+    def size(self, sha: bytes) -> int | None:
+        """An object's size from its header, without inflating it (None: not found or
+        not readable that way), so a huge blob is refused before it is loaded."""
         hexsha = sha.decode("ascii")
-        raw = self._loose_bytes(hexsha)
-        if raw is not None:
-            head = zlib.decompressobj().decompress(raw, 64)
+        for pack in list(self._pack_cache.values()) or self._update_pack_cache():
             try:
-                return int(head.split(b"\0", 1)[0].split(b" ", 1)[1])
-            except (IndexError, ValueError):
+                offset = pack.index.object_offset(sha)  # type: ignore[arg-type]
+            except KeyError:
+                continue
+            fd = self._pack_fds.get(id(pack))
+            return None if fd is None else _packed_size(fd, offset)
+        head = self._loose_head(hexsha)
+        if head is None:
+            return None
+        try:
+            return int(head.split(b"\0", 1)[0].split(b" ", 1)[1])
+        except (IndexError, ValueError):
+            return None
+
+    def _loose_head(self, hexsha: str) -> bytes | None:
+        if len(hexsha) != 40 or not set(hexsha.encode()) <= HEX:
+            return None
+        try:
+            sub = _open_at(self._objects_fd, hexsha[:2], DIR_FLAGS)
+        except OSError:
+            return None
+        try:
+            fd = _open_at(sub, hexsha[2:], FILE_FLAGS)
+        except OSError:
+            return None
+        finally:
+            os.close(sub)
+        try:
+            if not stat_mod.S_ISREG(os.fstat(fd).st_mode):
                 return None
-        return None
+            return zlib.decompressobj().decompress(os.pread(fd, 512, 0), 64)
+        except zlib.error:
+            return None
+        finally:
+            os.close(fd)
 
     def close(self) -> None:
         super().close()
@@ -272,6 +320,51 @@ class RootObjectStore(PackBasedObjectStore):
         if self._pack_fd is not None:
             os.close(self._pack_fd)
             self._pack_fd = None
+
+
+def _varint_size(buf: bytes, pos: int) -> tuple[int, int]:
+    """A delta header's size (little-endian base-128), and the position after it."""
+    size = shift = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        size |= (byte & 0x7F) << shift
+        shift += 7
+        if not byte & 0x80:
+            return size, pos
+
+
+def _packed_size(fd: int, offset: int) -> int | None:
+    """The size of the object at `offset` in a pack: its header, or for a delta the
+    result size at the start of the (inflated) delta data."""
+    buf = os.pread(fd, 64, offset)
+    if not buf:
+        return None
+    byte = buf[0]
+    kind = (byte >> 4) & 7
+    size = byte & 0x0F
+    shift, pos = 4, 1
+    while byte & 0x80:
+        byte = buf[pos]
+        pos += 1
+        size |= (byte & 0x7F) << shift
+        shift += 7
+    if kind not in (6, 7):  # not a delta: the header holds the size
+        return size
+    if kind == 6:  # OFS_DELTA: skip the base offset
+        while buf[pos] & 0x80:
+            pos += 1
+        pos += 1
+    else:  # REF_DELTA: skip the base id
+        pos += 20
+    data = os.pread(fd, 512, offset + pos)
+    try:
+        head = zlib.decompressobj().decompress(data, 32)
+        _base, p = _varint_size(head, 0)
+        result, _ = _varint_size(head, p)
+    except (zlib.error, IndexError):
+        return None
+    return result
 
 
 _REF_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./+-]*$")
@@ -388,6 +481,38 @@ class GitDir:
                 raise
         finally:
             os.close(fd)
+
+    def loose_ref_names(self, limit: int) -> list[str]:
+        """Names of the loose refs under `refs/` (no link followed), at most `limit`."""
+        names: list[str] = []
+        top = _open_dir_at(self.fd, "refs")
+        if top is None:
+            return names
+        todo: list[tuple[int, str]] = [(top, "refs")]
+        try:
+            while todo:
+                fd, prefix = todo.pop()
+                try:
+                    with os.scandir(fd) as it:
+                        entries = [(e.name, e.is_dir(follow_symlinks=False),
+                                    e.is_file(follow_symlinks=False)) for e in it]
+                finally:
+                    os.close(fd)
+                for name, is_dir, is_file in sorted(entries):
+                    if len(names) >= limit:
+                        return names
+                    if is_dir:
+                        try:
+                            sub = f"{prefix}/{name}"
+                            todo.append((_open_beneath(self.fd, sub), sub))
+                        except OSError:
+                            continue
+                    elif is_file:
+                        names.append(f"{prefix}/{name}")
+        finally:
+            for fd, _ in todo:
+                os.close(fd)
+        return names
 
     def packed_refs(self) -> dict[str, bytes]:
         if self._packed is None:

@@ -11,11 +11,13 @@ file whose content is the same as a denied file's in the same comparison (a
 
 from __future__ import annotations
 
+import re
 import stat as stat_mod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from dulwich.objects import Tree
+from dulwich.errors import ObjectFormatException
+from dulwich.objects import Tree, parse_tree
 
 from app.errors import LoomError
 from app.fs.history.store import GitDir
@@ -39,15 +41,25 @@ def kind(mode: int) -> str:
     return "file"
 
 
+_BAD_BYTES = re.compile(rb"[\x00-\x1f\x7f/\\]")
+_names: dict[bytes, str | None] = {}  # names repeat across trees: decided once
+
+
 def valid_name(raw: bytes) -> str | None:
-    if not raw or raw in (b".", b"..") or b"/" in raw or b"\0" in raw or b"\\" in raw:
-        return None
+    """A tree entry's name as a path component, or None when no path may hold it."""
     try:
-        name = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        return None
-    if any(ord(c) < 32 or ord(c) == 127 for c in name) or len(raw) > 255:
-        return None
+        return _names[raw]
+    except KeyError:
+        pass
+    name: str | None = None
+    if raw and raw not in (b".", b"..") and len(raw) <= 255 and not _BAD_BYTES.search(raw):
+        try:
+            name = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            name = None
+    if len(_names) > 100_000:
+        _names.clear()
+    _names[raw] = name
     return name
 
 
@@ -84,14 +96,20 @@ class Trees:
         self.rules = rules
         self.check = check
         self._cache: dict[bytes, list[tuple[bytes, int, bytes]]] = {}
+        self._dicts: dict[bytes, dict[bytes, tuple[int, bytes]]] = {}
+        self._found: dict[tuple[bytes, tuple[str, ...]], tuple[int, bytes] | None] = {}
 
     def entries(self, sha: bytes) -> list[tuple[bytes, int, bytes]]:
+        """(name, mode, hex id) of a tree's entries, parsed once per call."""
         got = self._cache.get(sha)
         if got is None:
-            obj = self.store.object(sha)
-            if not isinstance(obj, Tree):
+            kind, raw = self.store.get_raw(sha)  # type: ignore[arg-type]
+            if kind != Tree.type_num:
                 raise LoomError(f"object {sha.decode()[:12]} is not a tree")
-            got = [(e.path, e.mode, e.sha) for e in obj.iteritems()]
+            try:
+                got = list(parse_tree(raw, sha_len=20))
+            except (ValueError, ObjectFormatException):
+                raise LoomError(f"tree {sha.decode()[:12]} is malformed") from None
             if len(self._cache) > 4096:
                 self._cache.clear()
             self._cache[sha] = got
@@ -99,18 +117,34 @@ class Trees:
 
     def lookup(self, tree: bytes, parts: tuple[str, ...]) -> tuple[int, bytes] | None:
         """(mode, id) of the entry at `parts` below `tree`, or None."""
+        key = (tree, parts)
+        if key in self._found:
+            return self._found[key]
         mode, cur = 0o040000, tree
+        got: tuple[int, bytes] | None = (mode, cur)
         for part in parts:
             if not is_tree(mode):
-                return None
-            want = part.encode("utf-8")
-            for name, m, sha in self.entries(cur):
-                if name == want:
-                    mode, cur = m, sha
-                    break
-            else:
-                return None
-        return mode, cur
+                got = None
+                break
+            hit = self._named(cur).get(part.encode("utf-8"))
+            if hit is None:
+                got = None
+                break
+            mode, cur = hit
+            got = hit
+        if len(self._found) > 65_536:
+            self._found.clear()
+        self._found[key] = got
+        return got
+
+    def _named(self, sha: bytes) -> dict[bytes, tuple[int, bytes]]:
+        got = self._dicts.get(sha)
+        if got is None:
+            got = {name: (mode, child) for name, mode, child in self.entries(sha)}
+            if len(self._dicts) > 4096:
+                self._dicts.clear()
+            self._dicts[sha] = got
+        return got
 
     def denied(self, parts: tuple[str, ...]) -> bool:
         hit = self.rules.name(parts[-1])
