@@ -21,6 +21,9 @@ import os
 import threading
 import time
 import weakref
+from collections.abc import Callable
+
+OnOpen = Callable[[tuple[int, int]], None]
 
 # Who is calling: "stdio", or the HTTP peer. Set by the transport for each request.
 current_client: contextvars.ContextVar[str] = contextvars.ContextVar(
@@ -39,11 +42,25 @@ def _field(value: str) -> str:
     return value.encode("unicode_escape").decode("ascii").replace(" ", "\\x20")
 
 
-def _open(path: str, max_bytes: int, backups: int) -> logging.Handler:
+class _Handler(logging.handlers.RotatingFileHandler):
+    """Tells `on_open` the identity of every file it opens (the first, each after rotation),
+    so the roots can deny the audit log under any name it gets (`app.security.protected`)."""
+
+    def __init__(self, path: str, max_bytes: int, backups: int, on_open: OnOpen | None) -> None:
+        self._on_open = on_open
+        super().__init__(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
+
+    def _open(self):
+        stream = super()._open()
+        if self._on_open is not None:
+            st = os.fstat(stream.fileno())
+            self._on_open((st.st_dev, st.st_ino))
+        return stream
+
+
+def _open(path: str, max_bytes: int, backups: int, on_open: OnOpen | None) -> logging.Handler:
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    handler = logging.handlers.RotatingFileHandler(
-        path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8"
-    )
+    handler = _Handler(path, max_bytes, backups, on_open)
     handler.setFormatter(_UTCFormatter("%(asctime)s %(message)s"))
     return handler
 
@@ -55,10 +72,13 @@ def _close(slot: list[logging.Handler | None]) -> None:
 
 
 class AuditLog:
-    def __init__(self, path: str, max_bytes: int, backups: int) -> None:
+    def __init__(
+        self, path: str, max_bytes: int, backups: int, *, on_open: OnOpen | None = None
+    ) -> None:
         self._lock = threading.Lock()
+        self._on_open = on_open
         # The current handler, in a slot the finalizer can reach without keeping `self` alive.
-        self._slot: list[logging.Handler | None] = [_open(path, max_bytes, backups)]
+        self._slot: list[logging.Handler | None] = [_open(path, max_bytes, backups, on_open)]
         self._finalizer = weakref.finalize(self, _close, self._slot)
         self.path = path
         self.key = (path, max_bytes, backups)
@@ -67,7 +87,7 @@ class AuditLog:
         """Write to `path` with these bounds from now on; raise OSError and change nothing."""
         if (path, max_bytes, backups) == self.key:
             return
-        handler = _open(path, max_bytes, backups)
+        handler = _open(path, max_bytes, backups, self._on_open)
         with self._lock:
             old, self._slot[0] = self._slot[0], handler
             self.path, self.key = path, (path, max_bytes, backups)

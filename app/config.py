@@ -143,6 +143,7 @@ class LoadedConfig:
     roots: tuple[ResolvedRoot, ...]
     audit_log: str
     default_root: str | None
+    source_links: tuple[str, ...] = ()  # where the links on the config's path sit
 
     @property
     def protected_files(self) -> tuple[str, ...]:
@@ -207,6 +208,39 @@ def _format_validation(exc: ValidationError, data: dict[str, Any]) -> str:
     return "invalid config: " + "; ".join(lines)
 
 
+def resolve_links(path: str) -> tuple[str, tuple[str, ...]]:
+    """The real path of `path`, and where each symlink met on the way sits (its own
+    location, with its folder resolved). A link anywhere on the way to the config file
+    decides which file is read as much as the file does."""
+    pending = [p for p in os.path.abspath(path).split(os.sep) if p]
+    cur = os.sep
+    links: list[str] = []
+    while pending:
+        name = pending.pop(0)
+        if name in ("", "."):
+            continue
+        if name == "..":
+            cur = os.path.dirname(cur)
+            continue
+        nxt = os.path.join(cur, name)
+        if not os.path.islink(nxt):
+            cur = nxt
+            continue
+        links.append(nxt)
+        if len(links) > 40:
+            raise ConfigError("config: too many levels of symbolic links on its path")
+        try:
+            target = os.readlink(nxt)
+        except OSError as exc:
+            raise ConfigError(
+                f"config: a link on its path cannot be read ({exc.strerror})"
+            ) from None
+        if os.path.isabs(target):
+            cur = os.sep
+        pending[:0] = [p for p in target.split(os.sep) if p]
+    return cur, tuple(links)
+
+
 def contains(parent: str, child: str) -> bool:
     """Component-wise containment (never a string prefix)."""
     a = [p for p in parent.split(os.sep) if p]
@@ -216,20 +250,20 @@ def contains(parent: str, child: str) -> bool:
 
 def load(path: str | os.PathLike[str]) -> LoadedConfig:
     """Read and validate a config file; raise ConfigError naming field and root."""
-    source = os.path.realpath(os.fspath(path))
+    source, links = resolve_links(os.fspath(path))
     data = read_file(source)
     try:
         model = Config.model_validate(data)
     except ValidationError as exc:
         raise ConfigError(_format_validation(exc, data)) from None
-    return validate(model, source)
+    return validate(model, source, links)
 
 
-def validate(model: Config, source: str) -> LoadedConfig:
+def validate(model: Config, source: str, source_links: tuple[str, ...] = ()) -> LoadedConfig:
     base = Path(source).parent
     if not model.roots:
         raise ConfigError("invalid config: roots: at least one root is required")
-    audit_log = os.path.realpath(
+    audit_log, audit_links = resolve_links(
         expand(model.audit_log, base) if model.audit_log else default_audit_log()
     )
     seen: set[str] = set()
@@ -269,11 +303,22 @@ def validate(model: Config, source: str) -> LoadedConfig:
                 )
         changes = [p for p in perms if p != "read"]
         if changes:
-            for label, file in (("config file", source), ("audit log (audit_log)", audit_log)):
+            # An agent that can change the file defining its own roots (or a link on the way
+            # to it) can swap it and reload: refused at start and on every reload.
+            for label, file, links in (
+                ("config file", source, source_links),
+                ("audit log (audit_log)", audit_log, audit_links),
+            ):
                 if contains(real, file):
                     raise ConfigError(
                         f"{where}: grants {', '.join(changes)} and contains the server's {label}; "
                         "move it out of the root or make the root read-only"
+                    )
+                if any(contains(real, link) for link in links):
+                    raise ConfigError(
+                        f"{where}: grants {', '.join(changes)} and holds a symbolic link on the "
+                        f"path to the server's {label}, so an agent could swap the file; give "
+                        "its real path, or make the root read-only"
                     )
         resolved.append(
             ResolvedRoot(
@@ -301,4 +346,4 @@ def validate(model: Config, source: str) -> LoadedConfig:
         )
     if default is None and len(resolved) == 1:
         default = resolved[0].name
-    return LoadedConfig(source, model, tuple(resolved), audit_log, default)
+    return LoadedConfig(source, model, tuple(resolved), audit_log, default, source_links)

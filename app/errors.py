@@ -60,8 +60,28 @@ class DeniedName(LoomError):
         self.pattern = pattern
 
 
+class ServerFile(DeniedName):
+    """One of the server's own files (config, token, audit log), found by identity."""
+
+    def __init__(self) -> None:
+        LoomError.__init__(
+            self, "is one of the server's own files (config, token or audit log); never served"
+        )
+        self.pattern = "server file"
+
+
 class UnknownRoot(LoomError):
     rule = "root"
+
+
+class RootGone(LoomError):
+    rule = "root"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"root '{name}' is gone: its folder was deleted or replaced while serving; "
+            "restore it (or fix the config) and reload the config"
+        )
 
 
 class NotFound(LoomError):

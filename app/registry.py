@@ -5,13 +5,17 @@ so a reload never changes the ground under a call in flight. `reload()`
 builds a complete new snapshot (config validated, every root handle opened)
 before the swap; any failure raises and leaves the old snapshot in place.
 Root handles close when the last snapshot holding them is gone.
+
+The registry also knows the server's own files (`Protected`): the config, the
+token file (`LOOMFS_TOKEN_FILE`) and every audit log written so far, which every
+root denies by path and by identity, across reloads.
 """
 
 from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from app import config as config_mod
@@ -19,7 +23,10 @@ from app.audit import AuditLog
 from app.errors import ConfigError, UnknownRoot
 from app.fs.history.store import has_repository
 from app.security.deny import DenyRules
+from app.security.protected import Protected
 from app.security.resolve import PERMISSION_ORDER, SecureRoot
+
+_FROM_ENV = object()
 
 
 @dataclass(frozen=True, eq=False)
@@ -64,16 +71,23 @@ class Snapshot:
         return tuple(p for p in PERMISSION_ORDER if p in granted) + extras
 
 
-def build(loaded: config_mod.LoadedConfig, audit: AuditLog | None, generation: int) -> Snapshot:
+def build(
+    loaded: config_mod.LoadedConfig,
+    audit: AuditLog | None,
+    generation: int,
+    *,
+    protected_files: Sequence[str] = (),
+    identities: Protected | None = None,
+) -> Snapshot:
     roots: dict[str, SecureRoot] = {}
-    protected = loaded.protected_files
+    protected = tuple(dict.fromkeys((*loaded.protected_files, *protected_files)))
     for r in loaded.roots:
         inside = [
             os.path.relpath(f, r.real).replace(os.sep, "/")
             for f in protected
-            if config_mod.contains(r.real, f)
+            if config_mod.contains(r.real, f) and f != r.real
         ]
-        rules = DenyRules(extra=r.deny, allow=r.allow, protected=inside)
+        rules = DenyRules(extra=r.deny, allow=r.allow, protected=inside, identities=identities)
         try:
             roots[r.name] = SecureRoot(
                 name=r.name,
@@ -92,9 +106,15 @@ def build(loaded: config_mod.LoadedConfig, audit: AuditLog | None, generation: i
 
 
 class Registry:
-    def __init__(self, config_path: str, *, audit: bool = True) -> None:
+    def __init__(
+        self, config_path: str, *, audit: bool = True, token_file: str | object | None = _FROM_ENV
+    ) -> None:
         self.config_path = config_path
         self._with_audit = audit
+        if token_file is _FROM_ENV:
+            token_file = os.environ.get("LOOMFS_TOKEN_FILE") or None
+        self.token_file = os.path.realpath(token_file) if isinstance(token_file, str) else None
+        self.protected = Protected()
         self._lock = threading.Lock()
         self._listeners: list[Callable[[Snapshot, Snapshot], None]] = []
         self._current = self._load(None, 1)
@@ -110,17 +130,27 @@ class Registry:
         loaded = config_mod.load(self.config_path)
         m = loaded.model
         key = (loaded.audit_log, m.audit_log_max_bytes, m.audit_log_backups)
+        # The file at the config path is the config, even when this reload refuses it.
+        self.protected.set_fixed(
+            [loaded.source, self.token_file, old.config.source if old is not None else None]
+        )
+        if self._with_audit:
+            self.protected.note_log_path(loaded.audit_log, m.audit_log_backups)
+        own = (self.token_file, *self.protected.log_paths())
         audit = old.audit if old is not None else None
         fresh = None
         if self._with_audit and audit is None:
             try:
-                fresh = audit = AuditLog(*key)
+                fresh = audit = AuditLog(*key, on_open=self.protected.add_log)
             except OSError as exc:
                 raise ConfigError(
                     f"invalid config: audit_log: cannot be opened ({exc.strerror})"
                 ) from None
         try:
-            snapshot = build(loaded, audit, generation)
+            snapshot = build(
+                loaded, audit, generation,
+                protected_files=[f for f in own if f], identities=self.protected,
+            )
             if audit is not None and audit.key != key:
                 # Last, so a failure here leaves everything as it was.
                 try:

@@ -168,9 +168,11 @@ def _serve_http(server, host: str, port: int, token: str | None, settings: Setti
     server_class = _uvicorn_server_class()
     # httptools: uvicorn's C parser; 5-20% less server CPU per small call than h11
     # (benchmarks/http_modes.py, README "Measured").
+    # proxy_headers=False: uvicorn otherwise trusts X-Forwarded-For from 127.0.0.1, which is
+    # every local client, and the audit log would record whatever address a client claims.
     config = uvicorn.Config(
         app, http="httptools", log_config=None, access_log=False, lifespan="on",
-        timeout_graceful_shutdown=5,
+        timeout_graceful_shutdown=5, proxy_headers=False, forwarded_allow_ips="",
     )
     server_class(config).run(sockets=[sock])
     return 0

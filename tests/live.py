@@ -63,6 +63,8 @@ class LiveServer:
                 access_log=False,
                 lifespan="on",
                 timeout_graceful_shutdown=2,
+                proxy_headers=False,  # as app/serve.py: forwarded-for is never trusted
+                forwarded_allow_ips="",
             )
         )
         self._thread = threading.Thread(

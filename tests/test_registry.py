@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import ConfigError, LoomError, UnknownRoot
+from app.errors import ConfigError, LoomError, RootGone, UnknownRoot
 from app.registry import Registry, Snapshot
 
 
@@ -116,15 +116,19 @@ def test_a_call_in_flight_finishes_on_the_snapshot_it_started_with(place: Path) 
         assert sorted(os.listdir(d.fd)) == ["a.txt"]
 
 
-def test_a_held_snapshot_keeps_its_root_handle_after_the_folder_moves(place: Path) -> None:
+def test_a_root_whose_folder_moved_away_says_so_until_a_reload_fixes_it(place: Path) -> None:
     reg = Registry(write(place, config(place, *roots(place, ONE))))
     held = reg.current
     os.rename(place / "docs", place / "docs-moved")  # now the config names a missing path
     with pytest.raises(ConfigError):
         reg.reload()
     assert reg.current is held
-    # The handle opened at load still reaches the folder wherever it went.
-    assert read(held, "docs", "a.txt") == "DOCS"
+    # The handle still reaches the moved folder, but that is not the root the config
+    # names: the answer is an error naming the root, never the moved tree's content.
+    with pytest.raises(RootGone, match="root 'docs' is gone"):
+        read(held, "docs", "a.txt")
+    os.rename(place / "docs-moved", place / "docs")
+    assert read(held, "docs", "a.txt") == "DOCS"  # the same folder is back: it serves again
 
 
 def test_root_handles_close_with_the_last_snapshot_that_holds_them(place: Path) -> None:

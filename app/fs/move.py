@@ -11,19 +11,31 @@ only a regular file is ever replaced, never a directory. The destination's
 folder must already exist (as with `mv`): a refused move creates nothing.
 Moving a directory into its own subtree is refused here and, should the tree
 change meanwhile, by the kernel (EINVAL).
+
+A deny pattern with `/` (`config/prod.yaml`) names a place, not a name: moving
+an ancestor (`config` -> `config2`) would carry the denied file to a path the
+pattern no longer matches. Such a move is refused, naming the pattern, when
+something below the source is denied by a whole-path rule (or is one of the
+server's own files) and would not be denied at its new path. Refusing keeps the
+rule auditable (the denied file stays where the operator's pattern says); see
+README "Deny patterns that name a path". Only directories that a pattern could
+reach are looked at (the literal text before its first wildcard decides).
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat as stat_mod
+from collections import deque
 
 from pydantic import BaseModel
 
 from app.errors import (
     AlreadyExists,
     BadArgument,
+    DeniedName,
     IsSymlink,
     LoomError,
     NotARegularFile,
@@ -32,7 +44,7 @@ from app.errors import (
     os_error,
 )
 from app.fs.atomic import fsync_dir, lstat_at, rename_noreplace
-from app.security.resolve import Parent, SecureRoot
+from app.security.resolve import DIR_FLAGS, Parent, SecureRoot
 from app.security.walk import kind_of_mode
 
 
@@ -74,6 +86,8 @@ def move_file(
             kind = kind_of_mode(s_st.st_mode)
             if kind == "dir" and _inside(dst.target_parts, src.target_parts):
                 raise BadArgument(f"cannot move '{src.rel}' into its own subtree ('{dst.rel}')")
+            if kind == "dir":
+                _refuse_exposing(root, src, dst)
             d_st = lstat_at(dst.fd, dst.name)
             replaced = d_st is not None
             if d_st is not None:
@@ -95,6 +109,71 @@ def move_file(
         if src.parent_parts != dst.parent_parts:
             fsync_dir(src.fd)
         return MoveResult(source=src.rel, destination=dst.rel, type=kind, replaced=replaced)
+
+
+MAX_CHECKED = 200_000  # entries looked at under a moved directory before giving up
+
+
+def _refuse_exposing(root: SecureRoot, src: Parent, dst: Parent) -> None:
+    """Refuse moving a directory whose content a whole-path rule denies where it is now
+    and would not deny where it goes. (The server's own files are also denied by
+    identity, which a rename keeps: only their path rule needs this check.)"""
+    rules = root.rules
+    old, new = src.target_parts, dst.target_parts
+    if not rules.may_deny_below(old):
+        return
+    try:
+        top = os.open(src.name, DIR_FLAGS, dir_fd=src.fd)
+    except OSError:
+        return  # not a plain directory any more: the rename decides
+    queue: deque[tuple[int, tuple[str, ...]]] = deque([(top, ())])
+    seen = 0
+    try:
+        while queue:
+            fd, below = queue.popleft()
+            try:
+                try:
+                    with os.scandir(fd) as it:
+                        entries = list(it)
+                except OSError:
+                    entries = []
+                for e in entries:
+                    seen += 1
+                    if seen > MAX_CHECKED:
+                        raise BadArgument(
+                            f"'{src.rel}' holds more than {MAX_CHECKED} entries: too many to "
+                            "check that moving it exposes nothing denied; move its parts instead"
+                        )
+                    if rules.name(e.name) is not None:
+                        continue  # denied by its name, which moves with it
+                    rel = (*below, e.name)
+                    hit = rules.prefixes((*old, *rel))
+                    if hit is not None:
+                        if rules.prefixes((*new, *rel)) is None:
+                            raise _exposes(src.rel, dst.rel, hit)
+                        continue  # denied there too, and so is everything below it
+                    try:
+                        is_dir = e.is_dir(follow_symlinks=False)
+                    except OSError:
+                        is_dir = False
+                    if is_dir and rules.may_deny_below((*old, *rel)):
+                        with contextlib.suppress(OSError):
+                            queue.append((os.open(e.name, DIR_FLAGS, dir_fd=fd), rel))
+            finally:
+                os.close(fd)
+    finally:
+        for fd, _ in queue:
+            os.close(fd)
+
+
+def _exposes(src: str, dst: str, pattern: str) -> DeniedName:
+    err = DeniedName(pattern)
+    err.message = (
+        f"cannot move '{src}' to '{dst}': something inside it matches deny pattern "
+        f"'{pattern}' and would not at its new path; nothing was moved"
+    )
+    err.args = (err.message,)
+    return err
 
 
 def _refuse_destination(st: os.stat_result, rel: str, overwrite: bool) -> None:

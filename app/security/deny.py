@@ -16,6 +16,10 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from app.security.protected import Protected
 
 FLOOR: tuple[str, ...] = (
     ".mcp-trash",
@@ -96,6 +100,12 @@ class _Level:
         return None  # pragma: no cover - the combined regex and the list agree
 
 
+def _literal_head(folded: str) -> str:
+    """The text of a folded pattern before its first wildcard."""
+    cut = min((i for i in (folded.find(c) for c in "*?[") if i >= 0), default=len(folded))
+    return folded[:cut]
+
+
 def floor_pattern_of(pattern: str) -> str | None:
     """The floor pattern that `pattern` equals or is matched by, if any."""
     folded = _fold_pattern(pattern)
@@ -134,6 +144,7 @@ class DenyRules:
         extra: Sequence[str] = (),
         allow: Sequence[str] = (),
         protected: Sequence[str] = (),
+        identities: Protected | None = None,
     ) -> None:
         comp_extra = [p for p in extra if "/" not in p.strip("/")]
         path_extra = [p.strip("/") for p in extra if "/" in p.strip("/")]
@@ -147,6 +158,8 @@ class DenyRules:
         self._path_extra = _Level.of(path_extra)
         # The server's own config file and audit log, as paths relative to this root.
         self._protected = {_fold_pattern(p): p for p in protected}
+        # The same files (and the token file, every audit log written) by identity.
+        self.identities = identities
         # `name` is the walk's per-entry test, so a hit is one C-level dict lookup.
         self.name: Callable[[str], str | None] = _NameCache(self._match_name).__getitem__
 
@@ -185,6 +198,19 @@ class DenyRules:
             if hit is not None:
                 return hit
         return None
+
+    def may_deny_below(self, parts: Sequence[str]) -> bool:
+        """Could a whole-path rule deny something strictly below `parts`?
+
+        Conservative: compares the literal text before a pattern's first wildcard,
+        so `config/prod.yaml` may deny below `config` and not below `src`, and a
+        pattern starting with a wildcard may deny below anything.
+        """
+        if not self.protects_whole_paths():
+            return False
+        here = "/".join(fold_name(p) for p in parts) + "/" if parts else ""
+        literals = [*self._protected, *(_literal_head(f) for _, f in self._path_extra.patterns)]
+        return any(lit.startswith(here) or here.startswith(lit) for lit in literals)
 
     def protects_whole_paths(self) -> bool:
         return bool(self._path_extra.patterns or self._protected)

@@ -35,6 +35,8 @@ from app.errors import (
     NotADirectory,
     NotARegularFile,
     PermissionRefused,
+    RootGone,
+    ServerFile,
     SymlinkLoop,
     os_error,
 )
@@ -150,7 +152,10 @@ class SecureRoot:
         self.max_read_bytes = max_read_bytes
         self._audit = audit
         self.handle = DirHandle(real)
+        st = os.fstat(self.handle.fd)
+        self._identity = (st.st_dev, st.st_ino)
         self._use_openat2 = openat2.available()
+        self._protected = rules.identities
 
     # -- checks done before the disk --------------------------------------
 
@@ -158,6 +163,7 @@ class SecureRoot:
         """Permission, syntax, lexical confinement and deny on the request."""
         shown = path if isinstance(path, str) else "?"
         try:
+            self.check_alive()
             if perm not in self.permissions:
                 granted = ", ".join(self.permissions)
                 raise PermissionRefused(
@@ -170,6 +176,34 @@ class SecureRoot:
             self.record("DENY", shown, op, exc)
             raise
         return parts
+
+    def check_alive(self) -> None:
+        """Refuse when the root's folder was deleted or replaced since its handle was opened.
+
+        The handle still points at the old directory, where listings are empty and
+        creates fail: a wrong answer, not an error, unless caught here. One stat of
+        the root's path per call (README "Measured").
+        """
+        try:
+            st = os.stat(self.real)
+        except OSError:
+            raise RootGone(self.name) from None
+        if (st.st_dev, st.st_ino) != self._identity:
+            raise RootGone(self.name)
+
+    def fresh_top(self) -> int:
+        """A new open file description of the root's top directory.
+
+        Never a `dup` of the root handle: dups share one directory offset, so two
+        walks reading through them read each other's position (short or empty
+        listings under concurrency).
+        """
+        return os.open(".", DIR_FLAGS, dir_fd=self.handle.fd)
+
+    def check_identity(self, st: os.stat_result | None) -> None:
+        """Refuse the server's own files (config, token, audit logs) whatever their name."""
+        if st is not None and self._protected is not None and self._protected.hit(st):
+            raise ServerFile()
 
     def _check_deny(self, parts: Iterable[str]) -> None:
         hit = self.rules.path(tuple(parts))
@@ -203,6 +237,7 @@ class SecureRoot:
             fd, phys = self._resolve(parts, FILE_FLAGS)
             try:
                 st = os.fstat(fd)
+                self.check_identity(st)
                 if stat_mod.S_ISDIR(st.st_mode):
                     raise NotARegularFile(f"not a regular file: '{rel}' is a directory")
                 check_regular(st)
@@ -230,6 +265,12 @@ class SecureRoot:
             target = (*phys, parts[-1])
             try:
                 self._check_deny(target)
+                if self._protected is not None and self._protected.ids:
+                    try:
+                        st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
+                    except OSError:
+                        st = None
+                    self.check_identity(st)
             except BaseException:
                 os.close(fd)
                 raise
@@ -238,10 +279,10 @@ class SecureRoot:
     def open_subdir(self, parts: tuple[str, ...]) -> int:
         """A directory found by the walk: no link is followed at any step."""
         if not parts:
-            return os.dup(self.handle.fd)
+            return self.fresh_top()
         if self._use_openat2:
             return openat2.open_beneath(self.handle.fd, join(parts), DIR_FLAGS)
-        fd = os.dup(self.handle.fd)
+        fd = self.fresh_top()
         try:
             for name in parts:
                 nxt = os.open(name, DIR_FLAGS, dir_fd=fd)
@@ -280,7 +321,8 @@ class SecureRoot:
         self, parts: tuple[str, ...], file_flags: int | None, create: bool
     ) -> tuple[int, list[str]]:
         pending = list(parts)
-        stack = [os.dup(self.handle.fd)]
+        whole = self.rules.protects_whole_paths()
+        stack = [self.fresh_top()]
         phys: list[str] = []
         hops = 0
         try:
@@ -296,6 +338,13 @@ class SecureRoot:
                     continue
                 last = not pending
                 flags = file_flags if last and file_flags is not None else DIR_FLAGS
+                # Deny before any type check: a link to `.env` is denied, never
+                # "not a directory" (which would tell what it is).
+                hit = self.rules.name(name)
+                if hit is None and whole:
+                    hit = self.rules.prefixes((*phys, name))
+                if hit is not None:
+                    raise DeniedName(hit)
                 try:
                     fd = os.open(name, flags, dir_fd=stack[-1])
                 except OSError as exc:
@@ -310,6 +359,11 @@ class SecureRoot:
                     try:
                         target = os.readlink(name, dir_fd=stack[-1])
                     except OSError:
+                        if exc.errno == errno.ENOTDIR:  # a file where a directory was asked
+                            with contextlib.suppress(OSError):
+                                self.check_identity(
+                                    os.stat(name, dir_fd=stack[-1], follow_symlinks=False)
+                                )
                         raise exc from None
                     hops += 1
                     if hops > MAX_SYMLINK_HOPS:
@@ -326,10 +380,6 @@ class SecureRoot:
                     continue
                 stack.append(fd)
                 phys.append(name)
-                # A link may lead to a denied name (notes.txt -> .env): refuse as we go.
-                hit = self.rules.name(name)
-                if hit is not None:
-                    raise DeniedName(hit)
             hit = self.rules.prefixes(phys)
             if hit is not None:
                 raise DeniedName(hit)

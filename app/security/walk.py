@@ -39,6 +39,7 @@ FILE, DIR, SYMLINK, OTHER = "file", "dir", "symlink", "other"
 MAX_HELD = 32  # parent handles one walk keeps open for their subdirectories
 
 _by_name = attrgetter("name")
+_inode = os.DirEntry.inode
 _new_entry = tuple.__new__
 
 
@@ -155,6 +156,7 @@ class Walker:
         open_subdir = self.root.open_subdir
         denied = rules.name
         whole_paths = rules.protects_whole_paths()
+        protected = rules.identities
         max_depth = self.max_depth
         keep = self.keep
         queue: deque[tuple[tuple[str, ...], int, _Held | None]] = deque([(self.start, 0, None)])
@@ -186,6 +188,14 @@ class Walker:
                     continue
                 if whole_paths:
                     entries = [e for e in entries if rules.prefixes((*parts, e.name)) is None]
+                # The server's own files under any name (hard links): one set test per
+                # directory in C, a stat only when an inode number matches.
+                if protected is not None and not protected.inodes.isdisjoint(
+                    map(_inode, entries)
+                ):
+                    dev = os.fstat(fd).st_dev
+                    ids = protected.ids
+                    entries = [e for e in entries if (dev, e.inode()) not in ids]
                 entries.sort(key=_by_name)
                 self.examined_entries += len(entries)
                 if keep is not None:

@@ -1,0 +1,232 @@
+"""No sequence of tool calls returns denied content or a denied name (SPEC 3.3).
+
+A hypothesis `RuleBasedStateMachine` drives the fs functions the tools call
+(write_file, create_directory, move_file, edit_file, delete and every read and
+search tool) on a workspace root whose config has base, floor, config-level,
+root-level and `/` deny patterns, with a secret planted under each. Paths are
+drawn from a small vocabulary that includes the denied names and their
+ancestors, so moves of ancestors (`config` -> `x`) come up quickly. After every
+call: no answer (result or error text) holds a planted secret, and no listed or
+found path is one the rules deny.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
+
+from app.errors import LoomError
+from app.fs import deep_research, edit, listing, media, move, search, trash, write
+from app.fs import read as read_mod
+from app.fs.edit import TextEdit
+from app.registry import Registry
+from app.security.paths import split_request
+
+SECRET = "S3CRET"
+# Where secrets are planted; each path is denied by one kind of rule.
+PLANTED = {
+    ".env": "base",
+    "config/.env.local": "base",
+    "id_rsa": "floor",
+    "keys/server.pem": "floor",
+    "notes.secret": "config-level component pattern (*.secret)",
+    "private.md": "root-level component pattern",
+    "config/prod.yaml": "root-level / pattern",
+    "a/b/inner.txt": "/ pattern naming a folder (a/b)",
+    "a/b/c/deep.txt": "/ pattern naming a folder (a/b)",
+    "vault/x/y.txt": "config-level / pattern with a wildcard (vault/*/y.txt)",
+}
+NAMES = ["config", "a", "b", "c", "x", "vault", "new", "prod.yaml", "y.txt", "inner.txt", "f.txt"]
+path_st = st.lists(st.sampled_from(NAMES), min_size=1, max_size=3).map("/".join)
+text_st = st.text(alphabet="abc xyz\n", max_size=40)
+
+
+class _Control:
+    def check(self) -> None:
+        pass
+
+    def progress(self, *_: Any, **__: Any) -> None:
+        pass
+
+
+CTL = _Control()
+
+
+def _dump(x: Any) -> Any:
+    if hasattr(x, "model_dump"):
+        return x.model_dump(mode="json")
+    if isinstance(x, tuple):
+        return [_dump(v) for v in x]
+    return x
+
+
+class NeverDenied(RuleBasedStateMachine):
+    @initialize()
+    def setup(self) -> None:
+        self.tmp = Path(tempfile.mkdtemp(prefix="loom-sm-"))
+        ws = self.tmp / "ws"
+        ws.mkdir()
+        for i, rel in enumerate(PLANTED):
+            p = ws / rel
+            p.parent.mkdir(parents=True, exist_ok=True)
+            p.write_text(f"{SECRET}-{i}\n")
+        (ws / "config" / "dev.yaml").write_text("dev: 1\n")
+        (ws / "a" / "ok.txt").write_text("fine\n")
+        cfg = self.tmp / "loom.toml"
+        cfg.write_text(
+            'deny = ["*.secret", "vault/*/y.txt"]\nsearch_fetch_tools = true\n'
+            f'audit_log = "{self.tmp / "state" / "audit.log"}"\n'
+            f'[[roots]]\nname = "ws"\npath = "{ws}"\nrole = "workspace"\n'
+            'deny = ["private.md", "config/prod.yaml", "a/b"]\n'
+        )
+        self.reg = Registry(str(cfg), audit=False)
+        self.root = self.reg.current.root("ws")
+
+    def teardown(self) -> None:
+        if hasattr(self, "tmp"):
+            shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # -- every answer is checked -------------------------------------------
+
+    def _answer(self, fn: Any) -> Any:
+        try:
+            out = _dump(fn())
+        except LoomError as exc:
+            out = {"error": exc.message}
+        text = json.dumps(out, ensure_ascii=False)
+        assert SECRET not in text, f"a denied file's content came back: {text[:500]}"
+        for path in self._paths_in(out):
+            hit = self.root.rules.path(split_request(path))
+            assert hit is None, f"a denied path came back: {path!r} (pattern {hit!r})"
+        return out
+
+    def _paths_in(self, out: Any) -> list[str]:
+        found: list[str] = []
+        if isinstance(out, dict):
+            for k, v in out.items():
+                if k in ("path", "id") and isinstance(v, str) and "error" not in out:
+                    found.append(v.split("/", 1)[1] if k == "id" else v)
+                else:
+                    found.extend(self._paths_in(v))
+        elif isinstance(out, list):
+            for v in out:
+                found.extend(self._paths_in(v))
+        return found
+
+    # -- changes ------------------------------------------------------------
+
+    @rule(path=path_st, content=text_st, overwrite=st.booleans())
+    def write_file(self, path: str, content: str, overwrite: bool) -> None:
+        self._answer(lambda: write.write_file(self.root, path, content, overwrite=overwrite))
+
+    @rule(path=path_st)
+    def create_directory(self, path: str) -> None:
+        self._answer(lambda: write.create_directory(self.root, path))
+
+    @rule(src=path_st, dst=path_st, overwrite=st.booleans())
+    def move_file(self, src: str, dst: str, overwrite: bool) -> None:
+        self._answer(lambda: move.move_file(self.root, src, dst, overwrite=overwrite))
+
+    @rule(src=st.sampled_from(["config", "a", "a/b", "vault", "vault/x", "keys"]), dst=path_st)
+    def move_an_ancestor(self, src: str, dst: str) -> None:
+        self._answer(lambda: move.move_file(self.root, src, dst))
+
+    @rule(path=path_st, old=text_st, new=text_st)
+    def edit_file(self, path: str, old: str, new: str) -> None:
+        self._answer(
+            lambda: edit.edit_file(
+                self.root, path, [TextEdit(old_text=old or "a", new_text=new)],
+                max_output_chars=10000,
+            )
+        )
+
+    @rule(path=path_st)
+    def delete(self, path: str) -> None:
+        self._answer(lambda: trash.delete(self.root, path))
+
+    # -- reads and searches -----------------------------------------------------
+
+    @rule(path=st.one_of(st.just(""), path_st))
+    def list_directory(self, path: str) -> None:
+        self._answer(
+            lambda: listing.list_directory(
+                self.root, path, recursive=True, max_depth=8, offset=0, limit=1000,
+                cap=1 << 20, control=CTL,
+            )
+        )
+
+    @rule(path=path_st)
+    def stat_path(self, path: str) -> None:
+        self._answer(lambda: listing.stat_path(self.root, path))
+
+    @rule(path=path_st)
+    def read_text_file(self, path: str) -> None:
+        self._answer(
+            lambda: read_mod.read_text_file(
+                self.root, path, start=1, end=300, tail=None, cap=1 << 20
+            )
+        )
+
+    @rule(paths=st.lists(path_st, min_size=1, max_size=3))
+    def read_multiple_files(self, paths: list[str]) -> None:
+        self._answer(
+            lambda: read_mod.read_multiple_files(self.root, paths, cap=1 << 20, control=CTL)
+        )
+
+    @rule(path=path_st)
+    def read_media_file(self, path: str) -> None:
+        self._answer(lambda: media.read_media(self.root, path))
+
+    @rule(pattern=st.sampled_from(["*", "**/*.txt", "*.yaml", "prod*"]))
+    def search_files(self, pattern: str) -> None:
+        self._answer(
+            lambda: search.search_files(
+                self.root, pattern, "", offset=0, limit=1000, cap=1 << 20, control=CTL
+            )
+        )
+
+    @rule(query=st.sampled_from([SECRET, "S3", "fine", "a"]))
+    def search_text(self, query: str) -> None:
+        self._answer(
+            lambda: search.search_text(
+                self.root, query, "", file_glob="*", case_sensitive=False, offset=0,
+                limit=1000, cap=1 << 20, file_limit=1 << 20, budget=1 << 24, control=CTL,
+            )
+        )
+
+    @rule(query=st.sampled_from([SECRET, "fine", "yaml"]))
+    def research_search(self, query: str) -> None:
+        out = self._answer(lambda: deep_research.search(self.reg.current, query, CTL))
+        for r in out.get("results", []):
+            self._answer(lambda r=r: deep_research.fetch(self.reg.current, r["id"]))
+
+    @rule(path=path_st)
+    def research_fetch(self, path: str) -> None:
+        self._answer(lambda: deep_research.fetch(self.reg.current, f"ws/{path}"))
+
+    @invariant()
+    def secrets_stay_on_disk(self) -> None:
+        # Sanity: the planted secrets are still there to be found (nothing erased them).
+        if hasattr(self, "tmp"):
+            found = sum(
+                1 for p in (self.tmp / "ws").rglob("*")
+                if p.is_file() and re.match(SECRET, p.read_text(errors="replace"))
+            )
+            assert found == len(PLANTED)
+
+
+NeverDenied.TestCase.settings = settings(
+    max_examples=60,
+    stateful_step_count=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
+test_no_sequence_of_calls_returns_denied_content = NeverDenied.TestCase
