@@ -397,6 +397,6 @@ def test_a_forged_forwarded_for_never_reaches_the_audit_log(place: Path) -> None
         anyio.run(_call_with_forged_peer, f"http://127.0.0.1:{port}/mcp")
     finally:
         proc.terminate()
-        proc.wait(timeout=20)
+        proc.communicate(timeout=20)  # also closes its pipes
     clients = _audit_clients(log)
     assert clients and all(c.startswith("127.0.0.1:") for c in clients), clients
