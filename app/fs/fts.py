@@ -456,7 +456,9 @@ def verify(root: SecureRoot, rel: str) -> bool:
     finally:
         os.close(dir_fd)
     try:
-        return stat_mod.S_ISREG(os.fstat(fd).st_mode)
+        st = os.fstat(fd)
+        ids = root.rules.identities  # the server's own files under another name
+        return stat_mod.S_ISREG(st.st_mode) and not (ids is not None and ids.hit(st))
     finally:
         os.close(fd)
 
