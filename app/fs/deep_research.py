@@ -43,6 +43,7 @@ a visible marker and the metadata says `truncated: true` with a note.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import heapq
 import json
@@ -50,6 +51,7 @@ import os
 import sqlite3
 import stat as stat_mod
 import time
+from collections.abc import Iterator
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
@@ -189,7 +191,7 @@ def _ranked(snap: Snapshot, query: str, control: Control) -> dict[str, Any]:
                 examined, None, f"indexing root '{name}': {read} files read, {examined} examined"
             )
 
-        with idx.lock:
+        with _locked(idx, control):
             done = idx.refresh(
                 root,
                 identity(snap, root, per_file),
@@ -221,7 +223,7 @@ def _ranked(snap: Snapshot, query: str, control: Control) -> dict[str, Any]:
     if len(results) < cap and prefix_terms:
         # Second tier: words that merely start with a query word (`env` -> environment.md).
         for name, (root, idx) in roots.items():
-            with idx.lock:
+            with _locked(idx, control):
                 more = idx.prefixed(prefix_terms, cap * 2)
             for rel in more:
                 if len(results) == cap:
@@ -231,6 +233,18 @@ def _ranked(snap: Snapshot, query: str, control: Control) -> dict[str, Any]:
                     listed.add((name, rel))
                     matched += 1
     return _answer(snap, results, max(matched, len(results)), cap, notes)
+
+
+@contextlib.contextmanager
+def _locked(idx: fts.RootIndex, control: Control) -> Iterator[None]:
+    """The index's lock; a call waiting behind another's first build can still be
+    cancelled."""
+    while not idx.lock.acquire(timeout=0.2):
+        control.check()
+    try:
+        yield
+    finally:
+        idx.lock.release()
 
 
 def _bonus(

@@ -14,6 +14,7 @@ import os
 import shutil
 import sqlite3
 import stat
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -470,3 +471,61 @@ def test_a_name_that_is_not_utf8_is_left_out_and_the_rest_is_found(
     (tree / "ok.txt").write_text("quokka\n")
     (tree / "mixed.txt").write_bytes(b"quokka \xed\xa0\x80 invalid bytes in the text\n")
     assert sorted(found(reg, "quokka")) == ["main/mixed.txt", "main/ok.txt"]
+
+
+class Cancelled(Exception):
+    pass
+
+
+class CancelAfter:
+    """A call's control whose client goes away after `n` checks."""
+
+    def __init__(self, n: int) -> None:
+        self.left = n
+
+    def check(self) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise Cancelled()
+
+    def progress(self, *a: Any) -> None:
+        pass
+
+
+def test_a_cancelled_build_keeps_its_committed_batches(
+    reg: Registry, tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for i in range(1000):
+        (tree / f"c{i:04}.txt").write_text(f"kiwi {i}\n")
+    monkeypatch.setattr(fts, "COMMIT_EVERY", 0.0)  # a batch per 256 entries
+    with pytest.raises(Cancelled):
+        dr.search(reg.current, "kiwi", CancelAfter(2))
+    with contextlib.closing(sqlite3.connect(index_files(tmp_path)[0])) as con:
+        kept = con.execute("SELECT count(*) FROM files").fetchone()[0]
+    assert 256 <= kept < 1000
+    assert len(found(reg, "kiwi")) == dr.RESULTS  # and the next search finishes the job
+    with contextlib.closing(sqlite3.connect(index_files(tmp_path)[0])) as con:
+        assert con.execute("SELECT count(*) FROM files").fetchone()[0] > 1000
+
+
+def test_a_search_waiting_for_another_build_can_be_cancelled(reg: Registry) -> None:
+    found(reg, "warm")
+    snap = reg.current
+    where = dr.index_dir(snap)
+    idx = fts.index_at(os.path.join(where, fts.file_name("main", snap.root("main").real)))
+    outcome: list[BaseException] = []
+
+    def waiter() -> None:
+        try:
+            dr.search(snap, "kiwi", CancelAfter(3))
+        except BaseException as exc:
+            outcome.append(exc)
+
+    with idx.lock:  # another call's long first build
+        worker = threading.Thread(target=waiter)
+        worker.start()
+        worker.join(5)
+        stuck = worker.is_alive()
+    worker.join()
+    assert not stuck
+    assert len(outcome) == 1 and isinstance(outcome[0], Cancelled)
