@@ -12,12 +12,13 @@ stop words), shuffled; the file is the known item. Word sets that a docstring se
 of another file also holds are not used (the known item would be ambiguous: the
 generated `encodings/cp*.py` modules share one docstring but for the code page).
 
-Prints, for the scan (`scan_search`, the ranking before the index) and the index
-(`search`): MRR@10 (1/rank of the known item within the first ten, else 0, averaged),
-recall@10 and the median time per query (in process, warm). Then reach and speed on the
-corpus copied `--copies` times with `max_search_bytes` set to one copy's size (so the
-root is `--copies` times the byte budget): the first build's time and the index size per
-MB of text, whether the answers are complete (no `truncated`), the warm median, and the
+Prints, for the scan (`scan_search`, the ranking before the index), the index
+(`search`) and the index without its all-words/near/phrase bonuses: MRR@10 (1/rank of
+the known item within the first ten, else 0, averaged), recall@10 and the median time
+per query (in process, warm). Then reach and speed on the corpus copied `--copies` times
+with `max_search_bytes` set to one copy's size (so the root is `--copies` times the byte
+budget): the first build's time and the index size per MB of text, whether the answers
+are complete (no build left unfinished), the warm median, the change scan alone, and the
 median after one file changed (the change scan plus one re-index).
 """
 
@@ -184,6 +185,11 @@ def main() -> None:
         for name, fn in (("scan (before)", dr.scan_search), ("index: BM25 (after)", dr.search)):
             mrr, recall, ms = quality(reg, items, fn)
             print(f"{name:<24} {mrr:>7.3f} {recall:>10.3f} {ms:>10.1f}")
+        bonuses = dr.ALL_BONUS, dr.NEAR_BONUS, dr.PHRASE_BONUS
+        dr.ALL_BONUS = dr.NEAR_BONUS = dr.PHRASE_BONUS = 0.0
+        mrr, recall, ms = quality(reg, items, dr.search)
+        dr.ALL_BONUS, dr.NEAR_BONUS, dr.PHRASE_BONUS = bonuses
+        print(f"{'index: BM25, no bonus':<24} {mrr:>7.3f} {recall:>10.3f} {ms:>10.1f}")
 
         if args.copies < 2:
             return
