@@ -128,6 +128,7 @@ def build_history(base: Path) -> tuple[Repo, dict[str, str]]:
     )
     ids["merge"] = repo.git("rev-parse", "HEAD").strip()
     repo.write("src/main.py", "def main():\n    return 4\n")
+    repo.git("add", "-A")
     ids["last"] = repo.commit("Shorten main", t + 800)
     return repo, ids
 

@@ -162,10 +162,10 @@ def _blob(git: GitDir, sha: bytes, limit: int | None = None) -> bytes:
     return data
 
 
-def _hidden_note(hidden: Hidden) -> list[str]:
+def _hidden_note(hidden: Hidden, what: str = "changed paths") -> list[str]:
     notes = []
     if hidden.denied:
-        notes.append(f"{hidden.denied} changed paths hidden by deny rules")
+        notes.append(f"{hidden.denied} {what} hidden by deny rules")
     if hidden.invalid:
         notes.append(f"{hidden.invalid} entries with invalid names skipped")
     return notes
@@ -418,7 +418,9 @@ def git_diff(
     has_more = offset + len(files) < len(changes)
     if has_more:
         notes.append(f"more changed files: continue with offset={offset + len(files)}")
-    notes[:0] = _hidden_note(hidden)
+    # Against the working tree, denied tracked paths are never read, so never compared.
+    what = "changed paths" if target is not None else "tracked paths (not compared)"
+    notes[:0] = _hidden_note(hidden, what)
     return DiffResult(
         root=root.name, base=b.id.decode(), target=target_id, path=join(parts), files=files,
         offset=offset, returned=len(files), has_more=has_more,
