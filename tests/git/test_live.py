@@ -7,8 +7,10 @@ an unknown revision. The tools exist only when some readable root has a `.git`.
 
 from __future__ import annotations
 
+import subprocess
 import textwrap
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -154,3 +156,30 @@ async def test_refusals_over_the_wire(server: LiveServer, tool: str, args: dict[
     res = await call(server, tool, args)
     assert res.is_error
     assert res.content[0].text == message
+
+
+async def test_a_repository_created_later_brings_the_tools_on_reload(tmp_path: Path) -> None:
+    from tests.git.conftest import git_env
+
+    top = tmp_path / "work"
+    top.mkdir()
+    (top / "a.txt").write_text("a\n")
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(textwrap.dedent(f"""
+        audit_log = "{tmp_path / 'audit.log'}"
+        [[roots]]
+        name = "work"
+        path = "{top}"
+        role = "reference"
+    """))
+    with live_server(cfg) as srv:
+        async with srv.session() as s:
+            before = {t.name for t in (await s.list_tools()).tools}
+            subprocess.run(["git", "-C", str(top), "init", "-q"], check=True,
+                           env=git_env(tmp_path), capture_output=True)
+            assert not (await s.call_tool("reload_config", {})).is_error
+            after = {t.name for t in (await s.list_tools()).tools}
+            empty = await s.call_tool("git_log", {})
+    assert not (GIT_TOOLS & before)
+    assert after >= GIT_TOOLS
+    assert empty.is_error and "HEAD does not point to a commit" in empty.content[0].text
