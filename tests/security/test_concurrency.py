@@ -12,7 +12,10 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import random
+import shutil
+import subprocess
 import threading
 from collections.abc import Callable
 from pathlib import Path
@@ -23,6 +26,7 @@ import pytest
 
 from app.fs import deep_research, listing, media, search
 from app.fs import read as read_mod
+from app.fs.history import ops as git_ops
 from app.registry import Registry
 from tests.live import live_server
 
@@ -54,7 +58,31 @@ def _tree(base: Path) -> Path:
             (sub / f"g{i:02}.py").write_text(f"# needle in d{d}/{i}\nx = {i}\n")
     (top / "pic.png").write_bytes(PNG)
     (top / ".env").write_text("SECRET=1\n")
+    _git_history(top, base / "home")
     return top
+
+
+def _git_history(top: Path, home: Path) -> None:
+    """Two commits and a change in the working tree, for the history tools."""
+    if shutil.which("git") is None:
+        return
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1", GIT_AUTHOR_NAME="A",
+               GIT_AUTHOR_EMAIL="a@x.org", GIT_COMMITTER_NAME="A", GIT_COMMITTER_EMAIL="a@x.org",
+               GIT_AUTHOR_DATE="@1700000000 +0000", GIT_COMMITTER_DATE="@1700000000 +0000")
+
+    def git(*args: str) -> None:
+        subprocess.run(["git", "-C", str(top), *args], env=env, check=True,
+                       capture_output=True, timeout=60)
+
+    git("init", "-q", "-b", "main")
+    git("add", "d0", "d1", "f000.txt", "f001.txt")
+    git("commit", "-q", "-m", "first")
+    (top / "f001.txt").write_text("changed once\nneedle\n")
+    git("add", "-A", "d2", "f001.txt", "f002.txt")
+    git("commit", "-q", "-m", "second")
+    (top / "f001.txt").write_text("changed twice\nneedle\n")
 
 
 @pytest.fixture
@@ -125,6 +153,18 @@ def _fs_calls(reg: Registry) -> dict[str, Callable[[], Any]]:
         ),
         "research_search": lambda: deep_research.search(snap(), "needle", ctl),
         "research_fetch": lambda: deep_research.fetch(snap(), "r/f042.txt"),
+        "git_log": lambda: git_ops.git_log(
+            root(), path="", commit="HEAD", offset=0, limit=50, cursor=None, cap=1 << 20,
+            control=ctl,
+        ),
+        "git_show": lambda: git_ops.git_show(
+            root(), commit="HEAD~1", path="f001.txt", start_line=1, end_line=300, offset=0,
+            cap=1 << 20, control=ctl,
+        ),
+        "git_diff": lambda: git_ops.git_diff(
+            root(), base="HEAD~1", target=None, path="", offset=0, cap=1 << 20,
+            read_budget=64 << 20, control=ctl,
+        ),
     }
 
 
@@ -167,6 +207,8 @@ def test_parallel_fs_calls_get_the_serial_answers(
 
     if engine == "openat2" and not openat2.available():
         pytest.skip("openat2 is not available on this kernel")
+    if shutil.which("git") is None:
+        pytest.skip("git is needed to build the history the history tools read")
     reg = Registry(str(config), audit=False)
     for r in reg.current.roots.values():
         r._use_openat2 = engine == "openat2"
@@ -190,7 +232,14 @@ HTTP_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("search_text", {"root": "r", "query": "needle", "limit": 1000}),
     ("search", {"query": "needle"}),
     ("fetch", {"id": "r/f042.txt"}),
+    ("git_log", {"root": "r"}),
+    ("git_show", {"root": "r", "commit": "HEAD"}),
+    ("git_show", {"root": "r", "commit": "HEAD~1", "path": "f001.txt"}),
+    ("git_diff", {"root": "r", "base": "HEAD~1"}),
 ]
+
+
+WALKING = {"list_directory", "search_files", "search_text", "search"}
 
 
 def _answer(result: Any) -> str:
@@ -200,6 +249,8 @@ def _answer(result: Any) -> str:
 
 
 def test_parallel_http_sessions_get_the_serial_answers(config: Path) -> None:
+    if shutil.which("git") is None:
+        pytest.skip("git is needed to build the history the history tools read")
     with live_server(config) as srv:
 
         async def main() -> tuple[list[str], list[str], int]:
@@ -211,7 +262,9 @@ def test_parallel_http_sessions_get_the_serial_answers(config: Path) -> None:
             count = [0]
 
             async def one(seed: int) -> None:
-                order = list(range(len(HTTP_CALLS))) * 3
+                # Every call twice, and the walking ones (where an offset is shared) more.
+                walking = [i for i, (n, _) in enumerate(HTTP_CALLS) if n in WALKING]
+                order = list(range(len(HTTP_CALLS))) * 2 + walking * 4
                 random.Random(seed).shuffle(order)
                 async with srv.session() as s:
                     for i in order:
@@ -229,5 +282,6 @@ def test_parallel_http_sessions_get_the_serial_answers(config: Path) -> None:
 
         serial, wrong, count = anyio.run(main)
     assert not any(a.startswith("error") for a in serial), serial
-    assert count == SESSIONS * 3 * len(HTTP_CALLS)
+    walking = sum(1 for n, _ in HTTP_CALLS if n in WALKING)
+    assert count == SESSIONS * (2 * len(HTTP_CALLS) + 4 * walking)
     assert not wrong, f"{len(wrong)} of {count} answers differ from serial: {sorted(set(wrong))}"
