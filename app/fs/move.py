@@ -87,7 +87,11 @@ def move_file(
             if kind == "dir" and _inside(dst.target_parts, src.target_parts):
                 raise BadArgument(f"cannot move '{src.rel}' into its own subtree ('{dst.rel}')")
             if kind == "dir":
-                _refuse_exposing(root, src, dst)
+                try:
+                    _refuse_exposing(root, src, dst)
+                except LoomError as exc:
+                    root.record("DENY", src.rel, op, exc)  # the audit log says why
+                    raise
             d_st = lstat_at(dst.fd, dst.name)
             replaced = d_st is not None
             if d_st is not None:
