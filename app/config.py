@@ -212,7 +212,9 @@ def resolve_links(path: str) -> tuple[str, tuple[str, ...]]:
     """The real path of `path`, and where each symlink met on the way sits (its own
     location, with its folder resolved). A link anywhere on the way to the config file
     decides which file is read as much as the file does."""
-    pending = [p for p in os.path.abspath(path).split(os.sep) if p]
+    # Not abspath: it would drop `link/..` lexically, where the system resolves the link first.
+    full = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+    pending = [p for p in full.split(os.sep) if p]
     cur = os.sep
     links: list[str] = []
     while pending:

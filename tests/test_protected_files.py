@@ -400,3 +400,50 @@ def test_a_forged_forwarded_for_never_reaches_the_audit_log(place: Path) -> None
         proc.communicate(timeout=20)  # also closes its pipes
     clients = _audit_clients(log)
     assert clients and all(c.startswith("127.0.0.1:") for c in clients), clients
+
+
+# -- the link walk that finds every link on the config's path, against realpath --
+
+
+@pytest.mark.parametrize("seed", range(30))
+def test_resolve_links_agrees_with_realpath_and_reports_every_link(
+    tmp_path: Path, seed: int
+) -> None:
+    """Random folders and links (relative, absolute, chains, `..` after a link): the
+    walk reaches the file realpath reaches, and each link it reports is one."""
+    import random
+
+    from app.config import resolve_links
+
+    rnd = random.Random(seed)
+    base = tmp_path / "t"
+    dirs = [base]
+    for i in range(6):
+        d = rnd.choice(dirs) / f"d{i}"
+        d.mkdir(parents=True)
+        dirs.append(d)
+    (rnd.choice(dirs) / "loom.toml").write_text("x")
+    links: list[Path] = []
+    for i in range(6):
+        where = rnd.choice(dirs) / f"l{i}"
+        target = rnd.choice(dirs + links)
+        if rnd.random() < 0.5:
+            os.symlink(os.path.relpath(target, where.parent), where)
+        else:
+            os.symlink(target, where)
+        links.append(where)
+    for _ in range(20):
+        comps: list[str] = []
+        here = base
+        for _ in range(rnd.randint(1, 5)):
+            options = [p.name for p in (here.iterdir() if here.is_dir() else [])] + [".."]
+            pick = rnd.choice(options)
+            comps.append(pick)
+            here = here / pick
+        path = str(base.joinpath(*comps))
+        try:
+            got, met = resolve_links(path)
+        except ConfigError:
+            continue  # a loop: refused, with a message
+        assert got == os.path.realpath(path), path
+        assert all(os.path.islink(m) for m in met)
