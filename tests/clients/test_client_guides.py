@@ -183,3 +183,25 @@ async def test_http_config_is_accepted_by_a_server_with_that_token(
         raw = {k: v.replace(TOKEN, "${LOOMFS_TOKEN}") for k, v in headers.items()}
         refused = httpx.post(url, headers=raw, json={}, timeout=10)
         assert refused.status_code == 401
+
+
+def test_the_python_snippets_parse_and_use_real_agents_sdk_names() -> None:
+    """The Agents SDK snippet: valid Python, its imports and keyword arguments exist."""
+    import ast
+    import importlib
+    import inspect
+
+    (body,) = blocks("python")
+    tree = ast.parse(body)
+    names: dict[str, Any] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            module = importlib.import_module(node.module or "")
+            for alias in node.names:
+                names[alias.name] = getattr(module, alias.name)
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+            accepted = inspect.signature(names[node.func.id]).parameters
+            for kw in node.keywords:
+                assert kw.arg in accepted, (node.func.id, kw.arg)
+    assert "convert_schemas_to_strict" in body
