@@ -4,6 +4,8 @@
 #   scripts/mutation.sh                      # every core module
 #   scripts/mutation.sh app/fs/atomic.py     # one or more modules
 #   MAX_CHILDREN=1 scripts/mutation.sh ...   # parallel test processes (default 2)
+#   SURVIVORS=1 scripts/mutation.sh app/fs/atomic.py
+#                                            # re-test only the last run's survivors
 #
 # Configuration is [tool.mutmut] in pyproject.toml: the core modules (`only_mutate`) and, per
 # module, the tests that cover it ([tool.mutmut.module_tests]). Each module runs in its own copy
@@ -67,7 +69,15 @@ open(path, "w").write(text)
 EOF
     echo "== $module (tests: $(cd "$work" && "$py" -c 'import tomllib;print(" ".join(tomllib.load(open("pyproject.toml","rb"))["tool"]["mutmut"]["pytest_add_cli_args_test_selection"]))'))"
     start=$(date +%s)
-    if ! (cd "$work" && "$here/.venv/bin/mutmut" run --max-children "$max_children" >mutmut.log 2>&1); then
+    names=()
+    if [ -n "${SURVIVORS:-}" ] && [ -f "$work/mutants/$module.meta" ]; then
+        mapfile -t names < <("$py" -c '
+import json, sys
+codes = json.load(open(sys.argv[1]))["exit_code_by_key"]
+print("\n".join(n for n, c in sorted(codes.items()) if c not in (1, 3)))' "$work/mutants/$module.meta")
+    fi
+    if ! (cd "$work" && "$here/.venv/bin/mutmut" run --max-children "$max_children" "${names[@]}" \
+            >mutmut.log 2>&1); then
         echo "   mutmut failed; see $work/mutmut.log" >&2
         tail -20 "$work/mutmut.log" >&2
         status=1
