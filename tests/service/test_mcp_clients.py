@@ -64,9 +64,18 @@ async def test_2026_client_initialises_lists_and_calls(secured) -> None:
 
 
 async def test_2026_client_without_token_is_refused(secured) -> None:
-    with pytest.raises(Exception):  # noqa: B017 - the SDK surfaces the 401 as its own error type
-        async with Client(secured.url) as client:
-            await client.list_tools()
+    # The SDK turns the refusal into its own error; the HTTP exchange shows it was a 401.
+    answers: list[httpx.Response] = []
+
+    async def record(response: httpx.Response) -> None:
+        answers.append(response)
+
+    async with httpx.AsyncClient(event_hooks={"response": [record]}) as http:
+        with pytest.raises(BaseException):  # noqa: B017 - an MCPError, inside task groups
+            async with Client(streamable_http_client(secured.url, http_client=http)) as client:
+                await client.list_tools()
+    assert answers and {r.status_code for r in answers} == {401}, answers
+    assert all(r.headers["www-authenticate"].startswith("Bearer") for r in answers)
 
 
 async def test_every_tool_has_description_and_full_annotations(secured) -> None:

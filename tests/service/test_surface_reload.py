@@ -109,9 +109,19 @@ async def test_invalid_reload_changes_nothing(one_root_config, tmp_path, breakag
             assert ok.structured_content["roots"][0]["role"] == "reference"
 
 
-async def test_reload_under_load_fails_no_call(one_root_config) -> None:
+async def test_reload_under_load_fails_no_call(one_root_config, tmp_path) -> None:
+    """Calls overlap reloads that really change the config: each answer is whole, from
+    one generation or the next, and the clients see both versions while they run."""
     cfg = one_root_config("reference")
+    plain = cfg.read_text()
+    extra = tmp_path / "extra"
+    extra.mkdir()
+    (extra / "x.txt").write_text("X\n")
+    add_root(cfg, extra, "extra", "reference")
+    with_extra = cfg.read_text()
+    cfg.write_text(plain)
     failures: list[str] = []
+    seen: list[tuple[str, ...]] = []
     calls = 0
 
     with live_server(cfg) as srv:
@@ -122,12 +132,19 @@ async def test_reload_under_load_fails_no_call(one_root_config) -> None:
                 for _ in range(25):
                     res = await s.call_tool("list_roots", {})
                     calls += 1
-                    if res.is_error or res.structured_content["roots"][0]["name"] != "main":
+                    if res.is_error:
                         failures.append(str(res.content))
+                        continue
+                    names = tuple(r["name"] for r in res.structured_content["roots"])
+                    if names not in (("main",), ("main", "extra")):
+                        failures.append(f"torn snapshot: {names}")
+                    seen.append(names)
+                    await anyio.sleep(0.005)
 
         async def reloader() -> None:
             async with srv.session() as s:
-                for _ in range(10):
+                for i in range(10):
+                    cfg.write_text(with_extra if i % 2 == 0 else plain)  # a changed config
                     res = await s.call_tool("reload_config", {})
                     if res.is_error:
                         failures.append(res.content[0].text)
@@ -138,5 +155,10 @@ async def test_reload_under_load_fails_no_call(one_root_config) -> None:
                 tg.start_soon(client, n)
             tg.start_soon(reloader)
         assert srv.registry.current.generation == 11
+        assert [r.name for r in srv.registry.current.roots.values()] == ["main"]
     assert failures == []
     assert calls == 100
+    # The calls overlapped the reloads: both versions were answered, and they alternated.
+    assert seen.count(("main", "extra")) > 0 and seen.count(("main",)) > 0
+    flips = sum(seen[i] != seen[i + 1] for i in range(len(seen) - 1))
+    assert flips >= 3, flips
