@@ -23,7 +23,8 @@ Ignoring is noise control, never security: denied names are pruned by the
 walk before this filter sees anything, and no `!` pattern can bring one back.
 Patterns run on RE2 (linear time), because ignore files are content of the
 root and may be hostile: `*a*a*a*a*b` on a long name costs what `*` does.
-One ignore file is read up to `MAX_IGNORE_BYTES`; lines past it are dropped.
+One ignore file is read up to `MAX_IGNORE_BYTES` and `MAX_RULES` patterns;
+lines past them are dropped.
 
 Departures from git, all rare: `core.excludesFile`, `.git/info/exclude` and
 nested repositories are not looked at; `{a,b}` is literal, as in git (ripgrep
@@ -33,7 +34,7 @@ reads it as alternation).
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 import re2
@@ -44,25 +45,11 @@ from app.security.resolve import FILE_FLAGS, SecureRoot
 # In precedence order: the first kind whose deepest matching file says something decides.
 KINDS = (".rgignore", ".ignore", ".gitignore")
 MAX_IGNORE_BYTES = 1 << 20
+MAX_RULES = 20_000  # per file; lines past it are dropped (real files hold a few hundred)
 _OPTS = re2.Options()
 _OPTS.log_errors = False
 _OPTS.never_capture = True
-_OPTS.max_mem = 32 << 20
-
-
-def _fullmatcher(pattern: bytes) -> Callable[[bytes], bool] | None:
-    try:
-        compiled = re2.compile(pattern, _OPTS)
-    except re2.error:
-        return None
-    match = compiled._regexp.Match  # the binding's own call: no Match object per name
-    both = re2._Anchor.ANCHOR_BOTH
-    null = re2._NULL_SPAN
-
-    def test(text: bytes) -> bool:
-        return match(both, text, 0, len(text))[0] != null
-
-    return test
+_OPTS.max_mem = 64 << 20
 
 
 def _class(p: bytes, i: int) -> tuple[bytes, int] | None:
@@ -146,8 +133,7 @@ class Rule(NamedTuple):
     negate: bool
     dir_only: bool
     on_name: bool  # no `/`: matched against the entry's name alone
-    test: Callable[[bytes], bool]
-    regex: bytes | None  # None for a plain name (tested by equality)
+    regex: bytes  # RE2, matched against the whole name (or path relative to the file)
 
 
 def parse_line(raw: bytes) -> Rule | None:
@@ -177,65 +163,79 @@ def parse_line(raw: bytes) -> Rule | None:
     regex = glob_regex(line)
     if regex is None:
         return None
-    test = _fullmatcher(regex)
-    if test is None:
-        return None
-    if on_name and not any(c in line for c in b"*?[\\"):
-        return Rule(negate, dir_only, on_name, line.__eq__, None)  # a plain name: no regex call
-    return Rule(negate, dir_only, on_name, test, regex)
+    return Rule(negate, dir_only, on_name, regex)
+
+
+class _Side:
+    """The rules matched against one string (names or paths): one RE2 set for all of them."""
+
+    __slots__ = ("match", "rule_of")
+
+    def __init__(self, rules: list[tuple[int, Rule]]) -> None:
+        self.rule_of: list[int] = []
+        self.match: Callable[[bytes], list[int]] | None = None
+        if not rules:
+            return
+        patterns = re2.Set.FullMatchSet(_OPTS)
+        for k, rule in rules:
+            try:
+                patterns.Add(rule.regex)
+            except re2.error:
+                continue  # a line RE2 refuses is dropped, as ripgrep drops invalid globs
+            self.rule_of.append(k)
+        if not self.rule_of:
+            return
+        try:
+            patterns.Compile()
+        except re2.error:
+            self.rule_of = []
+            return
+        self.match = patterns._set.Match  # the binding's call: a list of set indexes
 
 
 class IgnoreFile:
-    """The rules of one ignore file, with a quick 'does any rule match' test."""
+    """The rules of one ignore file. One RE2 set call per side says which rules match
+    (a set never backtracks; if it runs out of memory it answers 'none', i.e. shown)."""
 
-    __slots__ = ("any_name", "any_path", "rules")
+    __slots__ = ("names", "paths", "rules")
 
     def __init__(self, rules: list[Rule]) -> None:
         self.rules = rules
-        self.any_name = _any([r for r in rules if r.on_name])
-        self.any_path = _any([r for r in rules if not r.on_name])
+        self.names = _Side([(k, r) for k, r in enumerate(rules) if r.on_name])
+        self.paths = _Side([(k, r) for k, r in enumerate(rules) if not r.on_name])
 
     @classmethod
     def parse(cls, text: bytes) -> IgnoreFile | None:
-        rules = [r for r in map(parse_line, text.split(b"\n")) if r is not None]
+        rules = []
+        for line in text.split(b"\n"):
+            rule = parse_line(line)
+            if rule is not None:
+                rules.append(rule)
+                if len(rules) >= MAX_RULES:
+                    break
         return cls(rules) if rules else None
 
     def decide(self, rel: bytes, name: bytes, is_dir: bool) -> bool | None:
         """True: ignored, False: re-included, None: no rule matches."""
-        if not (self.any_name(name) or self.any_path(rel)):
+        hit: list[int] = []
+        names, paths = self.names, self.paths
+        if names.match is not None:
+            found = names.match(name)
+            if found:
+                hit += [names.rule_of[i] for i in found]
+        if paths.match is not None:
+            found = paths.match(rel)
+            if found:
+                hit += [paths.rule_of[i] for i in found]
+        if not hit:
             return None
-        for rule in reversed(self.rules):
+        rules = self.rules
+        for k in sorted(hit, reverse=True):  # the last matching line decides
+            rule = rules[k]
             if rule.dir_only and not is_dir:
                 continue
-            if rule.test(name if rule.on_name else rel):
-                return not rule.negate
+            return not rule.negate
         return None
-
-
-def _never(_: bytes) -> bool:
-    return False
-
-
-def _any(rules: Iterable[Rule]) -> Callable[[bytes], bool]:
-    """One test for 'some rule matches': a set of plain names and one RE2 alternation."""
-    plain = frozenset(r.test.__self__ for r in rules if r.regex is None)  # type: ignore[attr-defined]
-    regexes = [r.regex for r in rules if r.regex is not None]
-    if not regexes:
-        return plain.__contains__ if plain else _never
-    combined = _fullmatcher(b"|".join(b"(?:" + x + b")" for x in regexes))
-    if combined is None:  # too large for one program: test them one by one
-        tests = [r.test for r in rules if r.regex is not None]
-
-        def combined(text: bytes) -> bool:
-            return any(t(text) for t in tests)
-
-    if not plain:
-        return combined
-
-    def any_of(text: bytes) -> bool:
-        return text in plain or combined(text)
-
-    return any_of
 
 
 class Level(NamedTuple):

@@ -269,3 +269,14 @@ def test_a_prefilter_never_passes_over_a_line_the_pattern_matches(
 ])
 def test_the_required_literal_is_found_or_none(pattern: str, literal: Any) -> None:
     assert required_literal(pattern) == literal
+
+
+def test_a_huge_ignore_file_costs_bounded_time(tmp_path: Path) -> None:
+    lines = [f"*x{i}*y.{i % 7}txt" if i % 2 else f"dir{i}/sub*/" for i in range(60_000)]
+    text = "\n".join(lines)[: ignore_mod.MAX_IGNORE_BYTES + 4096] + "\n*.log\n"
+    files = {f"d{i % 20}/f{i}.txt": "hit\n" for i in range(400)}
+    root = small_root(tmp_path, {".gitignore": text, "x7zzy.0txt": "hit\n", **files})
+    t = time.monotonic()
+    r = run(root, "hit", output_mode="files_with_matches", limit=1000)
+    assert time.monotonic() - t < 10
+    assert len(r["files"]) == 400  # x7zzy.0txt matches line 7; the lines past 1 MiB are dropped
