@@ -23,8 +23,9 @@ Ignoring is noise control, never security: denied names are pruned by the
 walk before this filter sees anything, and no `!` pattern can bring one back.
 Patterns run on RE2 (linear time), because ignore files are content of the
 root and may be hostile: `*a*a*a*a*b` on a long name costs what `*` does.
-One ignore file is read up to `MAX_IGNORE_BYTES` and `MAX_RULES` patterns;
-lines past them are dropped.
+One ignore file is read up to `MAX_IGNORE_BYTES` and `MAX_RULES` patterns
+(lines past them are dropped), one call reads at most `MAX_CALL_IGNORE_BYTES`
+of ignore files (the ones past it are not read, and the note says so).
 
 Departures from git, all rare: `core.excludesFile`, `.git/info/exclude` and
 nested repositories are not looked at; `{a,b}` is literal, as in git (ripgrep
@@ -45,6 +46,7 @@ from app.security.resolve import FILE_FLAGS, SecureRoot
 # In precedence order: the first kind whose deepest matching file says something decides.
 KINDS = (".rgignore", ".ignore", ".gitignore")
 MAX_IGNORE_BYTES = 1 << 20
+MAX_CALL_IGNORE_BYTES = 8 << 20  # all ignore files one search reads
 MAX_RULES = 20_000  # per file; lines past it are dropped (real files hold a few hundred)
 _OPTS = re2.Options()
 _OPTS.log_errors = False
@@ -243,28 +245,47 @@ class Level(NamedTuple):
     files: tuple[IgnoreFile | None, ...]  # by KINDS
 
 
-def read_level(dir_fd: int, prefix: bytes, names: Sequence[str]) -> Level | None:
+class Budget:
+    """Bytes of ignore files one call may read (`MAX_CALL_IGNORE_BYTES`), then none."""
+
+    __slots__ = ("left", "short")
+
+    def __init__(self, total: int) -> None:
+        self.left = total
+        self.short = 0  # ignore files left unread for want of budget
+
+
+def read_level(dir_fd: int, prefix: bytes, names: Sequence[str], budget: Budget
+               ) -> Level | None:
     """The ignore files among `names` (entries of the open directory), or None."""
     files: list[IgnoreFile | None] = []
     for kind in KINDS:
         parsed = None
         if kind in names:
-            try:
-                fd = os.open(kind, FILE_FLAGS, dir_fd=dir_fd)
-            except OSError:
-                fd = -1
-            if fd >= 0:
-                try:
-                    data = os.read(fd, MAX_IGNORE_BYTES)
-                    if len(data) == MAX_IGNORE_BYTES:
-                        data = data[: data.rfind(b"\n") + 1]
-                    parsed = IgnoreFile.parse(data)
-                except OSError:
-                    pass
-                finally:
-                    os.close(fd)
+            if budget.left <= 0:
+                budget.short += 1
+            else:
+                parsed = _read(dir_fd, kind, budget)
         files.append(parsed)
     return Level(prefix, tuple(files)) if any(files) else None
+
+
+def _read(dir_fd: int, name: str, budget: Budget) -> IgnoreFile | None:
+    try:
+        fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
+    except OSError:
+        return None
+    try:
+        want = min(MAX_IGNORE_BYTES, budget.left)
+        data = os.read(fd, want)
+        budget.left -= len(data)
+        if len(data) == want:  # cut: keep whole lines only
+            data = data[: data.rfind(b"\n") + 1]
+        return IgnoreFile.parse(data)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def decide(stack: tuple[Level, ...], rel: bytes, name: bytes, is_dir: bool) -> bool:
@@ -297,6 +318,7 @@ class Filter:
         self.use_ignore = not no_ignore
         self.hidden_files = self.hidden_dirs = self.excluded = 0
         self._stacks: dict[tuple[str, ...], tuple[Level, ...]] = {}
+        self.budget = Budget(MAX_CALL_IGNORE_BYTES)
         if self.use_ignore:
             self._stacks[start] = self._ancestors()
         self._names = set(KINDS) if self.use_ignore else set()
@@ -318,7 +340,7 @@ class Filter:
                 continue
             try:
                 prefix = ("/".join(parts) + "/" if parts else "").encode("utf-8", "surrogateescape")
-                level = read_level(fd, prefix, names)
+                level = read_level(fd, prefix, names, self.budget)
             finally:
                 os.close(fd)
             if level is not None:
@@ -338,7 +360,7 @@ class Filter:
         prefix = "/".join(parts) + "/" if parts else ""
         bprefix = prefix.encode("utf-8", "surrogateescape")
         if own:
-            level = read_level(fd, bprefix, own)
+            level = read_level(fd, bprefix, own, self.budget)
             if level is not None:
                 stack = (*stack, level)
         if not stack:
@@ -379,12 +401,17 @@ class Filter:
         return kept
 
     def note(self) -> str | None:
-        if not (self.hidden_files or self.hidden_dirs):
-            return None
-        what = []
-        if self.hidden_files:
-            what.append(f"{self.hidden_files} file(s)")
-        if self.hidden_dirs:
-            what.append(f"{self.hidden_dirs} director(ies)")
-        return (f"ignore files (.gitignore, .ignore) hid {' and '.join(what)}; "
-                "no_ignore=true searches them too")
+        notes = []
+        if self.hidden_files or self.hidden_dirs:
+            what = []
+            if self.hidden_files:
+                what.append(f"{self.hidden_files} file(s)")
+            if self.hidden_dirs:
+                what.append(f"{self.hidden_dirs} director(ies)")
+            notes.append(f"ignore files (.gitignore, .ignore) hid {' and '.join(what)}; "
+                         "no_ignore=true searches them too")
+        if self.budget.short:
+            notes.append(f"{self.budget.short} ignore file(s) were not read (over "
+                         f"{MAX_CALL_IGNORE_BYTES} bytes of ignore files in one call), so what "
+                         "they would hide is included")
+        return "; ".join(notes) or None

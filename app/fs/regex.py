@@ -51,8 +51,10 @@ def _refusal(pattern: str, message: str) -> BadArgument:
 class RegexMatcher:
     """One RE2 pattern, compiled once per call, with the same interface as the literal Matcher."""
 
-    def __init__(self, query: str, case_sensitive: bool) -> None:
-        if "\n" in query or "\r" in query or _NEWLINE.search(query):
+    def __init__(self, query: str, case_sensitive: bool, literal: bool = False) -> None:
+        """`literal`: the query is plain text (how a case-insensitive literal search runs:
+        RE2's folding is Unicode's, as ripgrep's `-i`, and it needs no lowered copy)."""
+        if "\n" in query or "\r" in query or (not literal and _NEWLINE.search(query)):
             raise BadArgument(
                 "invalid regex: the pattern spells a line break; search_text matches line by "
                 "line (as ripgrep does), so a match never spans lines"
@@ -62,8 +64,9 @@ class RegexMatcher:
         opts.never_nl = True
         opts.never_capture = True
         opts.case_sensitive = case_sensitive
+        raw = query.encode("utf-8", "surrogateescape")
         try:
-            compiled = re2.compile(b"(?m)" + query.encode("utf-8", "surrogateescape"), opts)
+            compiled = re2.compile(b"(?m)" + (re2.escape(raw) if literal else raw), opts)
         except re2.error as e:
             message = e.args[0] if e.args else str(e)
             if isinstance(message, bytes):
@@ -74,11 +77,13 @@ class RegexMatcher:
         # A literal every match holds: a file without it is passed over at memchr speed
         # (case-sensitive) or with RE2 on the bare literal (folded), before the pattern runs.
         self.prefilter: Callable[[bytes], int] | None = None
-        req = required_literal(query)
+        req = None if literal else required_literal(query)
         if req is not None:
             lit, fold = req
             fold = fold or not case_sensitive
-            if not fold:
+            if not fold and query.startswith(lit):
+                pass  # RE2 itself skips ahead with memchr to a literal prefix: faster
+            elif not fold:
                 self.prefilter = Matcher(lit, True).find
             elif len(lit) >= 3:
                 opts.case_sensitive = False
@@ -104,6 +109,20 @@ class RegexMatcher:
         """Whether any line of buf[:n] matches (cheaper than `lines` for files-only answers)."""
         at = self.search(buf, 0, n)
         return at >= 0 and not (at == n and (n == 0 or buf[n - 1] == 10))
+
+    def count_lines(self, data: bytes, n: int) -> int:
+        """How many lines of data[:n] match (no line numbers worked out)."""
+        search = self._match
+        count = pos = 0
+        while pos <= n:
+            at = search(_ANCHOR, data, pos, n)[0][0]
+            if at < 0 or (at == n and (n == 0 or data[n - 1] == 10)):
+                break
+            count += 1
+            pos = data.find(b"\n", at, n) + 1
+            if not pos:
+                break
+        return count
 
     def lines(self, buf: bytes | bytearray, n: int) -> Iterator[tuple[int, int, int, int]]:
         """(line number, line start, line end, match start) of each matching line."""

@@ -205,9 +205,13 @@ def search_text(
     glob = compile_glob(file_glob)
     for g in exclude:
         compile_glob(g)
-    matcher: Matcher | RegexMatcher = (
-        RegexMatcher(query, case_sensitive) if regex else Matcher(query, case_sensitive)
-    )
+    matcher: Matcher | RegexMatcher
+    if regex:
+        matcher = RegexMatcher(query, case_sensitive)
+    elif not case_sensitive and "\n" not in query and "\r" not in query:
+        matcher = RegexMatcher(query, False, literal=True)
+    else:
+        matcher = Matcher(query, case_sensitive)
     everything = glob.basename and glob.pattern in ("*", "**")
     with root.open_dir(path, op="search_text") as d:
         start, shown = d.parts, d.rel
@@ -305,13 +309,21 @@ def search_text(
                         if found >= want or s.spent > budget:
                             break
             else:
-                count = 0
-                for hit in lines(data, n):
-                    line = hit[0]
-                    count += 1
-                    s.charged += LINE_COST
-                    if mode == FILES or s.spent > budget:
-                        break
+                count = -1
+                if mode == COUNT:
+                    count = _count_lines(matcher, data, n)  # no line numbers worked out
+                    if s.spent + count * LINE_COST <= budget:
+                        s.charged += count * LINE_COST
+                    else:
+                        count = -1  # the budget runs out in this file: find where, below
+                if count < 0:
+                    count = 0
+                    for hit in lines(data, n):
+                        line = hit[0]
+                        count += 1
+                        s.charged += LINE_COST
+                        if mode == FILES or s.spent > budget:
+                            break
                 if count and s.spent <= budget:
                     if found >= offset:
                         rel = name_of(prefix + name)
@@ -370,6 +382,25 @@ def search_text(
         )
 
     return fit_page(make, page, cap)[0]
+
+
+def _count_lines(matcher: Matcher | RegexMatcher, data: bytes, n: int) -> int:
+    """Matching lines of data[:n], with no line numbers worked out."""
+    if isinstance(matcher, RegexMatcher):
+        return matcher.count_lines(data, n)
+    if not matcher.plain:  # a folded literal with a line break in it: the general path
+        return sum(1 for _ in matcher.lines(data, n))
+    find = matcher.find
+    needle = len(matcher.needle)
+    count = 0
+    at = find(data, 0)
+    while at >= 0 and at + needle <= n:
+        count += 1
+        end = data.find(b"\n", at, n)  # as `lines` does: the line the match starts on
+        if end < 0:
+            break
+        at = find(data, end + 1)
+    return count
 
 
 def _content(found: Iterator[tuple[int, int, int, int]], buf: bytes, n: int, context: int

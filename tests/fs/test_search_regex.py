@@ -280,3 +280,34 @@ def test_a_huge_ignore_file_costs_bounded_time(tmp_path: Path) -> None:
     r = run(root, "hit", output_mode="files_with_matches", limit=1000)
     assert time.monotonic() - t < 10
     assert len(r["files"]) == 400  # x7zzy.0txt matches line 7; the lines past 1 MiB are dropped
+
+
+def test_ignore_files_past_the_call_budget_are_not_read_and_the_note_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ignore_mod, "MAX_CALL_IGNORE_BYTES", 94)
+    files = {f"d{i}/.gitignore": "*.log\n" + "#" * 40 + "\n" for i in range(5)}
+    files.update({f"d{i}/a.log": "hit\n" for i in range(5)})
+    root = small_root(tmp_path, files)
+    r = run(root, "hit", output_mode="files_with_matches")
+    assert r["files"] == ["d2/a.log", "d3/a.log", "d4/a.log"]  # d0, d1 read: 2 x 47 bytes
+    assert "3 ignore file(s) were not read" in r["note"]
+
+
+_hay = st.text(alphabet="ab\nAé ", max_size=60).map(str.encode)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=_hay, query=st.text(alphabet="ab\nAé", min_size=1, max_size=3), fold=st.booleans(),
+       regex=st.booleans())
+def test_count_mode_counts_the_lines_content_mode_lists(data: bytes, query: str, fold: bool,
+                                                        regex: bool) -> None:
+    from app.fs.grep import Matcher
+    from app.fs.search import _count_lines
+    matchers: list[Any] = []
+    if "\n" not in query:  # refused for regexes; a folded literal with one keeps Matcher
+        matchers.append(RegexMatcher(query, not fold, literal=not regex))
+    if not regex:
+        matchers.append(Matcher(query, not fold))
+    for m in matchers:
+        assert _count_lines(m, data, len(data)) == len(list(m.lines(data, len(data))))
