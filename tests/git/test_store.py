@@ -61,3 +61,15 @@ def test_a_blob_above_the_limit_is_refused_before_it_is_loaded(tmp_path: Path,
     with pytest.raises(TooLarge, match="above 100000"):
         ops.git_show(root, commit="HEAD", path="big.txt", start_line=1, end_line=3, offset=0,
                      cap=65536, control=NoControl())
+
+
+def test_no_object_above_the_bound_is_inflated(tmp_path: Path, monkeypatch) -> None:
+    from app.fs.history import store
+    from app.fs.history.store import ObjectTooLarge
+
+    repo, _ = build_history(tmp_path)
+    repo.git("gc", "-q")
+    monkeypatch.setattr(store, "MAX_OBJECT", 100)  # every commit here is larger
+    with pytest.raises(ObjectTooLarge, match=r"object [0-9a-f]{12} is \d+ bytes, above 100"):
+        ops.git_log(make_root(repo.path), path="", commit="HEAD", offset=0, limit=5,
+                    cursor=None, cap=65536, control=NoControl())

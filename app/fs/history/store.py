@@ -46,6 +46,7 @@ HEX = frozenset(b"0123456789abcdef")
 MAX_REF_BYTES = 4096
 MAX_PACKED_REFS = 64 * 1024 * 1024
 MAX_LOOSE_OBJECT = 256 * 1024 * 1024
+MAX_OBJECT = 64 * 1024 * 1024  # no object larger than this is inflated
 MAX_PACKS = 1000
 DELTA_CACHE = 16 * 1024 * 1024  # resolved delta bases kept per pack (dulwich's default: 96 MiB)
 
@@ -56,6 +57,10 @@ class RepoRefused(LoomError):
 
 class BadObject(LoomError):
     rule = "git"
+
+
+class ObjectTooLarge(LoomError):
+    rule = "size"
 
 
 def _open_at(dir_fd: int, name: str, flags: int) -> int:
@@ -126,6 +131,17 @@ class RootObjectStore(PackBasedObjectStore):
         self._pack_fd = _open_dir_at(objects_fd, "pack")
         self._files: list[io.BufferedReader] = []
         self._pack_fds: dict[int, int] = {}
+
+    def get_raw(self, name: Any) -> tuple[int, bytes]:
+        """dulwich's read, refused above MAX_OBJECT before anything is inflated (a
+        crafted repository may hold a tree or commit of any size)."""
+        if len(name) == 40:
+            size = self.size(name)
+            if size is not None and size > MAX_OBJECT:
+                raise ObjectTooLarge(
+                    f"object {name.decode()[:12]} is {size} bytes, above {MAX_OBJECT}"
+                )
+        return super().get_raw(name)
 
     def object(self, sha: bytes) -> ShaFile:
         """The object with this hex id (KeyError when missing)."""

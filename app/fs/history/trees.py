@@ -103,7 +103,7 @@ class Trees:
         """(name, mode, hex id) of a tree's entries, parsed once per call."""
         got = self._cache.get(sha)
         if got is None:
-            kind, raw = self.store.get_raw(sha)  # type: ignore[arg-type]
+            kind, raw = self.store.get_raw(sha)
             if kind != Tree.type_num:
                 raise LoomError(f"object {sha.decode()[:12]} is not a tree")
             try:
