@@ -183,3 +183,24 @@ async def test_a_repository_created_later_brings_the_tools_on_reload(tmp_path: P
     assert not (GIT_TOOLS & before)
     assert after >= GIT_TOOLS
     assert empty.is_error and "HEAD does not point to a commit" in empty.content[0].text
+
+
+async def test_no_git_result_or_error_holds_a_host_path(server: LiveServer, world) -> None:
+    base = str(world["base"])
+    host = f"{world['repo'].path}/README.md"
+    calls: list[tuple[str, dict[str, Any]]] = []
+    for root in ("repo", "plain", "linked", "gitfile", "nope"):
+        calls += [("git_log", {"root": root}), ("git_diff", {"root": root}),
+                  ("git_show", {"root": root, "commit": "HEAD"})]
+    for path in (host, "../x", ".env", "src", "big.txt", "logo.bin", "nope", "a\\b"):
+        calls += [("git_log", {"path": path}), ("git_diff", {"path": path}),
+                  ("git_show", {"commit": "HEAD", "path": path}),
+                  ("git_show", {"commit": host})]
+    errors = 0
+    async with server.session() as s:
+        for tool, args in calls:
+            res = await s.call_tool(tool, args)
+            errors += bool(res.is_error)
+            text = " ".join(getattr(c, "text", "") for c in res.content)
+            assert base not in text and base not in str(res.structured_content), (tool, args)
+    assert errors > 20

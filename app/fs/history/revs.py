@@ -14,7 +14,7 @@ import re
 from dulwich.objects import Commit, ShaFile, Tag
 
 from app.errors import BadArgument, NotFound
-from app.fs.history.store import HEX, GitDir
+from app.fs.history.store import HEX, GitDir, valid_ref_name
 
 MAX_REV = 256
 _SUFFIX = re.compile(r"(~\d*|\^\d*|\^\{\}|\^\{commit\})")
@@ -79,13 +79,20 @@ def _base(git: GitDir, name: str, rev: str) -> bytes:
 
 def resolve(git: GitDir, rev: str) -> Commit:
     """The commit `rev` names, or a NotFound/BadArgument naming it."""
-    if not rev or len(rev) > MAX_REV or any(c.isspace() or ord(c) < 32 for c in rev):
-        raise BadArgument(f"invalid revision '{rev[:MAX_REV]}'")
     cut = min((i for i in (rev.find("~"), rev.find("^")) if i >= 0), default=len(rev))
     name, rest = rev[:cut], rev[cut:]
     steps = _SUFFIX.findall(rest)
-    if "".join(steps) != rest:
-        raise BadArgument(f"invalid revision '{rev}': use NAME, NAME~N or NAME^N")
+    # Nothing that is not a revision is echoed back (a client may send a host path).
+    if (
+        not rev
+        or len(rev) > MAX_REV
+        or "".join(steps) != rest
+        or (name not in ("HEAD", "@", "") and not valid_ref_name(name))
+    ):
+        raise BadArgument(
+            "invalid revision: use a commit id (full or abbreviated), a branch or tag name, "
+            "HEAD, HEAD~N or NAME^N"
+        )
     commit = peel(git, _base(git, name, rev), rev)
     for step in steps:
         if step.startswith("^{"):
