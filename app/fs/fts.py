@@ -244,7 +244,7 @@ class RootIndex:
         seen: set[str] = set()
         examined = 0
         next_commit = time.monotonic() + COMMIT_EVERY
-        con.execute("BEGIN IMMEDIATE")
+        self._begin(con, known)
         try:
             for d in Walker(root, ()).dirs():
                 prefix, dir_fd = d.prefix, d.fd
@@ -255,7 +255,7 @@ class RootIndex:
                         now = time.monotonic()
                         if now >= next_commit:
                             con.execute("COMMIT")
-                            con.execute("BEGIN IMMEDIATE")
+                            self._begin(con, known)
                             next_commit = now + COMMIT_EVERY
                             if progress is not None:
                                 progress(out.read, examined)
@@ -301,17 +301,31 @@ class RootIndex:
             raise
         return out
 
+    def _begin(self, con: sqlite3.Connection, known: dict[str, Known]) -> None:
+        """A write transaction, with `known` as the file is now: another server on the
+        same state directory may have committed since we looked."""
+        con.execute("BEGIN IMMEDIATE")
+        version = con.execute("PRAGMA data_version").fetchone()[0]
+        if version != self._version:
+            known.clear()
+            known.update(self._rows(con))
+            self._version = version
+
+    @staticmethod
+    def _rows(con: sqlite3.Connection) -> dict[str, Known]:
+        return {
+            p: (i, s, m, c, n)
+            for i, p, s, m, c, n in con.execute(
+                "SELECT id, path, size, mtime, ctime, ino FROM files"
+            )
+        }
+
     def _load_known(self, con: sqlite3.Connection) -> dict[str, Known]:
         """path -> (rowid, size, mtime, ctime, inode), kept between searches while no other
         connection (another server on the same state directory) has written the file."""
         version = con.execute("PRAGMA data_version").fetchone()[0]
         if self._known is None or version != self._version:
-            self._known = {
-                p: (i, s, m, c, n)
-                for i, p, s, m, c, n in con.execute(
-                    "SELECT id, path, size, mtime, ctime, ino FROM files"
-                )
-            }
+            self._known = self._rows(con)
         self._version = version
         return self._known
 

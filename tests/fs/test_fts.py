@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import re
 import shutil
 import sqlite3
 import stat
@@ -253,18 +254,38 @@ def test_a_stopped_build_resumes_at_the_next_search(
 # -- denied paths, however stale the index -------------------------------------
 
 
-def test_a_rule_added_on_reload_hides_indexed_files(
-    write_config: WriteConfig, tree: Path, tmp_path: Path
+def test_a_rule_added_on_reload_hides_indexed_files_and_rebuilds(
+    write_config: WriteConfig, tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     (tree / "plan.txt").write_text("budget figures\n")
+    (tree / "plan.md").write_text("budget notes\n")
+    settle(monkeypatch)
     cfg = config_for(write_config, tree)
     reg = Registry(str(cfg), audit=False)
-    assert found(reg, "budget") == ["main/plan.txt"]
+    assert set(found(reg, "budget")) == {"main/plan.txt", "main/plan.md"}
+
+    def identity() -> str:
+        with contextlib.closing(sqlite3.connect(index_files(tmp_path)[0])) as con:
+            return con.execute("SELECT value FROM meta WHERE key = 'identity'").fetchone()[0]
+
+    before = identity()
     config_for(write_config, tree, root_extra='deny = ["*.txt"]')
     reg.reload()
-    assert found(reg, "budget") == []
-    with sqlite3.connect(index_files(tmp_path)[0]) as con:  # rebuilt: nothing of it is left
+    assert found(reg, "budget") == ["main/plan.md"]
+    with contextlib.closing(sqlite3.connect(index_files(tmp_path)[0])) as con:
         assert con.execute("SELECT count(*) FROM files WHERE path LIKE '%.txt'").fetchone() == (0,)
+    assert identity() != before  # the rules are part of what the index is built for
+
+
+def test_a_name_allowed_on_reload_is_found(
+    write_config: WriteConfig, tree: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settle(monkeypatch)
+    reg = Registry(str(config_for(write_config, tree)), audit=False)
+    assert found(reg, "secret") == []  # only .env holds it
+    config_for(write_config, tree, root_extra='allow = [".env"]')
+    reg.reload()
+    assert found(reg, "secret") == ["main/.env"]
 
 
 def test_a_limit_changed_on_reload_rebuilds_the_index(
@@ -529,3 +550,36 @@ def test_a_search_waiting_for_another_build_can_be_cancelled(reg: Registry) -> N
     worker.join()
     assert not stuck
     assert len(outcome) == 1 and isinstance(outcome[0], Cancelled)
+
+
+def test_two_servers_sharing_one_index_file_stay_consistent(reg: Registry, tree: Path) -> None:
+    """Two processes on one state directory: each connection sees the other's commits."""
+    snap = reg.current
+    root = snap.root("main")
+    per_file = root.max_read_bytes
+    path = os.path.join(dr.index_dir(snap), fts.file_name("main", root.real))
+    fts.ensure_dir(dr.index_dir(snap))
+    one, two = fts.RootIndex(path), fts.RootIndex(path)
+
+    def refresh(idx: fts.RootIndex) -> None:
+        idx.refresh(
+            root,
+            dr.identity(snap, root, per_file),
+            per_file,
+            deadline=time.monotonic() + 60,
+            check=lambda: None,
+        )
+
+    for i in range(6):
+        (tree / f"s{i}.txt").write_text(f"shared {i}\n")
+        refresh(one if i % 2 else two)
+        (tree / f"s{i}.txt").write_text(f"shared {i} again\n")
+        if i:
+            (tree / f"s{i - 1}.txt").unlink()
+    refresh(one)
+    refresh(two)
+    with contextlib.closing(sqlite3.connect(path)) as con:
+        paths = {r[0] for r in con.execute("SELECT path FROM files")}
+    assert {p for p in paths if re.fullmatch(r"s\d\.txt", p)} == {"s5.txt"}
+    one.close()
+    two.close()
