@@ -104,18 +104,12 @@ def search(snap: Snapshot, query: str, control: Control) -> dict[str, Any]:
     if not tokens.query_terms(query):  # only punctuation: the scan matches it literally
         return scan_search(snap, query, control)
     problem = fts.fts5_problem() or _dir_problem(snap)
-    for attempt in range(2):
-        if problem is not None:
-            break
+    if problem is None:
         try:
             return _ranked(snap, query, control)
         except fts.Unavailable as exc:
             problem = str(exc)
         except sqlite3.DatabaseError as exc:
-            code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary code
-            if code in (SQLITE_CORRUPT, SQLITE_NOTADB) and attempt == 0:
-                _discard_all(snap)  # someone else's bytes: never trusted, rebuilt
-                continue
             problem = f"the search index cannot be used ({_sqlite_reason(exc)})"
     return scan_search(
         snap, query, control, fallback=f"{problem}; searched by scanning the files instead"
@@ -141,11 +135,9 @@ def _sqlite_reason(exc: sqlite3.Error) -> str:
     return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
 
 
-def _discard_all(snap: Snapshot) -> None:
-    for root in snap.roots.values():
-        idx = fts.index_at(os.path.join(index_dir(snap), fts.file_name(root.name, root.real)))
-        with idx.lock:
-            idx.discard()
+def _corrupt(exc: sqlite3.DatabaseError) -> bool:
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF  # the primary result code
+    return code in (SQLITE_CORRUPT, SQLITE_NOTADB)
 
 
 def identity(snap: Snapshot, root: SecureRoot, per_file: int) -> str:
@@ -192,16 +184,23 @@ def _ranked(snap: Snapshot, query: str, control: Control) -> dict[str, Any]:
             )
 
         with _locked(idx, control):
-            done = idx.refresh(
-                root,
-                identity(snap, root, per_file),
-                per_file,
-                deadline=deadline,
-                check=control.check,
-                progress=progress,
-            )
-            rows, n = idx.query(terms, CANDIDATES)
-            ranked = _bonus(idx, words, rows)
+            for attempt in (1, 2):
+                try:
+                    done = idx.refresh(
+                        root,
+                        identity(snap, root, per_file),
+                        per_file,
+                        deadline=deadline,
+                        check=control.check,
+                        progress=progress,
+                    )
+                    rows, n = idx.query(terms, CANDIDATES)
+                    ranked = _bonus(idx, words, rows)
+                    break
+                except sqlite3.DatabaseError as exc:
+                    if attempt == 2 or not _corrupt(exc):
+                        raise
+                    idx.discard()  # someone else's bytes: never trusted, rebuilt
         matched += n
         pool.extend((score, root.name, rel) for score, rel in ranked)
         if not done.complete:

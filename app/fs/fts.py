@@ -161,38 +161,46 @@ class RootIndex:
             if same:
                 return self.con
             self.close()
-        _private_file(self.path)
-        try:
-            con = sqlite3.connect(
-                self.path, isolation_level=None, check_same_thread=False, timeout=10
-            )
-        except sqlite3.Error as exc:
-            raise Unavailable(f"the index cannot be opened ({exc})") from None
-        try:
-            con.execute("PRAGMA secure_delete = ON")
-            con.execute("PRAGMA journal_mode = WAL")
-            con.execute("PRAGMA synchronous = NORMAL")
-            self._schema(con)
-        except sqlite3.DatabaseError:
-            con.close()
-            raise
+        for _ in range(2):
+            _private_file(self.path)
+            try:
+                con = sqlite3.connect(
+                    self.path, isolation_level=None, check_same_thread=False, timeout=10
+                )
+            except sqlite3.Error as exc:
+                raise Unavailable(f"the index cannot be opened ({exc})") from None
+            try:
+                con.execute("PRAGMA secure_delete = ON")
+                con.execute("PRAGMA journal_mode = WAL")
+                con.execute("PRAGMA synchronous = NORMAL")
+                ours = self._schema(con)
+            except sqlite3.DatabaseError:
+                con.close()
+                raise
+            if ours:
+                break
+            con.close()  # another program's database, or an older layout: start a new file
+            _remove(self.path)
+        else:
+            raise Unavailable("the index file keeps being replaced")
         st = os.lstat(self.path)
         self._file = (st.st_dev, st.st_ino)
         self.con = con
         return con
 
     @staticmethod
-    def _schema(con: sqlite3.Connection) -> None:
-        have = {r[0] for r in con.execute("SELECT name FROM sqlite_master")}
-        if "meta" in have:
-            row = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
-            if row is not None and row[0] == SCHEMA:
-                return
-        # Not ours (or an older layout): start over in the same file.
+    def _schema(con: sqlite3.Connection) -> bool:
+        """True when the file holds our layout (created here if the file is empty); False
+        for anything else, which is then removed rather than altered."""
+        # In a write transaction: two servers creating the same file see each other.
         con.execute("BEGIN IMMEDIATE")
-        for name, kind in con.execute("SELECT name, type FROM sqlite_master").fetchall():
-            if kind == "table" and not name.startswith(("sqlite_", "docs_")):
-                con.execute(f'DROP TABLE IF EXISTS "{name}"')
+        if con.execute("SELECT count(*) FROM sqlite_master").fetchone()[0]:
+            con.execute("ROLLBACK")
+            try:
+                row = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchone()
+            except sqlite3.OperationalError:  # no such table or column: not ours
+                return False
+            return row is not None and row[0] == SCHEMA
         con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
         con.execute(
             "CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, "
@@ -203,6 +211,7 @@ class RootIndex:
         )
         con.execute("INSERT INTO meta VALUES ('schema', ?), ('identity', '')", (SCHEMA,))
         con.execute("COMMIT")
+        return True
 
     def close(self) -> None:
         self._known = None

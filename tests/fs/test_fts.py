@@ -379,11 +379,17 @@ def test_the_default_state_directory_is_xdg_state_home(
 @pytest.mark.parametrize(
     "plant",
     [
-        pytest.param(lambda p, o: p.write_bytes(b"not a database at all" * 100), id="garbage"),
+        pytest.param(
+            lambda p, o: (p.write_bytes(b"not a database at all" * 100), p.chmod(0o600)),
+            id="garbage",
+        ),
         pytest.param(lambda p, o: (p.write_text(""), p.chmod(0o644)), id="readable-by-others"),
         pytest.param(lambda p, o: p.symlink_to(o), id="a-link"),
         pytest.param(
-            lambda p, o: sqlite3.connect(p).execute("CREATE TABLE meta (k, v)").connection.commit(),
+            lambda p, o: (
+                sqlite3.connect(p).execute("CREATE TABLE meta (k, v)").connection.commit(),
+                p.chmod(0o600),
+            ),
             id="a-foreign-database",
         ),
     ],
@@ -397,7 +403,9 @@ def test_a_planted_index_file_is_replaced_not_trusted(
     other = tmp_path / "other.db"
     other.write_bytes(b"keep me")
     plant(where / name, other)
-    assert found(reg, "zanzibar") == ["main/notes.txt"]
+    data = dr.search(reg.current, "zanzibar", NoControl())
+    assert [r["id"] for r in data["results"]] == ["main/notes.txt"]
+    assert "note" not in data  # served by a new index, not by the fallback
     assert other.read_bytes() == b"keep me"
     p = where / name
     assert not p.is_symlink() and stat.S_IMODE(p.stat().st_mode) == 0o600
