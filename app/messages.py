@@ -31,7 +31,7 @@ def shown(value: Any) -> str:
     """A short, quoted rendering of a value the caller sent."""
     if isinstance(value, str):
         cut = value if len(value) <= SHOWN_CHARS else value[:SHOWN_CHARS] + "..."
-        return "'" + cut.replace("\n", "\\n") + "'"
+        return "'" + "".join(c if c.isprintable() else repr(c)[1:-1] for c in cut) + "'"
     if value is None or isinstance(value, bool | int | float):
         return json.dumps(value)
     if isinstance(value, list | tuple):

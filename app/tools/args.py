@@ -17,13 +17,14 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from app.messages import location, sentence
+from app.messages import location, sentence, shown
 from app.tools.base import flat_schema
 
 # Kept out of the published schema: `title` is noise for a model; length bounds are outside
 # OpenAI's strict subset for some models and are enforced here anyway (the error says the limit).
 DROPPED_KEYWORDS = frozenset({"title", "minLength", "maxLength"})
 MAX_REPORTED = 3
+MAX_GUESSED = 64
 
 
 def published_schema(schema: dict[str, Any]) -> dict[str, Any]:
@@ -51,6 +52,9 @@ def _normal(name: str) -> str:
 
 def unknown_argument(tool: str, known: list[str], given: str) -> str:
     """`unknown argument 'dryrun' (did you mean 'dry_run'?); edit_file takes: path, ...`."""
+    if len(given) > MAX_GUESSED:  # a name no one misspelled: no guess, and shown cut
+        known_names = ", ".join(known) if known else "no arguments"
+        return f"unknown argument {shown(given)}; {tool} takes: {known_names}"
     g = _normal(given)
     guess = [k for k in known if _normal(k) == g]  # startLine, overWrite, dry-run
     guess = guess or difflib.get_close_matches(given, known, n=1, cutoff=0.75)  # dryrun
@@ -59,7 +63,7 @@ def unknown_argument(tool: str, known: list[str], given: str) -> str:
         guess = part if len(part) == 1 else []
     hint = f" (did you mean '{guess[0]}'?)" if guess else ""
     takes = ", ".join(known) if known else "no arguments"
-    return f"unknown argument '{given}'{hint}; {tool} takes: {takes}"
+    return f"unknown argument {shown(given)}{hint}; {tool} takes: {takes}"
 
 
 def _properties_at(schema: dict[str, Any], loc: tuple[Any, ...]) -> list[str]:

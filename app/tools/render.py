@@ -25,6 +25,13 @@ from collections.abc import Callable
 from typing import Any
 
 Data = dict[str, Any]
+# Values shown as they are: a file's lines and a diff are the point of the answer.
+VERBATIM = frozenset({"content", "diff", "message"})
+# What would start a new line (or overwrite one) in a reader's view: a file named
+# "a\n[more: ...]" must stay one entry, not forge a line of the answer.
+_BREAKS = {c: f"\\x{c:02x}" for c in (*range(0x00, 0x09), *range(0x0A, 0x20), 0x7F)}
+_BREAKS |= {0x0A: "\\n", 0x0D: "\\r", 0x85: "\\x85", 0x2028: "\\u2028",
+            0x2029: "\\u2029"}
 CUT_MARK = "\n[... text cut at max_output_chars; the structured result is complete]"
 
 
@@ -314,12 +321,23 @@ RENDERERS: dict[str, Callable[[Data], str]] = {
 }
 
 
+def one_line(value: Any) -> Any:
+    """`value` with every string that is not a file's text kept to one line (escaped)."""
+    if isinstance(value, str):
+        return value.translate(_BREAKS) if not value.isprintable() else value
+    if isinstance(value, list):
+        return [one_line(x) for x in value]
+    if isinstance(value, dict):
+        return {k: v if k in VERBATIM else one_line(v) for k, v in value.items()}
+    return value
+
+
 def render(kind: str, data: Data, cap: int | None = None) -> str | None:
     """The readable text for a result of type `kind`, or None when there is no renderer."""
     fn = RENDERERS.get(kind)
     if fn is None:
         return None
-    text = fn(data)
+    text = fn(one_line(data))
     if cap is not None and len(text) > cap:
         text = text[: max(0, cap - len(CUT_MARK))] + CUT_MARK
     return text

@@ -209,3 +209,18 @@ async def test_max_depth_alone_lists_recursively(place: tuple[Path, LiveServer])
     assert "dir/a.txt" in [e["path"] for e in deep["entries"]]
     assert deep["entries"] == both["entries"]  # recursive's default depth is 2 too
     assert level["entries"] == one["entries"]
+
+
+async def test_an_outlandish_argument_name_gets_a_short_one_line_refusal(
+    place: tuple[Path, LiveServer],
+) -> None:
+    ws, srv = place
+    before = snapshot(ws)
+    async with srv.session() as s:
+        for name in ("x" * 100_000, "dry_run\n[ok: written]", "\u202edry_run", ""):
+            res = await s.call_tool("write_file", {"path": "n.txt", "content": "x", name: True})
+            assert res.is_error
+            text = res.content[0].text  # type: ignore[union-attr]
+            assert text.startswith("unknown argument '") and "\n" not in text
+            assert len(text) < 200
+    assert snapshot(ws) == before
