@@ -13,8 +13,10 @@ found path is one the rules deny.
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,7 @@ from app.errors import LoomError
 from app.fs import deep_research, edit, listing, media, move, search, trash, write
 from app.fs import read as read_mod
 from app.fs.edit import TextEdit
+from app.fs.history import ops as git_ops
 from app.registry import Registry
 from app.security.paths import split_request
 
@@ -80,6 +83,7 @@ class NeverDenied(RuleBasedStateMachine):
             p.write_text(f"{SECRET}-{i}\n")
         (ws / "config" / "dev.yaml").write_text("dev: 1\n")
         (ws / "a" / "ok.txt").write_text("fine\n")
+        self.git = _commit_everything(ws, self.tmp / "home")
         cfg = self.tmp / "loom.toml"
         cfg.write_text(
             'deny = ["*.secret", "vault/*/y.txt"]\nsearch_fetch_tools = true\n'
@@ -112,8 +116,10 @@ class NeverDenied(RuleBasedStateMachine):
         found: list[str] = []
         if isinstance(out, dict):
             for k, v in out.items():
-                if k in ("path", "id") and isinstance(v, str) and "error" not in out:
-                    found.append(v.split("/", 1)[1] if k == "id" else v)
+                if k in ("path", "old_path") and isinstance(v, str) and "error" not in out:
+                    found.append(v)
+                elif k == "id" and isinstance(v, str) and "/" in v:  # search: root/path
+                    found.append(v.split("/", 1)[1])
                 else:
                     found.extend(self._paths_in(v))
         elif isinstance(out, list):
@@ -212,15 +218,54 @@ class NeverDenied(RuleBasedStateMachine):
     def research_fetch(self, path: str) -> None:
         self._answer(lambda: deep_research.fetch(self.reg.current, f"ws/{path}"))
 
+    @rule(path=st.one_of(st.just(""), path_st))
+    def git_log(self, path: str) -> None:
+        if self.git:
+            self._answer(lambda: git_ops.git_log(
+                self.root, path=path, commit="HEAD", offset=0, limit=50, cursor=None,
+                cap=1 << 20, control=CTL,
+            ))
+
+    @rule(path=st.one_of(st.none(), path_st, st.sampled_from(sorted(PLANTED))))
+    def git_show(self, path: str | None) -> None:
+        if self.git:
+            self._answer(lambda: git_ops.git_show(
+                self.root, commit="HEAD", path=path, start_line=1, end_line=300, offset=0,
+                cap=1 << 20, control=CTL,
+            ))
+
+    @rule(path=st.one_of(st.just(""), path_st))
+    def git_diff(self, path: str) -> None:
+        if self.git:
+            self._answer(lambda: git_ops.git_diff(
+                self.root, base="HEAD", target=None, path=path, offset=0, cap=1 << 20,
+                read_budget=1 << 24, control=CTL,
+            ))
+
     @invariant()
     def secrets_stay_on_disk(self) -> None:
         # Sanity: the planted secrets are still there to be found (nothing erased them).
         if hasattr(self, "tmp"):
             found = sum(
                 1 for p in (self.tmp / "ws").rglob("*")
-                if p.is_file() and re.match(SECRET, p.read_text(errors="replace"))
+                if ".git" not in p.parts and p.is_file()
+                and re.match(SECRET, p.read_text(errors="replace"))
             )
             assert found == len(PLANTED)
+
+
+def _commit_everything(top: Path, home: Path) -> bool:
+    """The planted tree as one commit (secrets included), for the history tools."""
+    if shutil.which("git") is None:
+        return False
+    home.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
+    env.update(HOME=str(home), GIT_CONFIG_NOSYSTEM="1", GIT_AUTHOR_NAME="A",
+               GIT_AUTHOR_EMAIL="a@x.org", GIT_COMMITTER_NAME="A", GIT_COMMITTER_EMAIL="a@x.org")
+    for args in (["init", "-q"], ["add", "-A", "-f"], ["commit", "-q", "-m", "all"]):
+        subprocess.run(["git", "-C", str(top), *args], env=env, check=True,
+                       capture_output=True, timeout=60)
+    return True
 
 
 NeverDenied.TestCase.settings = settings(
