@@ -136,7 +136,9 @@ class Registry:
         )
         if self._with_audit:
             self.protected.note_log_path(loaded.audit_log, m.audit_log_backups)
-        own = (self.token_file, *self.protected.log_paths())
+        # The links on the way to the config too (in a read-only root: it cannot be swapped,
+        # but nor need the agent see the way to the file that defines its roots).
+        own = (self.token_file, *loaded.source_links, *self.protected.log_paths())
         audit = old.audit if old is not None else None
         fresh = None
         if self._with_audit and audit is None:

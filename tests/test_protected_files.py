@@ -447,3 +447,31 @@ def test_resolve_links_agrees_with_realpath_and_reports_every_link(
             continue  # a loop: refused, with a message
         assert got == os.path.realpath(path), path
         assert all(os.path.islink(m) for m in met)
+
+
+def test_reload_config_over_http_refuses_a_config_the_agent_could_swap(place: Path) -> None:
+    """The reload_config tool: refused with the reason and no host path; roots unchanged."""
+    import anyio
+
+    from tests.live import live_server
+
+    real = place / "etc" / "loom.toml"
+    real.write_text(toml(("ws", place / "ws", "reference"), audit=place / "state" / "a.log"))
+    os.symlink(real, place / "ws" / "loom.toml")
+    with live_server(place / "ws" / "loom.toml") as srv:
+        real.write_text(toml(("ws", place / "ws", "workspace"), audit=place / "state" / "a.log"))
+
+        async def main() -> tuple[Any, Any, Any]:
+            async with srv.session() as s:
+                reload = await s.call_tool("reload_config", {})
+                roots = await s.call_tool("list_roots", {})
+                listed = await s.call_tool("list_directory", {"path": ""})
+                return reload, roots, listed
+
+        reload, roots, listed = anyio.run(main)
+    text = " ".join(getattr(c, "text", "") for c in reload.content)
+    assert reload.is_error and "symbolic link on the path to the server's config file" in text
+    assert str(place) not in text
+    assert roots.structured_content["roots"][0]["permissions"] == ["read"]
+    names = [e["name"] for e in listed.structured_content["entries"]]
+    assert "loom.toml" not in names  # the link resolves to the config: denied by identity
