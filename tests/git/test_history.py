@@ -246,6 +246,10 @@ def test_diff_of_the_working_tree_reads_through_the_choke_point(fresh_history) -
     (repo.path / "src" / "main.py").unlink()
     (repo.path / "src" / "main.py").symlink_to("../.env")  # a tracked file now a link to a secret
     (repo.path / ".env").write_text(SECRET + "\n")
+    (repo.path / "staged.txt").write_text("new and staged\n")
+    (repo.path / ".env.local").write_text(SECRET + "\n")
+    (repo.path / "untracked.txt").write_text("not in the index\n")
+    repo.git("add", "-f", "staged.txt", ".env.local")
     root = make_root(repo.path)
     got = diff(root)
     want = {k: v for k, v in git_diff_lines(repo, "HEAD").items() if not DENIED.search(k)}
@@ -256,6 +260,12 @@ def test_diff_of_the_working_tree_reads_through_the_choke_point(fresh_history) -
     assert [x[1:] for x in lines if x.startswith("+")] == plus
     assert [x[1:] for x in lines if x.startswith("-")] == minus
     assert mine["docs/guide.md"].change == "deleted"
+    # As `git diff HEAD`: a staged new file is added, an untracked one is not listed.
+    staged = mine["staged.txt"]
+    assert staged.change == "added" and staged.diff == "@@ -0,0 +1 @@\n+new and staged"
+    assert want["staged.txt"] == (["new and staged"], [])
+    assert "untracked.txt" not in mine and ".env.local" not in mine
+    assert set(mine) <= set(want) | {"src/main.py"}
     assert "src/main.py" not in mine  # its in-root target is denied: hidden, counted
     assert got.hidden_denied >= 1
     no_secret(got)

@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
+import io
 import os
 import tempfile
 from collections.abc import Callable, Iterator
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from dulwich.index import Stage, read_index
 from dulwich.objects import Blob, Commit
 from pydantic import BaseModel
 
@@ -24,8 +26,8 @@ from app.errors import DeniedName, LoomError, NotARegularFile, NotFound, TooLarg
 from app.fs import read as read_mod
 from app.fs.history import revs, textdiff
 from app.fs.history.denied import denied_blobs
-from app.fs.history.store import GitDir
-from app.fs.history.trees import Change, Hidden, Trees, is_tree
+from app.fs.history.store import GitDir, read_small
+from app.fs.history.trees import Change, Hidden, Trees, is_tree, valid_name
 from app.fs.history.walk import Cursor, start_heads, walk
 from app.fs.paging import RESERVE, Control, cut_to, dumps, json_len
 from app.security.paths import join, split_request
@@ -438,6 +440,45 @@ def _commit_side(git: GitDir, limit: int) -> Content:
 
 
 _WORKTREE = b"worktree:"
+MAX_INDEX = 64 * 1024 * 1024
+
+
+def _read_worktree(root: SecureRoot, entry: Change) -> bytes | None:
+    """A tracked file's bytes in the working tree (a link: its target), through the
+    choke point; None when it is larger than the root's max_read_bytes."""
+    if entry.new_mode == 0o120000:
+        with root.open_parent(entry.path, op="git_diff", perm="read") as parent:
+            return os.readlink(parent.name, dir_fd=parent.fd).encode("utf-8", "surrogateescape")
+    with root.open_file(entry.path, op="git_diff") as f:
+        if f.st.st_size > root.max_read_bytes:
+            return None
+        return read_mod.textio.pread_all(f.fd, root.max_read_bytes + 1)
+
+
+def _index_paths(git: GitDir, trees: Trees, parts: tuple[str, ...]) -> list[tuple[str, int]]:
+    """(path, mode) of the index's entries at or below `parts`, less denied and
+    invalid names; the index is parsed from its bytes (never by path)."""
+    raw = read_small(git.fd, "index", MAX_INDEX)
+    if not raw:
+        return []
+    try:
+        entries = list(read_index(io.BytesIO(raw)))
+    except Exception:  # a damaged or unknown index format: compare the commit's files only
+        return []
+    out: list[tuple[str, int]] = []
+    for e in entries:
+        if e.stage() != Stage.NORMAL:
+            continue
+        names = [valid_name(n) for n in e.name.split(b"/")]
+        if any(n is None for n in names):
+            continue
+        here = tuple(n for n in names if n is not None)
+        if here[: len(parts)] != parts:
+            continue
+        if any(trees.denied(here[: i + 1]) for i in range(len(here))):
+            continue
+        out.append(("/".join(here), e.mode))
+    return out
 
 
 def _git_blob_id(data: bytes) -> bytes:
@@ -455,14 +496,21 @@ def _worktree_changes(
     notes: list[str],
     control: Control,
 ) -> tuple[list[Change], Content]:
-    """The base commit's files under `parts` compared with the working tree, read
-    through the choke point (`open_file`): deny rules and links as for any read."""
+    """The base commit's files under `parts`, and files added to the index since,
+    compared with the working tree, read through the choke point (`open_file`:
+    deny rules, in-root links, `max_read_bytes`), as `git diff BASE` does."""
     tracked = trees.files(base_tree, parts, hidden)
+    known = {c.path for c in tracked} | hidden.denied_paths
+    staged = [
+        Change(path, "added", None, None, 0, mode)
+        for path, mode in _index_paths(git, trees, parts)
+        if path not in known
+    ]
     work: dict[bytes, bytes] = {}
     changes: list[Change] = []
     spent = 0
     unread = 0
-    for entry in tracked:
+    for entry in tracked + staged:
         control.check()
         if entry.new_mode == 0o160000:
             continue
@@ -470,26 +518,24 @@ def _worktree_changes(
             unread += 1
             continue
         try:
-            if entry.new_mode == 0o120000:
-                with root.open_parent(entry.path, op="git_diff", perm="read") as parent:
-                    target = os.readlink(parent.name, dir_fd=parent.fd)
-                    data = target.encode("utf-8", "surrogateescape")
-            else:
-                with root.open_file(entry.path, op="git_diff") as f:
-                    if f.st.st_size > root.max_read_bytes:
-                        unread += 1
-                        continue
-                    data = read_mod.textio.pread_all(f.fd, root.max_read_bytes + 1)
+            data = _read_worktree(root, entry)
         except DeniedName:
             hidden.denied_paths.add(entry.path)
             continue
         except NotFound:
-            changes.append(Change(entry.path, "deleted", entry.new_sha, None, entry.new_mode, 0))
+            if entry.new_sha is not None:
+                changes.append(
+                    Change(entry.path, "deleted", entry.new_sha, None, entry.new_mode, 0)
+                )
             continue
         except (LoomError, OSError):
-            changes.append(
-                Change(entry.path, "type_changed", entry.new_sha, None, entry.new_mode, 0)
-            )
+            if entry.new_sha is not None:
+                changes.append(
+                    Change(entry.path, "type_changed", entry.new_sha, None, entry.new_mode, 0)
+                )
+            continue
+        if data is None:
+            unread += 1
             continue
         spent += len(data)
         sha = _git_blob_id(data)
@@ -498,8 +544,12 @@ def _worktree_changes(
             work[key] = data
             # Content that history knows at a denied path keeps its own id: withheld below.
             side = sha if sha in hidden.denied_blobs else key
-            changes.append(Change(entry.path, "modified", entry.new_sha, side, entry.new_mode,
-                                  entry.new_mode))
+            if entry.new_sha is None:
+                changes.append(Change(entry.path, "added", None, side, 0, entry.new_mode))
+            else:
+                changes.append(Change(entry.path, "modified", entry.new_sha, side,
+                                      entry.new_mode, entry.new_mode))
+    changes.sort(key=lambda c: c.path.encode("utf-8"))
     if unread:
         notes.append(
             f"{unread} tracked files not compared (larger than max_read_bytes, or the call's "

@@ -67,7 +67,7 @@ def _open_at(dir_fd: int, name: str, flags: int) -> int:
     return os.open(name, flags, dir_fd=dir_fd)
 
 
-def _read_small(dir_fd: int, name: str, limit: int) -> bytes | None:
+def read_small(dir_fd: int, name: str, limit: int) -> bytes | None:
     """A regular file's bytes (at most `limit`), or None when it does not exist."""
     try:
         fd = _open_at(dir_fd, name, FILE_FLAGS)
@@ -221,7 +221,7 @@ class RootObjectStore(PackBasedObjectStore):
                 return None  # a link is not an object directory
             raise
         try:
-            return _read_small(sub, hexsha[2:], MAX_LOOSE_OBJECT)
+            return read_small(sub, hexsha[2:], MAX_LOOSE_OBJECT)
         except RepoRefused:
             return None
         finally:
@@ -445,7 +445,7 @@ class GitDir:
 
     def _check(self) -> None:
         name = self.root.name
-        if _read_small(self.fd, "commondir", MAX_REF_BYTES) is not None:
+        if read_small(self.fd, "commondir", MAX_REF_BYTES) is not None:
             raise RepoRefused(
                 f"root '{name}': .git/commondir points to another repository's directory; not read"
             )
@@ -455,7 +455,7 @@ class GitDir:
                 info = _open_dir_at(objects, "info")
                 if info is not None:
                     try:
-                        alt = _read_small(info, "alternates", MAX_REF_BYTES)
+                        alt = read_small(info, "alternates", MAX_REF_BYTES)
                     finally:
                         os.close(info)
                     if alt and alt.strip():
@@ -465,12 +465,12 @@ class GitDir:
                         )
             finally:
                 os.close(objects)
-        config = _read_small(self.fd, "config", 1 << 20) or b""
+        config = read_small(self.fd, "config", 1 << 20) or b""
         if re.search(rb"(?im)^\s*objectformat\s*=\s*sha256\b", config):
             raise RepoRefused(f"root '{name}': SHA-256 repositories are not supported")
 
     def _read_shallow(self) -> frozenset[bytes]:
-        data = _read_small(self.fd, "shallow", MAX_PACKED_REFS) or b""
+        data = read_small(self.fd, "shallow", MAX_PACKED_REFS) or b""
         return frozenset(line.strip() for line in data.splitlines() if len(line.strip()) == 40)
 
     # -- refs ------------------------------------------------------------------
@@ -488,7 +488,7 @@ class GitDir:
                 os.close(fd)
                 fd = nxt
             try:
-                return _read_small(fd, parts[-1], MAX_REF_BYTES)
+                return read_small(fd, parts[-1], MAX_REF_BYTES)
             except RepoRefused:
                 return None
             except OSError as exc:
@@ -532,7 +532,7 @@ class GitDir:
 
     def packed_refs(self) -> dict[str, bytes]:
         if self._packed is None:
-            data = _read_small(self.fd, "packed-refs", MAX_PACKED_REFS) or b""
+            data = read_small(self.fd, "packed-refs", MAX_PACKED_REFS) or b""
             refs: dict[str, bytes] = {}
             for line in data.splitlines():
                 if not line or line[:1] in (b"#", b"^"):
