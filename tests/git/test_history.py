@@ -173,7 +173,8 @@ def test_commits_are_named_every_way(repo: Repo, root, ids, spelling: str) -> No
 @pytest.mark.parametrize(
     ("rev", "error"),
     [("nosuch", NotFound), ("HEAD~99", NotFound), ("HEAD^3", NotFound), ("a b", LoomError),
-     ("HEAD:README.md", LoomError), ("../../etc", LoomError), ("0000", NotFound)],
+     ("HEAD:README.md", LoomError), ("../../etc", LoomError), ("0000", NotFound),
+     ("HEAD~10001", LoomError), ("HEAD~5000~5001", LoomError), ("/etc/passwd", LoomError)],
 )
 def test_bad_revisions_are_clear_errors(root, rev: str, error: type) -> None:
     with pytest.raises(error):

@@ -17,6 +17,7 @@ from app.errors import BadArgument, NotFound
 from app.fs.history.store import HEX, GitDir, valid_ref_name
 
 MAX_REV = 256
+MAX_STEPS = 10_000  # parents followed by one revision (HEAD~N): a second at most
 _SUFFIX = re.compile(r"(~\d*|\^\d*|\^\{\}|\^\{commit\})")
 _HEXREV = re.compile(r"^[0-9a-fA-F]{4,40}$")
 
@@ -94,12 +95,17 @@ def resolve(git: GitDir, rev: str) -> Commit:
             "HEAD, HEAD~N or NAME^N"
         )
     commit = peel(git, _base(git, name, rev), rev)
+    walked = 0
     for step in steps:
         if step.startswith("^{"):
             continue
         n = int(step[1:]) if len(step) > 1 else 1
-        if n > 1_000_000:
-            raise BadArgument(f"invalid revision '{rev}': {step} is too far")
+        walked += n
+        if walked > MAX_STEPS:
+            raise BadArgument(
+                f"revision '{rev}' goes back more than {MAX_STEPS} commits; name that commit "
+                "by its id (git_log with a cursor reaches it)"
+            )
         if step[0] == "~":
             for _ in range(n):
                 if not commit.parents:

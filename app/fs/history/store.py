@@ -47,7 +47,7 @@ MAX_REF_BYTES = 4096
 MAX_PACKED_REFS = 64 * 1024 * 1024
 MAX_LOOSE_OBJECT = 256 * 1024 * 1024
 MAX_OBJECT = 64 * 1024 * 1024  # no object larger than this is inflated
-MAX_PACKS = 1000
+MAX_PACKS = 200  # two descriptors each, held for the call
 DELTA_CACHE = 16 * 1024 * 1024  # resolved delta bases kept per pack (dulwich's default: 96 MiB)
 
 
