@@ -30,6 +30,7 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import __version__
+from app.http_limits import MAX_SESSIONS, SESSION_IDLE_TIMEOUT, evict_when_full
 from app.server import LoomServer, install_sighup
 from app.tools.base import call_key
 
@@ -182,6 +183,8 @@ class BodyLimit:
             return
         # Read the whole body first (it is bounded by the limit), then replay it: the
         # app never sees a request that is over the limit, however it is chunked.
+        # It is handed on as one bytes object that every reader after us shares
+        # (Starlette's `body()` of a single chunk is that chunk): held once.
         chunks: list[bytes] = []
         seen = 0
         while True:
@@ -197,7 +200,9 @@ class BodyLimit:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        await self.app(scope, _replay(chunks, None, receive), send)
+        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        del chunks, message, chunk  # nothing here may keep a second copy alive
+        await self.app(scope, _replay([body], None, receive), send)
 
 
 def _replay(chunks: list[bytes], first: Any = None, then: Receive | None = None) -> Receive:
@@ -339,7 +344,7 @@ def _tool_call_id(body: bytes) -> Any:
         return None
     try:
         message = json.loads(body)
-    except ValueError:
+    except (ValueError, RecursionError):  # deeply nested: the SDK answers it with a 400
         return None
     if isinstance(message, dict) and message.get("method") == "tools/call":
         return message.get("id")
@@ -364,6 +369,8 @@ def build_app(
     json_response: bool | None = None,
     handle_sighup: bool = False,
     watch_disconnects: bool = True,
+    max_sessions: int = MAX_SESSIONS,
+    session_idle_timeout: float = SESSION_IDLE_TIMEOUT,
 ) -> ASGIApp:
     """`json_response`: True always JSON, False always SSE, None (default) per request.
 
@@ -375,7 +382,10 @@ def build_app(
         # Our HostOriginGuard covers every route; the SDK's would only cover /mcp.
         transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
         max_request_body_size=1 << 40,
+        max_sessions=max_sessions,
+        session_idle_timeout=session_idle_timeout,
     )
+    evict_when_full(server.session_manager)
 
     async def healthz(request: Request) -> Response:
         body = {"status": "ok", "version": __version__, "roots": len(server.registry.current.roots)}

@@ -142,6 +142,7 @@ def _serve_http(server, host: str, port: int, token: str | None, settings: Setti
     import uvicorn
 
     from app.http import build_app
+    from app.http_limits import uvicorn_limits
 
     try:
         sock = listening_socket(host, port)
@@ -166,13 +167,14 @@ def _serve_http(server, host: str, port: int, token: str | None, settings: Setti
         handle_sighup=True,
     )
     server_class = _uvicorn_server_class()
-    # httptools: uvicorn's C parser; 5-20% less server CPU per small call than h11
-    # (benchmarks/http_modes.py, README "Measured").
+    # httptools (uvicorn's C parser; 5-20% less server CPU per small call than h11,
+    # benchmarks/http_modes.py, README "Measured") with the header cap, read
+    # timeouts and connection cap that app.http_limits adds.
     # proxy_headers=False: uvicorn otherwise trusts X-Forwarded-For from 127.0.0.1, which is
     # every local client, and the audit log would record whatever address a client claims.
     config = uvicorn.Config(
-        app, http="httptools", log_config=None, access_log=False, lifespan="on",
-        timeout_graceful_shutdown=5, proxy_headers=False, forwarded_allow_ips="",
+        app, log_config=None, access_log=False, lifespan="on", timeout_graceful_shutdown=5,
+        proxy_headers=False, forwarded_allow_ips="", **uvicorn_limits(),
     )
     server_class(config).run(sockets=[sock])
     return 0

@@ -8,11 +8,15 @@ through the MCP SDK client, round by round (the order rotates, so a load spike
 hits every variant alike). Variants:
 
 - shipped:   answer per request (JSON unless the call asked for progress),
-             stateful sessions, httptools parser;
+             stateful sessions, httptools parser with app.http_limits' header cap,
+             read timeouts and connection cap;
+- bare:      as shipped, on plain uvicorn httptools (no limits of ours);
 - sse:       every answer an SSE stream (the SDK's default);
 - json:      every answer JSON (progress notifications could not be sent);
 - stateless: JSON, no sessions (a transport per request; no list_changed);
 - h11:       as shipped, with uvicorn's pure-Python parser;
+- h11-capped: h11 with its own head cap (`h11_max_incomplete_event_size`), the
+             other way to bound headers;
 - no-watch:  as shipped, without the disconnect watcher (CancelOnDisconnect).
 
 Prints the median calls/s and the CPU milliseconds per call of the client
@@ -38,11 +42,13 @@ if __package__ in (None, ""):  # run as a script: make `app` and `benchmarks` im
 from benchmarks._client import call, cpu_seconds, free_port, healthz_ok, http_session, write_config
 
 VARIANTS = {
-    "shipped": {"json": None, "stateless": False, "http": "httptools"},
+    "shipped": {"json": None, "stateless": False, "http": "limited"},
+    "bare": {"json": None, "stateless": False, "http": "httptools"},
     "sse": {"json": False, "stateless": False, "http": "httptools"},
     "json": {"json": True, "stateless": False, "http": "httptools"},
     "stateless": {"json": True, "stateless": True, "http": "httptools"},
     "h11": {"json": None, "stateless": False, "http": "h11"},
+    "h11-capped": {"json": None, "stateless": False, "http": "h11-capped"},
     "no-watch": {"json": None, "stateless": False, "http": "httptools", "watch": False},
 }
 
@@ -62,8 +68,17 @@ def serve(variant: str, port: int, config: str) -> None:
     server.streamable_http_app = lambda **kw: make(**{**kw, "stateless_http": v["stateless"]})  # type: ignore[method-assign]
     app = build_app(server, json_response=v["json"],  # type: ignore[arg-type]
                     watch_disconnects=v.get("watch", True))  # type: ignore[arg-type]
-    uvicorn.Server(uvicorn.Config(app, http=v["http"], log_config=None, access_log=False,
-                                  lifespan="on")).run(sockets=[listening_socket("127.0.0.1", port)])
+    from app.http_limits import MAX_HEAD_BYTES, uvicorn_limits
+
+    options: dict[str, object] = {"http": v["http"]}
+    if v["http"] == "limited":
+        options = uvicorn_limits()
+    elif v["http"] == "h11-capped":  # the alternative: h11's own cap on an incomplete head
+        options = {**uvicorn_limits(), "http": "h11", "h11_max_incomplete_event_size":
+                   MAX_HEAD_BYTES}
+    uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="on",
+                                  **options)).run(  # type: ignore[arg-type]
+        sockets=[listening_socket("127.0.0.1", port)])
 
 
 async def drive(ports: dict[str, int], pids: dict[str, int], runs: int, n: int) -> None:

@@ -21,6 +21,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from app.http import build_app
+from app.http_limits import uvicorn_limits
 from app.registry import Registry
 from app.server import LoomServer
 
@@ -44,7 +45,10 @@ MCP_POST_HEADERS = {
 
 
 class LiveServer:
-    def __init__(self, config: Path, *, token: str | None = None, **app_kwargs: Any) -> None:
+    def __init__(
+        self, config: Path, *, token: str | None = None,
+        uvicorn_options: dict[str, Any] | None = None, **app_kwargs: Any,
+    ) -> None:
         self.registry = Registry(str(config))
         self.server = LoomServer(self.registry)
         self.token = token
@@ -65,6 +69,8 @@ class LiveServer:
                 timeout_graceful_shutdown=2,
                 proxy_headers=False,  # as app/serve.py: forwarded-for is never trusted
                 forwarded_allow_ips="",
+                # The shipped limits (app/serve.py), unless a test asks for others.
+                **(uvicorn_limits() if uvicorn_options is None else uvicorn_options),
             )
         )
         self._thread = threading.Thread(
