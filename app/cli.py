@@ -30,6 +30,15 @@ def build_parser() -> argparse.ArgumentParser:
         help="allow a non-loopback --host (also needs a token)",
     )
     p.add_argument("--check", action="store_true", help="validate the config, print roots, exit")
+    p.add_argument(
+        "--empty-trash", metavar="ROOT",
+        help="remove the trash of root ROOT older than --older-than DAYS, then exit "
+        "(for a person to run; no tool can)",
+    )
+    p.add_argument("--older-than", metavar="DAYS", type=float,
+                   help="with --empty-trash: age of the deletes to remove (0 for all)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="with --empty-trash: list what would be removed, remove nothing")
     p.add_argument("--version", action="version", version=f"loom-fs-mcp {__version__}")
     return p
 
@@ -47,6 +56,35 @@ def roots_table(loaded, *, with_paths: bool) -> str:
         ).rstrip()
         + "\n"
     )
+
+
+def empty_trash_command(loaded, name: str, days: float | None, dry_run: bool) -> int:
+    from datetime import timedelta
+
+    from app.fs.trash_empty import empty_trash
+
+    err = sys.stderr
+    roots = {r.name: r for r in loaded.roots}
+    if name not in roots:
+        print(f"loom-fs-mcp: unknown root '{name}'; known: {', '.join(sorted(roots))}", file=err)
+        return 2
+    if days is None or days < 0:
+        print("loom-fs-mcp: --empty-trash needs --older-than DAYS (0 or more)", file=err)
+        return 2
+    try:
+        done = empty_trash(roots[name].real, timedelta(days=days), dry_run=dry_run)
+    except FileNotFoundError:
+        print(f"root '{name}' has no trash: nothing to remove")
+        return 0
+    except OSError as exc:
+        print(f"loom-fs-mcp: the trash of root '{name}' cannot be emptied ({exc.strerror})",
+              file=err)
+        return 1
+    verb = "would remove" if dry_run else "removed"
+    for stamp_dir in done.removed:
+        print(f"{verb} .mcp-trash/{stamp_dir}")
+    print(f"{verb} {len(done.removed)} delete(s), {done.bytes} bytes; kept {done.kept} newer")
+    return 0
 
 
 def config_path(arg: str | None) -> str | None:
@@ -71,6 +109,8 @@ def main(argv: list[str] | None = None) -> int:
         # The operator's own terminal: host paths are what they need to see here.
         sys.stdout.write(roots_table(loaded, with_paths=True))
         return 0
+    if args.empty_trash is not None:
+        return empty_trash_command(loaded, args.empty_trash, args.older_than, args.dry_run)
     from app.serve import serve
 
     return serve(args, path, loaded)

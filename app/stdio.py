@@ -9,6 +9,12 @@ iterators built on asyncio's pipe transports instead; framing, parsing and the
 protocol stay the SDK's. Anything else (a regular file redirected to stdin, a
 terminal, a platform without `fcntl`) keeps the SDK's own path.
 
+A line (one JSON-RPC message) may hold at most what HTTP's body limit allows
+(`line_limit`); a longer one is dropped as it streams in, never held whole,
+and answered with a JSON-RPC error whose id is null (the id is not read: that
+would mean holding the line). The SDK's own path (stdin not a pipe) keeps
+the SDK's unbounded lines.
+
 Like the SDK, fds 0 and 1 are diverted while serving (0 reads /dev/null, 1
 writes to stderr), so a stray print or a child process cannot corrupt the
 protocol stream; both are restored on exit.
@@ -18,9 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 try:
@@ -42,28 +49,69 @@ def _pollable(fd: int) -> bool:
     return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
 
 
-class PipeLines:
-    """`async for line in stdin`: decoded lines, no length limit (like the SDK's)."""
+def line_limit(server: Any) -> int:
+    """The longest request line: what HTTP's body limit allows (a write_file of a file at
+    the largest `max_read_bytes`, JSON-escaped), read at each line (reload may change it)."""
+    largest = max(r.max_read_bytes for r in server.registry.current.roots.values())
+    return largest * 2 + (1 << 20)
 
-    def __init__(self, reader: asyncio.StreamReader) -> None:
+
+def too_long(limit: int) -> str:
+    """The JSON-RPC error answered to a line over the limit (its id is never read)."""
+    error = {"code": -32600, "message": f"request too large: a line may hold at most {limit} "
+             "bytes; it was dropped unread"}
+    return json.dumps({"jsonrpc": "2.0", "id": None, "error": error}) + "\n"
+
+
+class PipeLines:
+    """`async for line in stdin`: decoded lines, each at most `limit()` bytes.
+
+    A longer line is dropped as it arrives (never held whole: a 100 MB line once
+    lifted the process to 371 MB) and answered with `too_long` through `refuse`.
+    """
+
+    def __init__(
+        self, reader: asyncio.StreamReader, limit: Callable[[], int] = lambda: 1 << 62,
+        refuse: Callable[[int], Awaitable[None]] | None = None,
+    ) -> None:
         self._reader = reader
         self._buf = bytearray()
         self._scanned = 0
+        self._limit = limit
+        self._refuse = refuse
+        self._dropping = 0  # the limit in force when a line being dropped went over it
 
     def __aiter__(self) -> PipeLines:
         return self
+
+    async def _dropped(self) -> None:
+        limit, self._dropping = self._dropping, 0
+        if self._refuse is not None:
+            await self._refuse(limit)
 
     async def __anext__(self) -> str:
         while True:
             end = self._buf.find(b"\n", self._scanned)
             if end >= 0:
+                if self._dropping or end >= self._limit():
+                    self._dropping = self._dropping or self._limit()
+                    del self._buf[: end + 1]
+                    self._scanned = 0
+                    await self._dropped()
+                    continue
                 line = bytes(self._buf[: end + 1])
                 del self._buf[: end + 1]
                 self._scanned = 0
                 return line.decode("utf-8", errors="replace")
+            if self._dropping or len(self._buf) > self._limit():
+                self._dropping = self._dropping or self._limit()
+                self._buf.clear()
             self._scanned = len(self._buf)
             chunk = await self._reader.read(CHUNK)
             if not chunk:
+                if self._dropping:
+                    self._buf.clear()
+                    await self._dropped()
                 if not self._buf:
                     raise StopAsyncIteration
                 line = bytes(self._buf)
@@ -83,14 +131,16 @@ class PipeWriter:
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
+        self._lock = asyncio.Lock()  # whole messages: the SDK's and our own refusals
 
     async def write(self, text: str) -> None:
         data = memoryview(text.encode("utf-8"))
-        while data:
-            try:
-                data = data[os.write(self._fd, data):]
-            except BlockingIOError:
-                await self._writable()
+        async with self._lock:
+            while data:
+                try:
+                    data = data[os.write(self._fd, data):]
+                except BlockingIOError:
+                    await self._writable()
 
     async def flush(self) -> None:
         """Nothing to do: `write` returns once every byte is in the pipe."""
@@ -125,7 +175,9 @@ def _claimed(fd: int, diversion: int) -> Any:
 
 
 @contextlib.asynccontextmanager
-async def pipes() -> AsyncIterator[tuple[PipeLines, PipeWriter] | None]:
+async def pipes(
+    limit: Callable[[], int] = lambda: 1 << 62,
+) -> AsyncIterator[tuple[PipeLines, PipeWriter] | None]:
     """Line reader and writer on fds 0 and 1, or None when they cannot be polled."""
     if not (_pollable(0) and _pollable(1)):
         yield None
@@ -139,8 +191,13 @@ async def pipes() -> AsyncIterator[tuple[PipeLines, PipeWriter] | None]:
                 lambda: asyncio.StreamReaderProtocol(reader), open(rfd, "rb", 0, closefd=False)  # noqa: SIM115
             )
             os.set_blocking(wfd, False)
+            writer = PipeWriter(wfd)
+
+            async def refuse(over: int) -> None:
+                await writer.write(too_long(over))
+
             try:  # the transport closes its file object; the fds are closed by _claimed
-                yield PipeLines(reader), PipeWriter(wfd)
+                yield PipeLines(reader, limit, refuse), writer
             finally:
                 transport.close()
     finally:
@@ -152,7 +209,7 @@ async def run_stdio(server: Any) -> None:
     from mcp.server.stdio import stdio_server
 
     low = server._lowlevel_server
-    async with pipes() as ends:
+    async with pipes(lambda: line_limit(server)) as ends:
         if ends is None:
             await server.run_stdio_async()
             return
