@@ -67,9 +67,23 @@ def _text(rnd: random.Random) -> str:
     return text + ("\n" if lines and rnd.random() < 0.8 else "")
 
 
-def _ignore(rnd: random.Random, wild: bool) -> str:
+def _ignore(rnd: random.Random, wild: bool, here: Path) -> str:
+    """Lines from the pool, and lines naming what is below `here` (so that anchored,
+    `**` and negated patterns have something to match)."""
     pool = IGNORE_LINES if wild else [x for x in IGNORE_LINES if x not in ("*", "!*/")]
-    return "\n".join(rnd.choice(pool) for _ in range(rnd.randint(1, 6))) + "\n"
+    subs = sorted(p.name for p in here.iterdir() if p.is_dir() and p.name != ".git")
+    lines = []
+    for _ in range(rnd.randint(1, 7)):
+        if subs and rnd.random() < 0.5:
+            sub, name = rnd.choice(subs), rnd.choice(FILES)
+            shape = rnd.choice([
+                "{s}/**", "{s}/**/{f}", "/{s}/", "{s}/*.md", "!{s}/{f}", "**/{s}/{f}", "{s}/{f}",
+                "{s}/*", "!/{s}", "{s}/**/*.py", "/{s}/**/", "!{s}/**/{f}", "**/{s}/**",
+            ])
+            lines.append(shape.format(s=sub, f=name))
+        else:
+            lines.append(rnd.choice(pool))
+    return "\n".join(lines) + "\n"
 
 
 def make_tree(top: Path, seed: int) -> None:
@@ -77,9 +91,9 @@ def make_tree(top: Path, seed: int) -> None:
     top.mkdir(parents=True, exist_ok=True)
     (top / ".git").mkdir(exist_ok=True)
     dirs = [top]
-    for _ in range(rnd.randint(3, 9)):
+    for _ in range(rnd.randint(4, 14)):
         parent = rnd.choice(dirs)
-        if len(parent.relative_to(top).parts) >= 3:
+        if len(parent.relative_to(top).parts) >= 4:
             continue
         d = parent / rnd.choice(DIRS)
         d.mkdir(exist_ok=True)
@@ -88,10 +102,11 @@ def make_tree(top: Path, seed: int) -> None:
     for d in dirs:
         for name in rnd.sample(FILES, rnd.randint(1, 6)):
             (d / name).write_text(_text(rnd), encoding="utf-8")
+    for d in dirs:  # after the tree exists, so that lines can name what is below
         if rnd.random() < 0.5:
-            (d / ".gitignore").write_text(_ignore(rnd, rnd.random() < 0.15), encoding="utf-8")
+            (d / ".gitignore").write_text(_ignore(rnd, rnd.random() < 0.15, d), encoding="utf-8")
         if rnd.random() < 0.2:
-            (d / ".ignore").write_text(_ignore(rnd, False), encoding="utf-8")
+            (d / ".ignore").write_text(_ignore(rnd, False, d), encoding="utf-8")
     (rnd.choice(dirs) / "blob.bin").write_bytes(b"\x00foo bar\n" * 3)
 
 

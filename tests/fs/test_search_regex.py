@@ -311,3 +311,21 @@ def test_count_mode_counts_the_lines_content_mode_lists(data: bytes, query: str,
         matchers.append(Matcher(query, not fold))
     for m in matchers:
         assert _count_lines(m, data, len(data)) == len(list(m.lines(data, len(data))))
+
+
+@pytest.mark.parametrize("mode", ["content", "count"])
+def test_matching_lines_use_up_the_budget_alike_in_count_and_content_modes(
+    tmp_path: Path, mode: str,
+) -> None:
+    from app.fs.search import LINE_COST
+    files = {"a.txt": "hit\n" * 10, "b.txt": "hit\n" * 100, "c.txt": "hit\n"}
+    root = small_root(tmp_path, files)
+    budget = 40 + 10 * LINE_COST + 400 + 30 * LINE_COST  # a.txt whole, b.txt to line 30
+    r = run(root, "hit", budget=budget, output_mode=mode, limit=500)
+    assert r["truncated"] and "at line 31 of 'b.txt'" in r["note"]
+    if mode == "count":
+        assert r["counts"] == [{"path": "a.txt", "count": 10}]
+    elif mode == "content":
+        assert [m["line"] for m in r["matches"] if m["path"] == "b.txt"] == list(range(1, 32))
+    full = run(root, "hit", output_mode="count", budget=1 << 30)
+    assert [c["count"] for c in full["counts"]] == [10, 100, 1] and not full["truncated"]

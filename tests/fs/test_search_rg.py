@@ -29,7 +29,7 @@ from tests.fs.readkit import small_root
 
 pytestmark = pytest.mark.skipif(rgkit.RG is None, reason="ripgrep (rg) is not installed")
 
-SEEDS = range(8)
+SEEDS = range(10)
 PATTERNS = [
     "foo", "^foo", "bar$", "fo+", "f.o", "[a-c]+b", r"\bfoo\b", "(?i)foo", "foo|bar", "^$",
     r"^\s*#", r"\d{2,}", "[[:upper:]]", "colou?r", "a.*b", "^[^a-z]*$", r"\w+=\w+", "x*",
