@@ -288,16 +288,19 @@ def _read(dir_fd: int, name: str, budget: Budget) -> IgnoreFile | None:
         os.close(fd)
 
 
-def decide(stack: tuple[Level, ...], rel: bytes, name: bytes, is_dir: bool) -> bool:
-    """Whether the entry at root-relative `rel` is ignored under this stack of levels."""
-    for k in range(len(KINDS)):
-        for level in reversed(stack):
-            f = level.files[k]
-            if f is None:
-                continue
-            said = f.decide(rel[len(level.prefix):], name, is_dir)
-            if said is not None:
-                return said
+def in_order(stack: tuple[Level, ...]) -> list[tuple[IgnoreFile, int]]:
+    """The stack's files in the order they are asked, each with its prefix length:
+    by kind (`.rgignore` first), then deepest first; the first to answer decides."""
+    return [(f, len(level.prefix)) for k in range(len(KINDS)) for level in reversed(stack)
+            if (f := level.files[k]) is not None]
+
+
+def decide(files: list[tuple[IgnoreFile, int]], rel: bytes, name: bytes, is_dir: bool) -> bool:
+    """Whether the entry at root-relative `rel` is ignored by these files (`in_order`)."""
+    for f, cut in files:
+        said = f.decide(rel[cut:], name, is_dir)
+        if said is not None:
+            return said
     return False
 
 
@@ -367,13 +370,14 @@ class Filter:
             return entries
         kept = []
         has_dirs = False
+        files = in_order(stack)
         for e in entries:
             name = e.name.encode("utf-8", "surrogateescape")
             try:
                 is_dir = e.is_dir(follow_symlinks=False)
             except OSError:
                 is_dir = False
-            if decide(stack, bprefix + name, name, is_dir):
+            if decide(files, bprefix + name, name, is_dir):
                 if is_dir:
                     self.hidden_dirs += 1
                 else:
