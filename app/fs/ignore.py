@@ -45,6 +45,7 @@ from app.security.resolve import FILE_FLAGS, SecureRoot
 
 # In precedence order: the first kind whose deepest matching file says something decides.
 KINDS = (".rgignore", ".ignore", ".gitignore")
+_LAST_KIND = max(KINDS)
 MAX_IGNORE_BYTES = 1 << 20
 MAX_CALL_IGNORE_BYTES = 8 << 20  # all ignore files one search reads
 MAX_RULES = 20_000  # per file; lines past it are dropped (real files hold a few hundred)
@@ -359,7 +360,13 @@ class Filter:
         stack = self._stacks.get(parts)
         if stack is None:
             stack = self._stacks.get(parts[:-1], ())
-        own = [e.name for e in entries if e.name in self._names]
+        own = []
+        for e in entries:  # sorted: the ignore files' names come before any letter or digit
+            n = e.name
+            if n > _LAST_KIND:
+                break
+            if n in self._names:
+                own.append(n)
         prefix = "/".join(parts) + "/" if parts else ""
         bprefix = prefix.encode("utf-8", "surrogateescape")
         if own:
