@@ -194,7 +194,7 @@ def _ranked(snap: Snapshot, query: str, control: Control) -> dict[str, Any]:
                         check=control.check,
                         progress=progress,
                     )
-                    rows, n = idx.query(terms, CANDIDATES)
+                    rows, n = idx.query(terms, CANDIDATES, tokens.stems(words))
                     ranked = _bonus(idx, words, rows)
                     break
                 except sqlite3.DatabaseError as exc:

@@ -371,10 +371,13 @@ class RootIndex:
 
     # -- asking ------------------------------------------------------------------
 
-    def query(self, terms: Iterable[str], limit: int) -> tuple[list[tuple[float, int, str]], int]:
-        """The best `limit` (score, rowid, path) by BM25 (higher is better), and how many match."""
+    def query(
+        self, terms: Iterable[str], limit: int, stems: Iterable[str] = ()
+    ) -> tuple[list[tuple[float, int, str]], int]:
+        """The best `limit` (score, rowid, path) by BM25 (higher is better), and how many match.
+        A word matches whole; a stem matches any word it begins (`invoic` -> invoices)."""
         con = self._connect()
-        expr = " OR ".join(quote(t) for t in terms)
+        expr = " OR ".join([*(quote(t) for t in terms), *(quote(t) + "*" for t in stems)])
         w_path, w_title, w_body = WEIGHTS
         rows = con.execute(
             "SELECT -bm25(docs, ?, ?, ?) AS s, docs.rowid, files.path FROM docs "

@@ -71,6 +71,24 @@ def query_terms(query: str) -> list[str]:
     return list(out)
 
 
+_SUFFIX = re.compile(r"(?<=\w\w\w)(?:s|es|ing|ed)$")
+STEM_MIN = 4
+
+
+def stems(words: list[str]) -> list[str]:
+    """Plain-English stems of the query's words, for prefix matching: `invoice`,
+    `invoices` and `invoiced` all give `invoic`, which begins each of them; a stem
+    shorter than STEM_MIN gives nothing. Crude on purpose: it only adds candidates,
+    ranked by BM25 like the rest, and a whole-word match scores more."""
+    out: dict[str, None] = {}
+    for w in words:
+        stem = _SUFFIX.sub("", w)
+        stem = stem[:-1] if stem.endswith("e") else stem
+        if len(stem) >= STEM_MIN and stem.isalpha():
+            out[stem] = None
+    return list(out)
+
+
 _PY_DOC = re.compile(r"\A(?:\s*#[^\n]*\n|\s*\n)*\s*[rRuUbB]?(?:\"\"\"|''')\s*([^\n]*)")
 _HTML_TITLE = re.compile(r"<title[^>]*>([^<]{1,300})</title>", re.IGNORECASE)
 _TEXTY = {"", "md", "markdown", "rst", "txt", "adoc", "org", "text"}

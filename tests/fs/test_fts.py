@@ -113,6 +113,25 @@ def test_path_and_title_outrank_the_body(reg: Registry, tree: Path) -> None:
     assert set(found(reg, "invoices")[:2]) == {"main/b.md", "main/invoices.txt"}
 
 
+@pytest.mark.parametrize(
+    ("query", "first", "also"),
+    [
+        ("invoices", "plural.md", "singular.md"),
+        ("invoice", "singular.md", "plural.md"),
+        ("invoiced", "past.md", "singular.md"),
+    ],
+)
+def test_other_forms_of_a_word_are_found_after_the_same_form(
+    reg: Registry, tree: Path, query: str, first: str, also: str
+) -> None:
+    (tree / "singular.md").write_text("one invoice here\n")
+    (tree / "plural.md").write_text("two invoices here\n")
+    (tree / "past.md").write_text("it was invoiced here\n")
+    got = found(reg, query)
+    assert got[0] == f"main/{first}"
+    assert f"main/{also}" in got
+
+
 def test_a_word_prefix_is_found_after_the_whole_words(reg: Registry, tree: Path) -> None:
     (tree / "environment.md").write_text("how the servers are set up\n")
     (tree / "env.md").write_text("the env file\n")
