@@ -68,6 +68,11 @@ text += (
 open(path, "w").write(text)
 EOF
     echo "== $module (tests: $(cd "$work" && "$py" -c 'import tomllib;print(" ".join(tomllib.load(open("pyproject.toml","rb"))["tool"]["mutmut"]["pytest_add_cli_args_test_selection"]))'))"
+    # pytest's own temp root, private to this run: pytest sessions sharing the default one
+    # delete each other's older directories (it keeps the last 3), which a running test
+    # would see as its tree vanishing (a false kill).
+    mkdir -p "$work/tmp"
+    export PYTEST_DEBUG_TEMPROOT="$work/tmp"
     start=$(date +%s)
     names=()
     if [ -n "${SURVIVORS:-}" ] && [ -f "$work/mutants/$module.meta" ]; then
