@@ -27,4 +27,7 @@ def test_concurrent_mixed_calls_with_reloads_fail_nothing() -> None:
     assert set(fig["calls_by_tool"]) == TOOLS
     assert fig["reloads"] >= 2
     assert fig["calls"] >= 4 * 9
-    assert fig["rss_kib"]["end"] > 0
+    # Memory stays bounded: no growth worth the name after the warm-up round (the
+    # benchmark's target is < 20%; measured here ~0.2% at ~80 MiB), and a sane ceiling.
+    assert fig["rss_growth_pct"] < 25, fig["rss_kib"]
+    assert 0 < fig["peak_rss_kib"] < 192 * 1024, fig["peak_rss_kib"]
