@@ -72,6 +72,8 @@ WRITER = textwrap.dedent(
                         edit_file(root, "e.txt", to_b, max_output_chars=100)
                     except BadArgument:
                         edit_file(root, "e.txt", to_a, max_output_chars=100)
+                    if n == 0:  # one whole round done: the kill may come from now on
+                        print("started", flush=True)
                     n += 1
             finally:
                 os._exit(1)  # never fall back into the helper's loop
@@ -103,14 +105,18 @@ def test_sigkill_at_random_moments_never_leaves_a_torn_file(tmp_path: Path) -> N
     root = Registry(cfg, audit=False).current.root("ws")
     try:
         assert helper.stdout.readline().strip() == "ready"
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + 90
         for _ in range(KILLS):
             assert time.monotonic() < deadline, "crash loop took too long"
             before = {name: (disk.ws / name).read_bytes() for name in allowed}
             helper.stdin.write("go\n")
             helper.stdin.flush()
-            pid = int(helper.stdout.readline())
-            time.sleep(rng.uniform(0.005, 0.08))
+            # The helper's pid line and the writer's "started" may come in either order.
+            lines = {helper.stdout.readline().strip() for _ in range(2)}
+            lines.discard("started")
+            (pid,) = (int(x) for x in lines)
+            # Killed at a random moment of a later round, however slow the machine is.
+            time.sleep(rng.uniform(0.0, 0.08))
             os.kill(pid, signal.SIGKILL)
             assert helper.stdout.readline().strip() == "reaped"
             # Every file is entirely one version or the other: never a mix, never cut.
