@@ -43,7 +43,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.fs import deep_research as dr
-from app.fs import fts
+from app.fs import fts, ranked
 from app.fs.paging import NoControl
 from app.registry import Registry
 
@@ -185,10 +185,10 @@ def main() -> None:
         for name, fn in (("scan (before)", dr.scan_search), ("index: BM25 (after)", dr.search)):
             mrr, recall, ms = quality(reg, items, fn)
             print(f"{name:<24} {mrr:>7.3f} {recall:>10.3f} {ms:>10.1f}")
-        bonuses = dr.ALL_BONUS, dr.NEAR_BONUS, dr.PHRASE_BONUS
-        dr.ALL_BONUS = dr.NEAR_BONUS = dr.PHRASE_BONUS = 0.0
+        bonuses = ranked.ALL_BONUS, ranked.NEAR_BONUS, ranked.PHRASE_BONUS
+        ranked.ALL_BONUS = ranked.NEAR_BONUS = ranked.PHRASE_BONUS = 0.0
         mrr, recall, ms = quality(reg, items, dr.search)
-        dr.ALL_BONUS, dr.NEAR_BONUS, dr.PHRASE_BONUS = bonuses
+        ranked.ALL_BONUS, ranked.NEAR_BONUS, ranked.PHRASE_BONUS = bonuses
         print(f"{'index: BM25, no bonus':<24} {mrr:>7.3f} {recall:>10.3f} {ms:>10.1f}")
 
         if args.copies < 2:
@@ -203,11 +203,11 @@ def main() -> None:
             f"\nreach: {args.copies} copies, {total / 1e6:.1f} MB, "
             f"max_search_bytes = {size} (the root is {total / size:.1f}x the budget)"
         )
-        dr.BUILD_SECONDS = 3600.0  # the whole first build in one call, to time it
+        ranked.BUILD_SECONDS = 3600.0  # the whole first build in one call, to time it
         t = time.perf_counter()
         first = dr.search(reg.current, "first build", NoControl())
         build = time.perf_counter() - t
-        dr.BUILD_SECONDS = 20.0
+        ranked.BUILD_SECONDS = 20.0
         index_file = next((work / "state" / "index").glob("lib-*.sqlite3"))
         idx = fts.index_at(str(index_file))
         with idx.lock:
@@ -243,7 +243,7 @@ def main() -> None:
             with idx.lock:
                 idx.refresh(
                     root,
-                    dr.identity(snap, root, per_file),
+                    ranked.identity(snap, root, per_file),
                     per_file,
                     deadline=time.monotonic() + 60,
                     check=lambda: None,

@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from app.fs import deep_research as dr
-from app.fs import fts, tokens
+from app.fs import fts, ranked, tokens
 from app.fs.paging import NoControl
 from app.registry import Registry
 
@@ -260,11 +260,11 @@ def test_a_stopped_build_resumes_at_the_next_search(
 ) -> None:
     for i in range(600):
         (tree / f"n{i:03}.txt").write_text(f"word{i} common\n")
-    monkeypatch.setattr(dr, "BUILD_SECONDS", 0.0)
+    monkeypatch.setattr(ranked, "BUILD_SECONDS", 0.0)
     data = dr.search(reg.current, "common", NoControl())
     assert data["truncated"] is True
     assert "the index of root 'main' is still being built" in data["note"]
-    monkeypatch.setattr(dr, "BUILD_SECONDS", 60.0)
+    monkeypatch.setattr(ranked, "BUILD_SECONDS", 60.0)
     data = dr.search(reg.current, "word599", NoControl())
     assert data["results"][0]["id"] == "main/n599.txt"
     assert "still being built" not in data.get("note", "")
@@ -559,7 +559,7 @@ def test_a_cancelled_build_keeps_its_committed_batches(
 def test_a_search_waiting_for_another_build_can_be_cancelled(reg: Registry) -> None:
     found(reg, "warm")
     snap = reg.current
-    where = dr.index_dir(snap)
+    where = ranked.index_dir(snap)
     idx = fts.index_at(os.path.join(where, fts.file_name("main", snap.root("main").real)))
     outcome: list[BaseException] = []
 
@@ -584,14 +584,14 @@ def test_two_servers_sharing_one_index_file_stay_consistent(reg: Registry, tree:
     snap = reg.current
     root = snap.root("main")
     per_file = root.max_read_bytes
-    path = os.path.join(dr.index_dir(snap), fts.file_name("main", root.real))
-    fts.ensure_dir(dr.index_dir(snap))
+    path = os.path.join(ranked.index_dir(snap), fts.file_name("main", root.real))
+    fts.ensure_dir(ranked.index_dir(snap))
     one, two = fts.RootIndex(path), fts.RootIndex(path)
 
     def refresh(idx: fts.RootIndex) -> None:
         idx.refresh(
             root,
-            dr.identity(snap, root, per_file),
+            ranked.identity(snap, root, per_file),
             per_file,
             deadline=time.monotonic() + 60,
             check=lambda: None,
