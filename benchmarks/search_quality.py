@@ -210,9 +210,11 @@ def main() -> None:
         ranked.BUILD_SECONDS = 20.0
         index_file = next((work / "state" / "index").glob("lib-*.sqlite3"))
         idx = fts.index_at(str(index_file))
-        with idx.lock:
-            idx.con.execute("PRAGMA wal_checkpoint(TRUNCATE)")  # type: ignore[union-attr]
-        index_bytes = sum(p.stat().st_size for p in index_file.parent.glob(index_file.name + "*"))
+        with idx.lock:  # the database as SQLite sees it, whether or not its log is written back
+            con = idx.con
+            assert con is not None
+            pages = con.execute("PRAGMA page_count").fetchone()[0]
+            index_bytes = pages * con.execute("PRAGMA page_size").fetchone()[0]
         building = "still being built" in first.get("note", "")
         print(
             f"first build: {build:.1f} s ({total / 1e6 / build:.1f} MB/s); index "
