@@ -28,6 +28,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -123,6 +124,15 @@ async def measure(
     return len(text), fixed, count
 
 
+async def tool_definitions(session: Any) -> tuple[int, int]:
+    """(characters, tools) of the tool definitions a client hands the model: name,
+    description and input schema of each tool, as compact JSON."""
+    tools = (await session.list_tools()).tools
+    defs = [{"name": t.name, "description": t.description, "parameters": t.input_schema}
+            for t in tools]
+    return len(json.dumps(defs, separators=(",", ":"), ensure_ascii=False)), len(tools)
+
+
 def row(label: str, chars: int, fixed: int, items: int, unit: str) -> str:
     units = "entries" if unit == "entry" else unit + "s"
     return (f"  {label:<10} {chars:>7,} chars = {fixed:>4} fixed + {items:>4} {units} "
@@ -132,6 +142,11 @@ def row(label: str, chars: int, fixed: int, items: int, unit: str) -> str:
 async def run_tree(name: str, tree: Path, ops: list[Op], sessions: dict[str, Any]) -> list[str]:
     out = [f"\n== {name} =="]
     ratios = []
+    out.append("tool definitions (name, description, input schema; read-only surface)")
+    for label, session in sessions.items():
+        chars, count = await tool_definitions(session)
+        out.append(f"  {label:<10} {chars:>7,} chars for {count} tools "
+                   f"({chars / count:,.0f} per tool)")
     for op in ops:
         out.append(op.title)
         per: dict[str, float] = {}

@@ -101,7 +101,8 @@ async def read_text_file(
     ] = None,
 ) -> read_mod.ReadTextResult:
     """Read lines start_line..end_line of a text file (default 1-300), or its last `tail`
-    lines, as "120 | text" lines. Decodes UTF-8 (with or without BOM), UTF-16/32 with BOM
+    lines, each after its line number (the number is not part of the file: leave it out
+    of edit_file's old_text). Decodes UTF-8 (with or without BOM), UTF-16/32 with BOM
     and GB18030; binary files are refused. When has_more is true, continue from
     next_start_line. total_lines is given once the end of the file was reached; reading past
     it returns empty content with start_beyond_eof=true. One call reads at most the root's

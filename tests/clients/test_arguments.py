@@ -224,3 +224,19 @@ async def test_an_outlandish_argument_name_gets_a_short_one_line_refusal(
             assert text.startswith("unknown argument '") and "\n" not in text
             assert len(text) < 200
     assert snapshot(ws) == before
+
+
+async def test_a_2026_client_gets_the_same_refusal(place: tuple[Path, LiveServer]) -> None:
+    """The 2026-07-28 path (stateless, `Client(url)`) goes through the same boundary."""
+    from mcp import Client
+
+    ws, srv = place
+    before = snapshot(ws)
+    async with Client(srv.url) as c:
+        res = await c.call_tool(
+            "edit_file",
+            {"path": "notes.txt", "edits": [{"old_text": "one", "new_text": "1"}], "dryrun": True},
+        )
+    assert res.is_error
+    assert res.content[0].text.startswith("unknown argument 'dryrun' (did you mean 'dry_run'?)")  # type: ignore[union-attr]
+    assert snapshot(ws) == before
