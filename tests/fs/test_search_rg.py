@@ -158,3 +158,28 @@ def test_generated_patterns_agree_with_ripgrep(
 ) -> None:
     top, root = hyp_tree
     check(top, root, pattern, fold=fold, no_ignore=no_ignore)
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_a_search_under_a_subdirectory_finds_what_rg_finds_there(tmp_path: Path,
+                                                                 seed: int) -> None:
+    """Ignore files above `path` apply as in a whole-tree search (git's reading). Compared
+    with rg over the whole tree, not `rg PATTERN sub`: rg 13 stops applying a parent's
+    .gitignore to a directory given on its command line once that directory holds an
+    ignore file of its own (git check-ignore disagrees with it)."""
+    top, root = _root(tmp_path, seed)
+    # A directory the whole-tree search enters (one inside an ignored directory is
+    # searched when named, by rg as by us, but is never reached from the top).
+    entered = {f.rsplit("/", k)[0] for f in rgkit.rg_file_list(top) for k in range(1, 5)
+               if f.count("/") >= k}
+    subs = sorted(entered)
+    if not subs:
+        pytest.skip("this seed made no subdirectory")
+    sub = subs[seed % len(subs)]
+    for pattern in ["foo", r"(?i)^b", "x*", r"\d"]:
+        for no_ignore in (False, True):
+            got = ours(root, pattern, path=sub, no_ignore=no_ignore)
+            flags = ["--no-ignore"] if no_ignore else []
+            want = {hit for hit in rgkit.rg_hits(top, rgkit.ascii_perl_classes(pattern), *flags)
+                    if hit[0].startswith(sub + "/")}
+            assert {(m["path"], m["line"]) for m in got} == want, (sub, pattern, no_ignore)
