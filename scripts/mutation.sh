@@ -12,7 +12,8 @@
 # of the project under .mutation/<module>/ (mutmut keeps its cache there, so a re-run only tests
 # what changed), with mutmut narrowed to that module and its tests. The score per module is
 #   killed / (mutants - listed equivalents)
-# where "killed" counts mutants a test failed on (timeouts are shown apart and not counted).
+# where "killed" counts mutants a test failed on, or that made the tests run out of time
+# (a mutant that hangs the tests is caught too; the timeouts are shown apart).
 # Equivalent mutants (no test can tell them apart) are listed with a one-line reason in
 # tests/mutation-equivalents.txt; a survivor not in that list is printed and fails the run.
 set -euo pipefail
@@ -116,12 +117,12 @@ for name, code in sorted(codes.items()):
 stale = [n for n in equivalent if n.startswith(module[:-3].replace("/", ".") + ".")
          and (n not in codes or kind.get(codes[n]) == "killed")]
 scored = len(codes) - count["equivalent"]
-score = 100.0 * count["killed"] / scored if scored else 100.0
+score = 100.0 * (count["killed"] + count["timeout"]) / scored if scored else 100.0
 for s in survivors:
     print("   ", s, file=sys.stderr)
 for n in stale:
     print("    listed as equivalent but killed or gone:", n, file=sys.stderr)
-print(f"{module}: {score:.1f}% killed ({count['killed']}/{scored}; "
+print(f"{module}: {score:.1f}% killed ({count['killed'] + count['timeout']}/{scored}; "
       f"{count['equivalent']} equivalent, {count['timeout']} timeout, "
       f"{len(survivors)} surviving) in {secs}s")
 sys.exit(1 if survivors else 0)

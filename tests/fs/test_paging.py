@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from app.fs.paging import RESERVE, clamp_limit, cut_to, dumps, escaped_len, fit_page, flat_len
+from app.fs.paging import (
+    RESERVE,
+    clamp_limit,
+    cut_to,
+    dumps,
+    escaped_len,
+    fit_page,
+    flat_len,
+    json_len,
+    page_note,
+)
 
 
 class Item(BaseModel):
@@ -88,3 +99,40 @@ def test_limits_are_clamped_to_max_search_results() -> None:
     assert clamp_limit(100_000, 200) == 200
     assert clamp_limit(50, 200) == 50
     assert clamp_limit(0, 200) == 1
+
+
+@pytest.mark.parametrize(
+    ("text", "limit", "cut"),
+    [
+        ('"' * 100, 50, '"' * 25),  # every character doubles when escaped
+        ("\x01" * 40, 60, "\x01" * 10),  # \u0001: six characters each
+        ("ab" + '"' * 30, 20, "ab" + '"' * 9),
+        ("plain", 0, ""),
+        ("plain", 3, "pla"),
+    ],
+)
+def test_cut_to_on_heavily_escaped_text(text: str, limit: int, cut: str) -> None:
+    assert cut_to(text, limit) == cut
+
+
+@pytest.mark.parametrize(
+    ("text", "length"),
+    [("plain", 5), ('a"b', 4), ('"', 2), ("a\\b", 4), ("tab\there", 9), ("é", 1), ("", 0)],
+)
+def test_escaped_len_of_quotes_and_backslashes(text: str, length: int) -> None:
+    assert escaped_len(text) == length == len(dumps(text)) - 2
+
+
+def test_lengths_of_models_and_items_that_are_not_flat() -> None:
+    page = Page(items=[Item(path='a"b', line=1, size=None, ok=True)], returned=1,
+                has_more=False, note="é")
+    assert json_len(page) == len(dumps(page.model_dump(mode="json")))
+    odd = {"ratio": 1.5, "tags": ["x", "y"], "name": "n"}
+    assert flat_len(odd) == len(dumps(odd))
+
+
+def test_the_page_note_says_where_to_continue() -> None:
+    note = page_note(returned=10, offset=20, cut_by_output=True, cap=8000)
+    assert note is not None and "max_output_chars = 8000" in note
+    assert note.endswith("continue with offset=30") and "10 items returned" in note
+    assert page_note(returned=10, offset=20, cut_by_output=False, cap=8000) is None
