@@ -28,7 +28,7 @@ from app import __version__
 from app.audit import current_client
 from app.registry import Registry, Snapshot
 from app.tools import MODULES
-from app.tools.args import check_arguments, published_schema
+from app.tools.args import check_arguments, nulls_as_defaults, published_schema
 from app.tools.base import ToolSpec, error_result, flat_schema
 
 log = logging.getLogger("loomfs.server")
@@ -145,6 +145,7 @@ class LoomServer(MCPServer):
         """
         tool = self._tool_manager.get_tool(name)
         if tool is not None:
+            arguments = nulls_as_defaults(tool.parameters, arguments)
             refusal = check_arguments(
                 name, tool.parameters, arguments, tool.fn_metadata.validate_arguments
             )

@@ -109,6 +109,20 @@ def describe(tool: str, schema: dict[str, Any], exc: ValidationError) -> str:
     return "; ".join(said) + (f"; and {more} more" if more > 0 else "")
 
 
+def nulls_as_defaults(schema: dict[str, Any], arguments: dict[str, Any]) -> dict[str, Any]:
+    """`arguments` without the explicit nulls given to optional parameters.
+
+    Many clients send `null` for a parameter the model left unset (and OpenAI strict
+    mode makes the model send every parameter); for a parameter with a default, null
+    means that default, never a type error. A required parameter's null stays, and is
+    refused by validation.
+    """
+    required = set(schema.get("required", ()))
+    if not any(v is None and k not in required for k, v in arguments.items()):
+        return arguments
+    return {k: v for k, v in arguments.items() if v is not None or k in required}
+
+
 def check_arguments(
     tool: str,
     schema: dict[str, Any],

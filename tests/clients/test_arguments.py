@@ -240,3 +240,26 @@ async def test_a_2026_client_gets_the_same_refusal(place: tuple[Path, LiveServer
     assert res.is_error
     assert res.content[0].text.startswith("unknown argument 'dryrun' (did you mean 'dry_run'?)")  # type: ignore[union-attr]
     assert snapshot(ws) == before
+
+
+async def test_null_for_an_optional_parameter_means_its_default(
+    place: tuple[Path, LiveServer],
+) -> None:
+    """What clients send for a parameter the model left unset; a required one stays refused."""
+    ws, srv = place
+    before = snapshot(ws)
+    async with srv.session() as s:
+        plain = await s.call_tool("list_directory", {})
+        nulls = await s.call_tool("list_directory", {
+            "root": None, "path": None, "recursive": None, "max_depth": None, "offset": None,
+            "limit": None})
+        assert not nulls.is_error, nulls.content
+        assert nulls.structured_content == plain.structured_content
+        dry = await s.call_tool("edit_file", {
+            "path": "notes.txt", "edits": [{"old_text": "one", "new_text": "1"}],
+            "dry_run": True, "expected_sha256": None, "root": None})
+        assert not dry.is_error and dry.structured_content["written"] is False  # type: ignore[index]
+        missing = await s.call_tool("stat_path", {"path": None})
+        assert missing.is_error
+        assert missing.content[0].text == "path must be a string (got null)"  # type: ignore[union-attr]
+    assert snapshot(ws) == before
