@@ -36,9 +36,9 @@ _pending: set[Any] = set()  # reload tasks started by SIGHUP, kept alive until d
 
 INSTRUCTIONS = (
     "Filesystem access limited to the configured roots. Call list_roots first. Paths are "
-    "relative to a root and '/'-separated. Results are bounded: follow next_offset / "
-    "next_start_line to continue, and read `truncated`/`note` before concluding something "
-    "is absent. Deleted entries go to a trash the agent cannot reach."
+    "relative to a root and '/'-separated. Results are bounded: a result's bracketed last "
+    "line says how to continue (offset=, start_line=) and what was cut; read it before "
+    "concluding something is absent. Deleted entries go to a trash the agent cannot reach."
 )
 
 _LOG_LEVELS = {
