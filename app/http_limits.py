@@ -39,7 +39,9 @@ HEAD_TIMEOUT = 10.0  # seconds to send a request's head
 BODY_TIMEOUT = 60.0  # seconds to send its body, once the head is in
 MAX_CONNECTIONS = 256  # uvicorn's limit_concurrency: connections or requests in flight
 KEEP_ALIVE_TIMEOUT = 5.0  # uvicorn's default, stated here because it is part of the bound
-MAX_SESSIONS = 256  # ~45 KB each: a full table is ~12 MB
+# ~45 KB each. Half the connection cap: a session holds at most one GET stream
+# (one connection), so sessions alone can never fill the connection cap.
+MAX_SESSIONS = MAX_CONNECTIONS // 2
 SESSION_IDLE_TIMEOUT = 600.0  # seconds without a request in flight (an open GET stream counts)
 
 
