@@ -13,10 +13,13 @@ from pathlib import Path
 
 import anyio
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.errors import DeniedName
 from app.fs import move, trash
 from app.fs import read as read_mod
+from app.security.deny import DenyRules
 from tests.live import live_server
 from tests.security.conftest import make_root
 
@@ -115,3 +118,27 @@ def test_the_issue_sequence_over_http(tmp_path: Path) -> None:
     assert (top / "config" / "prod.yaml").exists() and not (top / "config2").exists()
     log = (tmp_path / "state" / "audit.log").read_text()
     assert "DENY root=src path=config op=move_file" in log
+
+
+# -- the pruning is conservative: never skips a folder a pattern could reach --------
+
+_comp = st.sampled_from(["a", "b", "ab", "A", "a.", "conf", "config"])
+_pat_piece = st.sampled_from(["a", "b", "ab", "conf", "*", "?", "[ab]", "con*", "A"])
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    pattern=st.lists(_pat_piece, min_size=2, max_size=4).map("/".join),
+    start=st.lists(_comp, min_size=1, max_size=2),
+    below=st.lists(_comp, min_size=1, max_size=3),
+)
+def test_may_deny_below_never_misses_a_path_a_pattern_denies(
+    pattern: str, start: list[str], below: list[str]
+) -> None:
+    """If a `/` pattern denies some path under `start` (and not `start` itself, which
+    the move's own source check refuses), the move check must look below `start`."""
+    rules = DenyRules(extra=[pattern])
+    if rules.prefixes(start) is not None:
+        return
+    if rules.prefixes([*start, *below]) is not None:
+        assert rules.may_deny_below(start), (pattern, start, below)
