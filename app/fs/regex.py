@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 import re2
 
 from app.errors import BadArgument
-from app.fs.grep import Matcher
+from app.fs.grep import _RANK, Matcher
 
 _ANCHOR = re2._Anchor.UNANCHORED
 _NULL = re2._NULL_SPAN
@@ -46,6 +46,38 @@ def _refusal(pattern: str, message: str) -> BadArgument:
     else:
         why = f"{message} (RE2 syntax)"
     return BadArgument(f"invalid regex: {why}")
+
+
+# ASCII letters whose Unicode case orbit leaves ASCII: K (U+212A KELVIN SIGN) and
+# S (U+017F LONG S). A folded match of any other ASCII byte holds that byte in one case.
+_ORBIT_LEAVES_ASCII = frozenset(b"kKsS")
+
+
+def _folded_prefilter(lit: str, opts: re2.Options | None) -> Callable[[bytes], int] | None:
+    """For a literal matched without case: a file holding neither case of its rarest
+    ASCII byte cannot match (two memchr); else, with `opts`, RE2 on the bare literal."""
+    raw = lit.encode("utf-8", "surrogateescape")
+    candidates = [b for b in raw if b < 0x80 and b not in _ORBIT_LEAVES_ASCII]
+    pair = None
+    if candidates:
+        rare = min(candidates, key=lambda b: _RANK.get(b, 0))
+        pair = (bytes([rare]).lower(), bytes([rare]).upper())
+    match = None
+    if opts is not None and len(raw) >= 3:
+        opts.case_sensitive = False
+        match = re2.compile(re2.escape(raw), opts)._regexp.Match
+    if pair is None and match is None:
+        return None
+    lo, up = pair if pair is not None else (b"", b"")
+
+    def folded(data: bytes) -> int:
+        if pair is not None and data.find(lo) < 0 and (lo == up or data.find(up) < 0):
+            return -1
+        if match is None:
+            return 0
+        return int(match(_ANCHOR, data, 0, len(data))[0][0])
+
+    return folded
 
 
 class RegexMatcher:
@@ -77,7 +109,7 @@ class RegexMatcher:
         # A literal every match holds: a file without it is passed over at memchr speed
         # (case-sensitive) or with RE2 on the bare literal (folded), before the pattern runs.
         self.prefilter: Callable[[bytes], int] | None = None
-        req = None if literal else required_literal(query)
+        req = (query, True) if literal else required_literal(query)
         if req is not None:
             lit, fold = req
             fold = fold or not case_sensitive
@@ -85,15 +117,8 @@ class RegexMatcher:
                 pass  # RE2 itself skips ahead with memchr to a literal prefix: faster
             elif not fold:
                 self.prefilter = Matcher(lit, True).find
-            elif len(lit) >= 3:
-                opts.case_sensitive = False
-                bare = re2.compile(re2.escape(lit.encode("utf-8", "surrogateescape")), opts)
-                match = bare._regexp.Match
-
-                def folded(data: bytes) -> int:
-                    return int(match(_ANCHOR, data, 0, len(data))[0][0])
-
-                self.prefilter = folded
+            else:
+                self.prefilter = _folded_prefilter(lit, None if literal else opts)
         self.plain = self.prefilter is not None
 
     def find(self, data: bytes) -> int:

@@ -248,7 +248,7 @@ def test_each_ignore_rule_reads_as_ripgrep_reads_it(tmp_path: Path, files: dict[
 
 # -- the required-literal prefilter --------------------------------------------------------
 
-_texts = st.text(alphabet="abfoxz12=_ .\tÉé(", max_size=40)
+_texts = st.text(alphabet="abfoxz12=_ .\tÉé(kKsSſ\u212a", max_size=40)
 
 
 @settings(max_examples=400, deadline=None)
@@ -329,3 +329,14 @@ def test_matching_lines_use_up_the_budget_alike_in_count_and_content_modes(
         assert [m["line"] for m in r["matches"] if m["path"] == "b.txt"] == list(range(1, 32))
     full = run(root, "hit", output_mode="count", budget=1 << 30)
     assert [c["count"] for c in full["counts"]] == [10, 100, 1] and not full["truncated"]
+
+
+@pytest.mark.parametrize(("query", "regex"), [("(?i)kelvin", True), ("kelvin", False),
+                                              ("(?i)^mask$", True), ("MASK", False)])
+def test_folded_searches_find_the_non_ascii_forms_of_k_and_s(tmp_path: Path, query: str,
+                                                             regex: bool) -> None:
+    # U+212A KELVIN SIGN folds to k, U+017F LONG S to s: files holding no ASCII k or s.
+    root = small_root(tmp_path, {"a.txt": "\u212aelvin\n", "b.txt": "ma\u017f\u212a\n",
+                                 "c.txt": "nothing\n"})
+    r = run(root, query, regex=regex, case_sensitive=regex, output_mode="files_with_matches")
+    assert r["files"] == (["a.txt"] if "elvin" in query else ["b.txt"])
