@@ -203,3 +203,16 @@ async def test_a_name_cannot_forge_lines_of_the_answer(srv: LiveServer, tree: Pa
             assert not any(x.startswith("[more") for x in text.split("\n"))
     finally:
         (tree / "ws" / "pkg" / "sub" / forged).unlink()
+
+
+def test_a_rendering_over_the_cap_is_cut_with_a_visible_mark() -> None:
+    from app.tools.render import CUT_MARK, render
+
+    entries = [{"path": f"f{i:04d}.txt", "name": f"f{i:04d}.txt", "type": "file", "size": i,
+                "modified": None} for i in range(500)]
+    data = {"root": "ws", "path": "", "entries": entries, "offset": 0, "limit": 500,
+            "returned": 500, "has_more": False, "next_offset": None, "skipped_links": 0}
+    text = render("ListResult", data, cap=1000)
+    assert text is not None and len(text) <= 1000 and text.endswith(CUT_MARK)
+    assert render("ListResult", data, cap=None) == render("ListResult", data, cap=10**6)
+    assert render("NoSuchResult", data) is None  # no renderer: the caller sends the JSON
