@@ -1,7 +1,8 @@
 """Offset pagination and the output bound shared by every listing, search and read.
 
-A result's text is the compact JSON that `app.tools.base.ok_result` sends, so
-sizes are measured on exactly that serialisation. A page is cut to fit
+Sizes are measured on the result's compact JSON: what `text_format = "json"`
+sends, and longer than the readable text `app.tools.render` writes from it (which
+also cuts itself at the bound, visibly, should it ever be longer). A page is cut to fit
 `max_output_chars` item by item; the cut is never silent (`has_more` +
 `next_offset` + `note`), and the next page starts exactly after the last item
 returned, so walking every page yields every item once, in order.
