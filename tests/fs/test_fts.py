@@ -610,3 +610,24 @@ def test_two_servers_sharing_one_index_file_stay_consistent(reg: Registry, tree:
     assert {p for p in paths if re.fullmatch(r"s\d\.txt", p)} == {"s5.txt"}
     one.close()
     two.close()
+
+
+@pytest.mark.parametrize(
+    "query",
+    [
+        "a_" * 499,  # one identifier of 500 parts
+        '"*:^-+()' * 100,  # FTS5 syntax only: the scan takes it literally
+        'NEAR AND OR NOT "zanzibar',  # FTS5 keywords and an open quote are words here
+        "é" * 1000,
+        "aB1" * 333,
+        " ".join(f"w{i}" for i in range(32)),  # the most distinct words allowed
+    ],
+)
+def test_hostile_queries_answer_in_bounds(reg: Registry, query: str) -> None:
+    t = time.monotonic()
+    data = dr.search(reg.current, query, NoControl())
+    assert time.monotonic() - t < 10
+    assert len(data["results"]) <= dr.RESULTS
+    assert all(r["id"].startswith("main/") for r in data["results"])
+    if "zanzibar" in query:
+        assert data["results"][0]["id"] == "main/notes.txt"
