@@ -22,6 +22,11 @@ found with another owner, group/other bits, as a link, or not readable as our
 schema is removed and rebuilt. Not protected against: someone running as the
 server's own user, who can read the roots anyway.
 
+Two servers on one state directory share the file: SQLite's locks order their
+writes, and each catches up with the other's commits (`PRAGMA data_version`)
+before it writes; between searches a process keeps the stat signatures in
+memory while nobody else has written.
+
 Limits: `refresh()` stops after `deadline` (it resumes on the next search; the
 answer says how far it got) and checks `control` for cancellation; a batch is
 committed every `COMMIT_EVERY` seconds, so stopped work is kept.
