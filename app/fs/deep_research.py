@@ -303,7 +303,9 @@ def _bound(doc: dict[str, Any], text: str, notes: list[str], cap: int) -> dict[s
     if notes:
         doc["metadata"]["note"] = "; ".join(notes)
         doc["text"] = text + _marker(notes)
-    if len(dumps(doc)) <= cap:
+    # A text longer than the cap cannot fit: never dump it whole (8 MiB of control
+    # characters would be a 48 MB JSON string just to learn that).
+    if len(doc["text"]) <= cap and len(dumps(doc)) <= cap:
         return doc
     notes = [*notes, f"the text was cut to fit max_output_chars ({cap})"]
     marker = _marker(notes)

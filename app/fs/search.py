@@ -296,6 +296,8 @@ def search_text(
                         s.charged += LINE_COST
                         if found >= offset or s.spent > budget:
                             break
+                # A match with context shows up to 2 x context more lines: they cost too.
+                cost = LINE_COST * (1 + 2 * context)
                 if s.spent <= budget:
                     for item in _content(it, data, n, context):
                         if found >= offset:
@@ -304,7 +306,7 @@ def search_text(
                             item["path"] = rel
                             hits.append(item)
                         found += 1
-                        s.charged += LINE_COST
+                        s.charged += cost
                         line = item["line"]  # type: ignore[assignment]
                         if found >= want or s.spent > budget:
                             break
@@ -353,9 +355,10 @@ def search_text(
     if stopped_in is not None:
         notes.append(
             f"stopped at the budget (max_search_bytes = {budget}, each matching line counting "
-            f"{LINE_COST} bytes) at line {stopped_in[1]} of '{name_of(stopped_in[0])}'; the "
-            "rest of it and the files after it (breadth-first order) were not examined: narrow "
-            "the search with path=, file_glob= or exclude=, or a more specific query"
+            f"{LINE_COST} bytes, more with context) at line {stopped_in[1]} of "
+            f"'{name_of(stopped_in[0])}'; the rest of it and the files after it (breadth-first "
+            "order) were not examined: narrow the search with path=, file_glob= or exclude=, "
+            "or a more specific query"
         )
     if s.too_large:
         notes.append(f"{s.too_large} file(s) over {file_limit} bytes were not searched")

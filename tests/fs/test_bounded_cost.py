@@ -33,7 +33,7 @@ from app.tools.base import Cancelled
 BUDGET = 1 << 20
 CAP = 65536
 TIME_BOUND_S = 3.0
-PEAK_BOUND = 48 << 20  # traced allocations; the budget is 1 MiB
+PEAK_BOUND = 48 << 20  # traced allocations (read budgets: 1 MiB; fetch: 8 MiB)
 
 
 @pytest.fixture(scope="module")
@@ -100,14 +100,20 @@ def test_read_multiple_files_is_bounded_whatever_the_shape(root: SecureRoot, dat
 
 @SLOW
 @given(data=shapes, query=st.sampled_from(["a", "x", "\u00e9", "A", "\r"]),
-       case_sensitive=st.booleans(), offset=st.sampled_from([0, 10, 10**9]))
+       case_sensitive=st.booleans(), offset=st.sampled_from([0, 10, 10**9]),
+       regex=st.booleans(), context=st.sampled_from([0, 1, 10]),
+       mode=st.sampled_from(["content", "files_with_matches", "count"]))
 def test_search_text_is_bounded_whatever_the_shape(
-    root: SecureRoot, data: bytes, query: str, case_sensitive: bool, offset: int
+    root: SecureRoot, data: bytes, query: str, case_sensitive: bool, offset: int, regex: bool,
+    context: int, mode: str,
 ) -> None:
     _write(root, "hay.txt", data * 8, False)  # up to 8 MiB: more than the call's budget below
+    if regex:
+        query = {"a": "a+", "x": "(x|a)*x", "A": "[aA].?", "\r": "\\r$"}.get(query, query)
     res = bounded(lambda: search_text(
         root, query, "", file_glob="hay.txt", case_sensitive=case_sensitive, offset=offset,
-        limit=50, cap=CAP, file_limit=16 << 20, budget=4 << 20, control=NoControl()))
+        limit=50, cap=CAP, file_limit=16 << 20, budget=4 << 20, control=NoControl(),
+        regex=regex, context=context, output_mode=mode))
     assert res.returned <= 50
 
 
@@ -225,3 +231,20 @@ def test_an_edit_of_a_repetitive_file_is_bounded(root: SecureRoot) -> None:
     res = bounded(lambda: edit_mod.edit_file(root, "rep14k.txt", edits, max_output_chars=CAP,
                                              dry_run=True))
     assert res.diff.startswith("--- a/rep14k.txt")
+
+
+def test_fetch_of_a_file_of_control_characters_is_bounded(tmp_path: Path) -> None:
+    # Each \x01 is six characters of JSON: a whole-document dump was a 48 MB string.
+    from app.fs.deep_research import fetch
+    from app.registry import Registry
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "ctrl.txt").write_bytes(b"\x01" * (8 << 20))
+    cfg = tmp_path / "roots.toml"
+    cfg.write_text(f'audit_log = "{tmp_path / "audit.log"}"\nsearch_fetch_tools = true\n'
+                   f'[[roots]]\nname = "d"\npath = "{folder}"\nrole = "reference"\n'
+                   "max_read_bytes = 8388608\n")
+    snap = Registry(str(cfg)).current
+    doc = bounded(lambda: fetch(snap, "d/ctrl.txt"))
+    assert doc["metadata"]["truncated"] is True
