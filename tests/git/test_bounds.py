@@ -181,10 +181,16 @@ def test_a_binary_file_is_listed_without_a_diff(hist) -> None:
 # -- the denied-content check ----------------------------------------------------------
 
 
-def test_the_denied_content_check_is_bounded_and_resumes(long_repo: Repo, monkeypatch) -> None:
+@pytest.mark.parametrize("budget", ["trees", "time"])
+def test_the_denied_content_check_is_bounded_and_resumes(
+    long_repo: Repo, monkeypatch, budget: str
+) -> None:
     root = make_root(long_repo.path)
     denied._cache.clear()
-    monkeypatch.setattr(denied, "TREE_BUDGET", 40)
+    if budget == "trees":
+        monkeypatch.setattr(denied, "TREE_BUDGET", 40)
+    else:  # no time at all: each call gets its first 256 trees, then stops
+        monkeypatch.setattr(denied, "TIME_BUDGET", 0.0)
     pending = 0
     for _ in range(1000):
         try:
@@ -200,6 +206,7 @@ def test_the_denied_content_check_is_bounded_and_resumes(long_repo: Repo, monkey
     assert "do-not-leak" not in got.model_dump_json()
     denied._cache.clear()
     monkeypatch.setattr(denied, "TREE_BUDGET", 10**9)
+    monkeypatch.setattr(denied, "TIME_BUDGET", 1e9)
     monkeypatch.setattr(denied, "MAX_TREES", 30)
     with pytest.raises(HistoryCheckPending, match="too large"):
         ops.git_diff(root, base="HEAD~3", target="HEAD", path="", offset=0, cap=65536,

@@ -9,8 +9,8 @@ scanned once for denied paths; a blob seen at one is withheld everywhere.
 
 Cost is bounded: trees are memoised by id (unchanged subtrees are free), the
 index is kept per repository and deny rules across calls and grows only by
-new commits, one call parses at most `TREE_BUDGET` trees (the next call goes
-on), and an index above `MAX_TREES` stops: content from such a history is
+new commits, one call parses at most `TREE_BUDGET` trees or scans for
+`TIME_BUDGET` seconds (the next call goes on), and an index above `MAX_TREES` stops: content from such a history is
 refused (logs and file lists still work). Both cases say so in the error;
 the check fails closed.
 """
@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable
 
@@ -28,7 +29,8 @@ from app.errors import LoomError
 from app.fs.history.store import GitDir
 from app.fs.history.trees import Trees, valid_name
 
-TREE_BUDGET = 20_000  # trees parsed by one call (about two seconds here)
+TREE_BUDGET = 20_000  # trees parsed by one call (two to five seconds here)
+TIME_BUDGET = 3.0  # seconds of scanning in one call, whichever budget ends first
 MAX_TREES = 400_000  # beyond this the index is not kept (memory: tens of MiB)
 MAX_REFS = 100_000
 _CACHE_SIZE = 8
@@ -94,6 +96,7 @@ class _Scan:
         self.trees = trees
         self.idx = idx
         self.parsed = 0
+        self.deadline = time.monotonic() + TIME_BUDGET
         self.by_path = trees.rules.protects_whole_paths()
 
     def run(self, heads: list[bytes]) -> None:
@@ -136,8 +139,10 @@ class _Scan:
 
     def _count(self) -> None:
         self.parsed += 1
+        over_time = False
         if self.parsed % 256 == 0:
             self.trees.check()
+            over_time = time.monotonic() > self.deadline
         if len(self.idx.trees) > MAX_TREES:
             self.idx.too_large = True
             self.idx.trees.clear()
@@ -145,7 +150,7 @@ class _Scan:
                 "file contents from this history are not served: it is too large "
                 f"(more than {MAX_TREES} trees) to check every commit for copies of denied files"
             )
-        if self.parsed > TREE_BUDGET:
+        if self.parsed > TREE_BUDGET or over_time:
             raise HistoryCheckPending(
                 f"checking the history for copies of denied files: {len(self.idx.commits)} "
                 "commits checked so far; call again to continue"
