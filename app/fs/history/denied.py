@@ -10,8 +10,9 @@ scanned once for denied paths; a blob seen at one is withheld everywhere.
 Cost is bounded: trees are memoised by id (unchanged subtrees are free), the
 index is kept per repository and deny rules across calls and grows only by
 new commits, one call parses at most `TREE_BUDGET` trees or scans for
-`TIME_BUDGET` seconds (the next call goes on), and an index above `MAX_TREES` stops: content from such a history is
-refused (logs and file lists still work). Both cases say so in the error;
+`TIME_BUDGET` seconds (the next call goes on), and an index above
+`MAX_TREES` stops: content from such a history is refused (logs and file
+lists still work). Both cases say so in the error;
 the check fails closed.
 """
 
