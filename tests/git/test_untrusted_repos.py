@@ -188,3 +188,32 @@ def test_a_git_swapped_during_a_call_serves_the_first_one(tmp_path: Path, elsewh
         assert other != mine_head
         with pytest.raises(NotFound):
             resolve(git, other)  # the other repository's objects are not reachable
+
+
+async def test_an_armed_repository_runs_nothing_through_a_live_server(tmp_path: Path) -> None:
+    from tests.live import live_server
+
+    repo, ids = build_history(tmp_path)
+    marker = tmp_path / "MARKER"
+    arm(repo.path, marker)
+    (repo.path / "README.md").write_text("changed in the working tree\n")
+    cfg = tmp_path / "cfg.toml"
+    cfg.write_text(f'audit_log = "{tmp_path / "audit.log"}"\n[[roots]]\nname = "repo"\n'
+                   f'path = "{repo.path}"\nrole = "reference"\n')
+    calls = [
+        ("git_log", {}), ("git_log", {"path": "README.md"}), ("git_show", {"commit": "HEAD~1"}),
+        ("git_show", {"commit": "v1", "path": "README.md"}),
+        ("git_diff", {"base": ids["first"], "target": "HEAD"}), ("git_diff", {}),
+    ]
+    _spawns.clear()
+    with live_server(cfg) as srv:
+        async with srv.session() as s:
+            _watching[0] = True
+            try:
+                for name, args in calls:
+                    res = await s.call_tool(name, args)
+                    assert not res.is_error, (name, res.content)
+                    assert not marker.exists()
+            finally:
+                _watching[0] = False
+    assert _spawns == []
