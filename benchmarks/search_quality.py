@@ -208,7 +208,8 @@ def main() -> None:
         first = dr.search(reg.current, "first build", NoControl())
         build = time.perf_counter() - t
         ranked.BUILD_SECONDS = 20.0
-        index_file = next((work / "state" / "index").glob("lib-*.sqlite3"))
+        big_root = reg.current.root("lib")  # named like the one-copy root: find it by its path
+        index_file = Path(ranked.index_dir(reg.current)) / fts.file_name("lib", big_root.real)
         idx = fts.index_at(str(index_file))
         with idx.lock:  # the database as SQLite sees it, whether or not its log is written back
             con = idx.con
