@@ -1,4 +1,8 @@
-"""Process settings: environment (`LOOMFS_*`), then CLI flags, which win."""
+"""Process settings: environment (`LOOMFS_*`), then CLI flags, which win.
+
+`LOOMFS_CONFIG` (which config file) is read before any of these, by
+`app.cli.config_path`, so it is not a field here.
+"""
 
 from __future__ import annotations
 
@@ -27,7 +31,6 @@ class Settings(BaseSettings):
     token_file: str | None = None
     allowed_hosts: Annotated[list[str], NoDecode] = []
     allowed_origins: Annotated[list[str], NoDecode] = []
-    config: str | None = None
 
     _split = field_validator("allowed_hosts", "allowed_origins", mode="before")(_list)
 

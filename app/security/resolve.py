@@ -411,10 +411,6 @@ def check_regular(st: os.stat_result) -> None:
         raise NotARegularFile()
 
 
-def is_dir_error(exc: OSError) -> bool:
-    return exc.errno in (errno.ENOTDIR, errno.EISDIR)
-
-
 __all__ = [
     "DIR_FLAGS",
     "FILE_FLAGS",
@@ -425,4 +421,5 @@ __all__ = [
     "OpenedFile",
     "Parent",
     "SecureRoot",
+    "check_regular",
 ]

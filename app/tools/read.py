@@ -29,7 +29,6 @@ Limit = Annotated[
     int,
     Field(ge=1, le=100_000, description="Most entries to return (capped by max_search_results)."),
 ]
-LineArg = Annotated[int, Field(ge=1, le=MAX_LINE)]
 
 
 @tool(perm="read", title="List directory", read_only=True, idempotent=True)
