@@ -30,9 +30,9 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import __version__
+from app.calls import call_key
 from app.http_limits import MAX_SESSIONS, SESSION_IDLE_TIMEOUT, evict_when_full
 from app.server import LoomServer, install_sighup
-from app.tools.base import call_key
 
 # Big enough for write_file of a file at the largest max_read_bytes, JSON-escaped.
 BODY_OVERHEAD = 1 << 20
@@ -283,7 +283,7 @@ class CancelOnDisconnect:
     the connection itself: after the (already bounded) body, it alone reads the
     server's `receive`, hands every message on to the app, and on a disconnect
     before the response is complete sets that call's cancel flag
-    (`LoomServer.inflight`, registered by `app.tools.base.run`).
+    (`LoomServer.inflight`, an `app.calls.InFlight` registered by `app.tools.base.run`).
     """
 
     def __init__(self, app: ASGIApp, server: LoomServer) -> None:
@@ -322,9 +322,7 @@ class CancelOnDisconnect:
             while True:
                 message = await receive()
                 if message["type"] == "http.disconnect" and not complete:
-                    flag = self.server.inflight.get(key)
-                    if flag is not None:
-                        flag.set()
+                    self.server.inflight.cancel(key)
                 inbox.append(message)
                 arrived.set()
                 if message["type"] == "http.disconnect":

@@ -13,7 +13,6 @@ import contextlib
 import functools
 import importlib
 import logging
-import threading
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -26,6 +25,7 @@ from mcp.types import EmptyResult, SetLevelRequestParams
 
 from app import __version__
 from app.audit import current_client
+from app.calls import InFlight
 from app.registry import Registry, Snapshot
 from app.tools import MODULES
 from app.tools.args import check_arguments, nulls_as_defaults, published_schema
@@ -76,7 +76,7 @@ class LoomServer(MCPServer):
         self.active_tools: set[str] = set()
         # Cancel flags of tool calls in flight over HTTP, by (peer, session, request id):
         # the HTTP layer sets one when its client disconnects before the answer.
-        self.inflight: dict[tuple[str, str, str], threading.Event] = {}
+        self.inflight = InFlight()
         self._catalog = collect_tools()
         self._sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self._reload_lock = anyio.Lock()

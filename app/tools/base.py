@@ -4,7 +4,8 @@ Tool handlers are thin async functions declared with `@tool(...)`; each hands
 a synchronous implementation to `run()`, which:
 - takes the registry snapshot once, so a reload never changes a call midway;
 - runs the work in a worker thread (the event loop keeps serving others);
-- stops the work soon when the client goes away or cancels (`Call.check()`);
+- stops the work soon when the client goes away or cancels (`Call.check()`;
+  the cancel flag, progress and the calls in flight live in `app.calls`);
 - turns a `LoomError` into a tool error whose text is exactly its message,
   and anything else into a generic error (logged here, never sent: an
   unexpected exception may carry a host path);
@@ -16,9 +17,9 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import anyio
@@ -28,12 +29,15 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
+# Call and Cancelled are re-exported: tool modules and tests take them from here.
+from app.calls import Call as Call
+from app.calls import Cancelled as Cancelled
+from app.calls import InFlight, request_key
 from app.errors import LoomError
 from app.tools.render import render
 
 if TYPE_CHECKING:
-    from app.registry import Registry, Snapshot
-    from app.security.resolve import SecureRoot
+    from app.registry import Registry
 
 log = logging.getLogger("loomfs.tools")
 T = TypeVar("T")
@@ -54,30 +58,6 @@ PathArg = Annotated[
 Offset = Annotated[
     int, Field(ge=0, le=10_000_000, description="Entries to skip (from next_offset).")
 ]
-
-
-class Cancelled(Exception):
-    """The client went away or cancelled: stop, nobody is waiting."""
-
-
-@dataclass
-class Call:
-    """What an implementation gets: one snapshot, a cancel flag, a progress sink."""
-
-    snapshot: Snapshot
-    cancelled: threading.Event = field(default_factory=threading.Event)
-    progress_sink: Callable[[float, float | None, str | None], None] | None = None
-
-    def root(self, name: str | None) -> SecureRoot:
-        return self.snapshot.root(name)
-
-    def check(self) -> None:
-        if self.cancelled.is_set():
-            raise Cancelled()
-
-    def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
-        if self.progress_sink is not None:
-            self.progress_sink(done, total, message)
 
 
 @dataclass(frozen=True)
@@ -186,21 +166,6 @@ def _progress_sink(ctx: Context) -> Callable[[float, float | None, str | None], 
     return sink
 
 
-def call_key(peer: Any, session_id: str | None, request_id: Any) -> tuple[str, str, str]:
-    """Who asked what: the connection, the MCP session and the JSON-RPC id."""
-    where = f"{peer[0]}:{peer[1]}" if peer else "?"
-    return (where, session_id or "", str(request_id))
-
-
-def http_call_key(ctx: Context) -> tuple[str, str, str] | None:
-    request = getattr(ctx.request_context, "request", None)
-    if request is None or not hasattr(request, "headers"):
-        return None  # stdio: cancellation arrives as notifications/cancelled
-    client = request.client
-    peer = (client.host, client.port) if client else None
-    return call_key(peer, request.headers.get("mcp-session-id"), ctx.request_id)
-
-
 async def run(
     ctx: Context, work: Callable[[Call], BaseModel | dict[str, Any] | CallToolResult]
 ) -> CallToolResult:
@@ -210,12 +175,13 @@ async def run(
     returns its own `CallToolResult`, which is passed through as is.
     """
     call = Call(registry_of(ctx).current, progress_sink=_progress_sink(ctx))
-    inflight = getattr(ctx.mcp_server, "inflight", None)
-    key = http_call_key(ctx)
-    if inflight is not None and key is not None:
-        inflight[key] = call.cancelled  # the HTTP layer sets it if the client goes away
+    inflight: InFlight | None = getattr(ctx.mcp_server, "inflight", None)
+    key = request_key(getattr(ctx.request_context, "request", None), ctx.request_id)
+    # The HTTP layer sets the flag if the client goes away (`app.calls`).
+    tracking = inflight.track(key, call.cancelled) if inflight is not None else nullcontext()
     try:
-        result = await anyio.to_thread.run_sync(work, call, abandon_on_cancel=True)
+        with tracking:
+            result = await anyio.to_thread.run_sync(work, call, abandon_on_cancel=True)
     except anyio.get_cancelled_exc_class():
         call.cancelled.set()
         raise
@@ -228,9 +194,6 @@ async def run(
         return error_result(
             "internal error while handling the call (details are in the server log)"
         )
-    finally:
-        if inflight is not None and key is not None:
-            inflight.pop(key, None)
     if isinstance(result, CallToolResult):
         return result
     limits = call.snapshot.limits

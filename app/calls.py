@@ -1,0 +1,105 @@
+"""One tool call's lifecycle: its cancel flag, its progress sink, and the calls in flight.
+
+Three parties meet here and nowhere else:
+- `app.tools.base.run` makes a `Call` per tool call, registers its cancel flag
+  in the server's `InFlight` under `request_key(...)` when it came over HTTP,
+  and hands the `Call` to the work in a worker thread;
+- the work calls `Call.check()` between units (a file, a directory, a chunk)
+  and `Call.progress(...)`, which the tools layer wires to MCP progress;
+- `app.http.CancelOnDisconnect` builds the same key with `call_key(...)` from
+  the ASGI scope and calls `InFlight.cancel(key)` when the client disconnects
+  before the answer (the SDK does not cancel a handler on a dropped connection).
+
+Over stdio, cancellation arrives as `notifications/cancelled`: the SDK cancels
+the handler's task and `run` sets the flag itself.
+
+This module imports nothing above `app.registry` (and that only for types).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from app.registry import Snapshot
+    from app.security.resolve import SecureRoot
+
+CallKey = tuple[str, str, str]
+ProgressSink = Callable[[float, float | None, str | None], None]
+
+
+class Cancelled(Exception):
+    """The client went away or cancelled: stop, nobody is waiting."""
+
+
+@dataclass
+class Call:
+    """What an implementation gets: one snapshot, a cancel flag, a progress sink."""
+
+    snapshot: Snapshot
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    progress_sink: ProgressSink | None = None
+
+    def root(self, name: str | None) -> SecureRoot:
+        return self.snapshot.root(name)
+
+    def check(self) -> None:
+        if self.cancelled.is_set():
+            raise Cancelled()
+
+    def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
+        if self.progress_sink is not None:
+            self.progress_sink(done, total, message)
+
+
+def call_key(peer: Any, session_id: str | None, request_id: Any) -> CallKey:
+    """Who asked what: the connection, the MCP session and the JSON-RPC id."""
+    where = f"{peer[0]}:{peer[1]}" if peer else "?"
+    return (where, session_id or "", str(request_id))
+
+
+def request_key(request: Any, request_id: Any) -> CallKey | None:
+    """The key of a call that came in an HTTP request (a Starlette `Request`), else None."""
+    if request is None or not hasattr(request, "headers"):
+        return None  # stdio: cancellation arrives as notifications/cancelled
+    client = request.client
+    peer = (client.host, client.port) if client else None
+    return call_key(peer, request.headers.get("mcp-session-id"), request_id)
+
+
+class InFlight:
+    """Cancel flags of the tool calls in flight over HTTP, by `CallKey`.
+
+    Used from the event loop only (registration and cancel), so no lock.
+    """
+
+    def __init__(self) -> None:
+        self._flags: dict[CallKey, threading.Event] = {}
+
+    @contextlib.contextmanager
+    def track(self, key: CallKey | None, flag: threading.Event) -> Iterator[None]:
+        """Register `flag` under `key` for the duration of the block (nothing if no key)."""
+        if key is None:
+            yield
+            return
+        self._flags[key] = flag
+        try:
+            yield
+        finally:
+            if self._flags.get(key) is flag:
+                del self._flags[key]
+
+    def cancel(self, key: CallKey) -> bool:
+        """Set the cancel flag of the call under `key`; False if none is in flight."""
+        flag = self._flags.get(key)
+        if flag is None:
+            return False
+        flag.set()
+        return True
+
+    def __len__(self) -> int:
+        return len(self._flags)
