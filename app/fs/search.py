@@ -1,7 +1,8 @@
 """search_files and search_text: one pruned walk, offset pages, honest stops.
 
 Both walk breadth-first from `path` (denied names pruned before descending,
-links never followed) and collect matches in walk order, so a page is stable:
+links never followed; `exclude` globs and, unless `no_ignore`, ignore files
+prune too: `app.fs.ignore`) and collect matches in walk order, so a page is stable:
 the same call with `next_offset` continues exactly where the last one
 stopped. A call stops once it has one match more than its page needs (that
 is `has_more`), so a page deep in the results costs the walk up to it.
@@ -12,6 +13,12 @@ buffer, after three guards: its size against `max_search_file_bytes`
 and the call's global byte budget `max_search_bytes`. A file skipped by a
 guard is counted; running out of budget stops the call with `truncated` and
 a note that names the first file not examined and how to narrow.
+
+The query is a literal (`app.fs.grep.Matcher`, or RE2 on the escaped text when
+folded) or, with `regex`, an RE2 pattern matched line by line
+(`app.fs.regex`). `output_mode` picks what a page lists: matching lines (with
+`context` lines around them), files with a match, or counts of matching lines
+per file; the three page alike.
 """
 
 from __future__ import annotations

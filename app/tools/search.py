@@ -1,5 +1,5 @@
-"""Search tools: search_files (names, by glob) and search_text (a literal in file
-contents). Thin handlers: bounds at the edge, the work in `app.fs.search`."""
+"""Search tools: search_files (names, by glob) and search_text (a literal or an RE2
+pattern in file contents). Thin handlers: bounds at the edge, the work in `app.fs.search`."""
 
 from __future__ import annotations
 
