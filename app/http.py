@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import contextlib
 import hmac
+import io
 import ipaddress
 import json
+import re
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextvars import ContextVar
 from typing import Any
@@ -185,23 +187,22 @@ class BodyLimit:
         # app never sees a request that is over the limit, however it is chunked.
         # It is handed on as one bytes object that every reader after us shares
         # (Starlette's `body()` of a single chunk is that chunk): held once.
-        chunks: list[bytes] = []
-        seen = 0
+        # The chunks go into one growing buffer whose getvalue() hands over its own
+        # storage (no copy): a list then b"".join would hold the body twice.
+        buf = io.BytesIO()
         while True:
             message = await receive()
             if message["type"] != "http.request":
                 await self.app(scope, _replay([], message), send)
                 return
-            chunk = message.get("body", b"")
-            seen += len(chunk)
-            if seen > limit:
+            buf.write(message.get("body", b""))
+            if buf.tell() > limit:
                 await _plain(send, 413, f"Payload Too Large: the limit is {limit} bytes")
                 return
-            chunks.append(chunk)
             if not message.get("more_body", False):
                 break
-        body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
-        del chunks, message, chunk  # nothing here may keep a second copy alive
+        body = buf.getvalue()
+        del buf, message  # nothing here may keep a second copy alive
         await self.app(scope, _replay([body], None, receive), send)
 
 
@@ -336,10 +337,37 @@ class CancelOnDisconnect:
                 tg.cancel_scope.cancel()
 
 
+SNIFF_WHOLE = 1 << 16  # bodies up to this are parsed whole for their id
+_ID_VALUE = re.compile(rb'\s*:\s*(-?\d{1,20}|"[^"\\]{0,200}")\s*[,}]')
+_TOOLS_CALL = re.compile(rb'\s*:\s*"tools/call"')
+
+
+def _keys(body: bytes, key: bytes) -> list[int]:
+    """Where `key` (quoted) stands outside a string: inside one its quotes are escaped.
+    At most two: two already make it ambiguous."""
+    out: list[int] = []
+    pos = body.find(key)
+    while pos >= 0 and len(out) < 2:
+        if body[pos - 1 : pos] != b"\\":
+            out.append(pos + len(key))
+        pos = body.find(key, pos + len(key))
+    return out
+
+
 def _tool_call_id(body: bytes) -> Any:
-    """The JSON-RPC id of a single `tools/call` request, else None (cheap pre-check)."""
+    """The JSON-RPC id of a single `tools/call` request, else None (cheap pre-check).
+
+    A large body (a write_file) is not parsed: that would hold a second, larger
+    copy of it just for its id. Its id and method are found with `bytes.find`
+    where they stand outside strings; anything ambiguous is parsed after all."""
     if b'"tools/call"' not in body:
         return None
+    if len(body) > SNIFF_WHOLE and body.lstrip()[:1] == b"{":
+        ids, methods = _keys(body, b'"id"'), _keys(body, b'"method"')
+        if len(ids) == 1 and len(methods) == 1 and _TOOLS_CALL.match(body, methods[0]):
+            m = _ID_VALUE.match(body, ids[0])
+            if m:
+                return json.loads(m.group(1))
     try:
         message = json.loads(body)
     except (ValueError, RecursionError):  # deeply nested: the SDK answers it with a 400

@@ -212,3 +212,28 @@ def test_deeply_nested_json_is_a_400_never_a_500(live: LiveServer, method: str) 
             **MCP_POST_HEADERS, "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"})
         assert r.status_code == 400, (r.status_code, r.text[:300])
         assert httpx.get(f"{live.base}/healthz", timeout=5).status_code == 200
+
+
+# --- the disconnect watcher finds a large call's id without parsing it
+
+BIG = "y" * (1 << 17)
+
+
+@pytest.mark.parametrize(
+    ("message", "expected"),
+    [
+        ({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+          "params": {"name": "write_file", "arguments": {"content": BIG + '"id": 9'}}}, 7),
+        ({"jsonrpc": "2.0", "method": "tools/call",
+          "params": {"arguments": {"content": BIG}}, "id": "abc"}, "abc"),
+        # an "id" key in the arguments too: ambiguous, so parsed after all
+        ({"jsonrpc": "2.0", "method": "tools/call",
+          "params": {"arguments": {"id": 3, "content": BIG}}, "id": 5}, 5),
+        ({"jsonrpc": "2.0", "method": "tools/list", "params": {"x": "tools/call" + BIG},
+          "id": 5}, None),
+    ],
+)
+def test_a_large_call_id_is_found(message: dict[str, object], expected: object) -> None:
+    from app.http import _tool_call_id
+
+    assert _tool_call_id(json.dumps(message).encode()) == expected
