@@ -101,9 +101,11 @@ def test_a_header_flood_is_refused_431_and_memory_stays_flat(
     try:
         wait_healthy(port, proc)
         before = _rss_kib(proc.pid)
-        for _ in range(5):
-            answer = _flood_headers(port, 50 << 20)  # 50 MB offered each time
-            assert answer.startswith(b"HTTP/1.1 431 "), answer[:200]
+        # 50 MB offered each time. The server answers 431 and closes; a client still
+        # sending may see the reset before the answer, so not every try reads it.
+        answers = [_flood_headers(port, 50 << 20) for _ in range(5)]
+        assert any(a.startswith(b"HTTP/1.1 431 ") for a in answers), answers
+        assert all(a == b"" or a.startswith(b"HTTP/1.1 431 ") for a in answers), answers
         assert _rss_kib(proc.pid) - before < 16 * 1024  # KiB: flat, not 250 MB
         assert httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=5).status_code == 200
     finally:
@@ -181,8 +183,12 @@ def test_the_connection_cap_holds_and_frees_as_slow_clients_are_dropped(
     try:
         time.sleep(0.1)
         assert httpx.get(f"{quick.base}/healthz", timeout=5).status_code == 503
-        time.sleep(1.0)  # past the head timeout: the silent ones are gone
-        assert httpx.get(f"{quick.base}/healthz", timeout=5).status_code == 200
+        # Past the head timeout (0.5 s) the silent ones are gone; a loaded machine may
+        # fire the timers late, so wait for it up to a few seconds.
+        deadline = time.monotonic() + 5
+        while httpx.get(f"{quick.base}/healthz", timeout=5).status_code != 200:
+            assert time.monotonic() < deadline, "the silent connections were never dropped"
+            time.sleep(0.2)
     finally:
         for s in held:
             s.close()
