@@ -12,7 +12,8 @@ import pytest
 
 from app.audit import AuditLog, current_client
 from app.errors import LoomError
-from app.security import DenyRules, SecureRoot
+from app.security import SecureRoot
+from tests.kit import secure_root
 
 LINE = re.compile(
     r"^(?P<time>\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) (?P<decision>ALLOW|DENY) "
@@ -28,15 +29,7 @@ def setup(tmp_path: Path):  # type: ignore[no-untyped-def]
     (docs / "a.txt").write_text("A")
     (docs / ".env").write_text("E")
     log = AuditLog(str(tmp_path / "state" / "audit.log"), 1 << 20, 2)
-    root = SecureRoot(
-        name="docs",
-        role="reference",
-        permissions=["read"],
-        real=str(docs),
-        rules=DenyRules(),
-        max_read_bytes=1 << 20,
-        audit=log,
-    )
+    root = secure_root(docs, name="docs", role="reference", audit=log)
     yield root, log, tmp_path / "state" / "audit.log"
     log.close()
 

@@ -23,8 +23,9 @@ from hypothesis import strategies as st
 from app.errors import TooLarge
 from app.fs import textio
 from app.fs.read import OUTPUT_MARK, READ_MARK, read_text_file
-from app.security import DenyRules, SecureRoot
+from app.security import SecureRoot
 from tests.fs.readkit import small_root
+from tests.kit import secure_root
 
 BOMS = {
     "utf-8": b"",
@@ -43,8 +44,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _root(folder: Path, budget: int) -> SecureRoot:
-    return SecureRoot(name="t", role="reference", permissions=["read"], real=str(folder),
-                      rules=DenyRules(), max_read_bytes=budget)
+    return secure_root(folder, name="t", role="reference", max_read_bytes=budget)
 
 
 def _write(folder: Path, encoding: str, text: str) -> bytes:

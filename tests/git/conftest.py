@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from app.security.deny import DenyRules
 from app.security.resolve import SecureRoot
+from tests.kit import secure_root
 
 SECRET = "SECRET=hunter2-do-not-leak"
 KEY = "-----BEGIN PRIVATE KEY-----\nMIIkeycontentdonotleak\n-----END PRIVATE KEY-----\n"
@@ -63,10 +63,7 @@ class Repo:
 def make_root(
     path: Path, name: str = "repo", deny: tuple[str, ...] = (), max_read: int = 1 << 20
 ) -> SecureRoot:
-    return SecureRoot(
-        name=name, role="reference", permissions=("read",), real=os.path.realpath(path),
-        rules=DenyRules(extra=deny), max_read_bytes=max_read,
-    )
+    return secure_root(path, name=name, role="reference", deny=deny, max_read_bytes=max_read)
 
 
 def app_py(n: int) -> str:

@@ -8,13 +8,14 @@ because `openat2.available()` is probed once per process.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from app.security import DenyRules, SecureRoot
+from app.security import SecureRoot
 from app.security import openat2 as openat2_mod
+from tests.kit import secure_root
 
 ENGINES = ["openat2", "walk"]
 
@@ -26,30 +27,6 @@ def engine(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def make_root(
-    path: Path,
-    *,
-    engine: str = "walk",
-    name: str = "r",
-    role: str = "workspace",
-    permissions: Sequence[str] | None = None,
-    deny: Sequence[str] = (),
-    allow: Sequence[str] = (),
-    audit: Callable[..., None] | None = None,
-) -> SecureRoot:
-    ceilings = {
-        "reference": ["read"],
-        "sourcecode": ["read", "write"],
-        "workspace": ["read", "write", "delete"],
-    }
-    root = SecureRoot(
-        name=name,
-        role=role,
-        permissions=permissions if permissions is not None else ceilings[role],
-        real=str(path.resolve()),
-        rules=DenyRules(extra=deny, allow=allow),
-        max_read_bytes=1 << 20,
-        audit=audit,
-    )
-    root._use_openat2 = engine == "openat2"
-    return root
+def make_root(path: Path, *, engine: str = "walk", **kwargs: Any) -> SecureRoot:
+    """`tests.kit.secure_root`, through the walk engine unless `engine` says otherwise."""
+    return secure_root(path, engine=engine, **kwargs)
