@@ -69,7 +69,7 @@ class Tree:
 
 
 @pytest.fixture(scope="module")
-def tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tree]:
+def attack_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tree]:
     base = tmp_path_factory.mktemp("attacks")
     root, outside = base / "root", base / "outside"
     for d in (root, outside, outside / "dir", base / "home"):
@@ -350,11 +350,11 @@ def test_the_table_is_big_enough() -> None:
 
 @pytest.mark.parametrize(("op", "path", "expected"), CASES, ids=_ids())
 def test_attack(
-    tree: Tree, engine: str, monkeypatch: pytest.MonkeyPatch, op: str, path: str, expected
+    attack_tree: Tree, engine: str, monkeypatch: pytest.MonkeyPatch, op: str, path: str, expected
 ) -> None:
     # If anything expanded `~`, it would find a file here.
-    monkeypatch.setenv("HOME", str(tree.base / "home"))
-    root = make_root(tree.root, engine=engine, deny=["café*"])
+    monkeypatch.setenv("HOME", str(attack_tree.base / "home"))
+    root = make_root(attack_tree.root, engine=engine, deny=["café*"])
     if isinstance(expected, OK):
         assert _run(root, op, path) == expected.value
     else:
@@ -362,16 +362,16 @@ def test_attack(
             _run(root, op, path)
         assert err.value.message == expected
         # Whatever the refusal, it never carries a host path.
-        assert str(tree.base) not in err.value.message
+        assert str(attack_tree.base) not in err.value.message
 
 
-def test_nothing_outside_was_created_or_changed(tree: Tree, engine: str) -> None:
-    root = make_root(tree.root, engine=engine)
+def test_nothing_outside_was_created_or_changed(attack_tree: Tree, engine: str) -> None:
+    root = make_root(attack_tree.root, engine=engine)
     for path in ("out_dir/new.txt", "out_dir_abs/new.txt", "../outside/new.txt"):
         with pytest.raises(LoomError):
             root.open_parent(path, op="write_file", perm="write")
-    assert sorted(os.listdir(tree.outside)) == [".env", "dir", "secret.txt"]
-    assert (tree.outside / "secret.txt").read_text() == "OUTSIDE"
+    assert sorted(os.listdir(attack_tree.outside)) == [".env", "dir", "secret.txt"]
+    assert (attack_tree.outside / "secret.txt").read_text() == "OUTSIDE"
 
 
 # -- the NFD rule written in the config, the name arriving in NFC ----------------
@@ -388,8 +388,8 @@ def test_a_pattern_written_in_nfd_denies_every_form(tmp_path: Path, name: str) -
 # -- the order of the checks: permission, then confinement, then deny ------------
 
 
-def test_permission_is_checked_before_confinement_and_deny(tree: Tree, engine: str) -> None:
-    docs = make_root(tree.root, engine=engine, name="docs", role="reference")
+def test_permission_is_checked_before_confinement_and_deny(attack_tree: Tree, engine: str) -> None:
+    docs = make_root(attack_tree.root, engine=engine, name="docs", role="reference")
     refused = "root 'docs' (role reference) grants [read], not write"
     for path in ("../outside/.env", ".env", "/etc/passwd", "out_dir/x", "a.txt"):
         with pytest.raises(LoomError) as err:
@@ -397,8 +397,8 @@ def test_permission_is_checked_before_confinement_and_deny(tree: Tree, engine: s
         assert err.value.message == refused, path
 
 
-def test_a_sourcecode_root_refuses_delete_naming_its_grants(tree: Tree) -> None:
-    src = make_root(tree.root, name="src", role="sourcecode")
+def test_a_sourcecode_root_refuses_delete_naming_its_grants(attack_tree: Tree) -> None:
+    src = make_root(attack_tree.root, name="src", role="sourcecode")
     with pytest.raises(LoomError) as err:
         src.open_parent("a.txt", op="delete", perm="delete")
     assert err.value.message == "root 'src' (role sourcecode) grants [read, write], not delete"
@@ -408,23 +408,25 @@ def test_a_sourcecode_root_refuses_delete_naming_its_grants(tree: Tree) -> None:
     "path",
     ["../.env", "../outside/.env", ".env/../../outside/secret.txt", "node_modules/../../x"],
 )
-def test_confinement_is_checked_before_deny(tree: Tree, engine: str, path: str) -> None:
-    root = make_root(tree.root, engine=engine)
+def test_confinement_is_checked_before_deny(attack_tree: Tree, engine: str, path: str) -> None:
+    root = make_root(attack_tree.root, engine=engine)
     with pytest.raises(LoomError) as err:
         root.open_file(path, op="read")
     assert err.value.message == ESC
 
 
-def test_a_link_leaving_to_a_denied_name_is_an_escape_not_a_deny(tree: Tree, engine: str) -> None:
-    root = make_root(tree.root, engine=engine)
+def test_a_link_leaving_to_a_denied_name_is_an_escape_not_a_deny(
+    attack_tree: Tree, engine: str
+) -> None:
+    root = make_root(attack_tree.root, engine=engine)
     with pytest.raises(LoomError) as err:
         root.open_file("env_out", op="read")
     assert err.value.message == ESC
 
 
-def test_the_order_is_the_one_written_in_the_audit_log(tree: Tree) -> None:
+def test_the_order_is_the_one_written_in_the_audit_log(attack_tree: Tree) -> None:
     lines: list[tuple[object, ...]] = []
-    root = make_root(tree.root, audit=lambda *a: lines.append(a))
+    root = make_root(attack_tree.root, audit=lambda *a: lines.append(a))
     for path in ("../x", ".env", "a.txt"):
         with contextlib.suppress(LoomError):
             root.open_file(path, op="read_text_file").close()
@@ -438,43 +440,43 @@ def test_the_order_is_the_one_written_in_the_audit_log(tree: Tree) -> None:
 # -- open_parent never follows the final component -------------------------------
 
 
-def test_open_parent_does_not_follow_a_final_link_to_a_denied_name(tree: Tree, engine: str):
-    root = make_root(tree.root, engine=engine)
+def test_open_parent_does_not_follow_a_final_link_to_a_denied_name(attack_tree: Tree, engine: str):
+    root = make_root(attack_tree.root, engine=engine)
     with root.open_parent("notes.txt", op="write_file", perm="write") as p:
         assert p.name == "notes.txt" and p.target == "notes.txt"
         st = p.lstat()
         assert st is not None and stat.S_ISLNK(st.st_mode)
 
 
-def test_open_parent_does_not_follow_a_final_link_leaving_the_root(tree: Tree, engine: str):
-    root = make_root(tree.root, engine=engine)
+def test_open_parent_does_not_follow_a_final_link_leaving_the_root(attack_tree: Tree, engine: str):
+    root = make_root(attack_tree.root, engine=engine)
     with root.open_parent("out_file", op="write_file", perm="write") as p:
         # The safe way to create: exclusive, never through a link. It refuses here.
         with pytest.raises(FileExistsError):
             os.open(p.name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, dir_fd=p.fd)
         with pytest.raises(OSError):
             os.open(p.name, os.O_WRONLY | os.O_NOFOLLOW, dir_fd=p.fd)
-    assert (tree.outside / "secret.txt").read_text() == "OUTSIDE"
+    assert (attack_tree.outside / "secret.txt").read_text() == "OUTSIDE"
 
 
-def test_open_parent_follows_in_root_links_before_the_final_name(tree: Tree, engine: str):
-    root = make_root(tree.root, engine=engine)
+def test_open_parent_follows_in_root_links_before_the_final_name(attack_tree: Tree, engine: str):
+    root = make_root(attack_tree.root, engine=engine)
     with root.open_parent("in_dir/created.txt", op="write_file", perm="write") as p:
         flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
         fd = os.open(p.name, flags, 0o600, dir_fd=p.fd)
         os.close(fd)
-    created = tree.root / "sub" / "created.txt"
+    created = attack_tree.root / "sub" / "created.txt"
     assert created.exists()
     created.unlink()
 
 
-def test_creating_parents_stays_inside_and_off_denied_names(tree: Tree, engine: str) -> None:
-    root = make_root(tree.root, engine=engine)
+def test_creating_parents_stays_inside_and_off_denied_names(attack_tree: Tree, engine: str) -> None:
+    root = make_root(attack_tree.root, engine=engine)
     with root.open_parent(
         "in_dir/p1/p2/f.txt", op="write_file", perm="write", create_parents=True
     ) as p:
         assert p.target == "sub/p1/p2/f.txt"
-    assert (tree.root / "sub" / "p1" / "p2").is_dir()
+    assert (attack_tree.root / "sub" / "p1" / "p2").is_dir()
     refusals = {
         "out_dir/p1/f.txt": ESC,
         "out_dir_abs/p1/f.txt": ESC,
@@ -486,15 +488,15 @@ def test_creating_parents_stays_inside_and_off_denied_names(tree: Tree, engine: 
         with pytest.raises(LoomError) as err:
             root.open_parent(path, op="write_file", perm="write", create_parents=True)
         assert err.value.message == message, path
-    assert sorted(os.listdir(tree.outside)) == [".env", "dir", "secret.txt"]
-    assert not (tree.root / "p3").exists() and not (tree.root / "p4").exists()
-    assert sorted(os.listdir(tree.root / ".git")) == ["config"]
+    assert sorted(os.listdir(attack_tree.outside)) == [".env", "dir", "secret.txt"]
+    assert not (attack_tree.root / "p3").exists() and not (attack_tree.root / "p4").exists()
+    assert sorted(os.listdir(attack_tree.root / ".git")) == ["config"]
     for d in ("sub/p1/p2", "sub/p1"):
-        (tree.root / d).rmdir()
+        (attack_tree.root / d).rmdir()
 
 
-def test_the_root_itself_cannot_be_changed(tree: Tree) -> None:
-    root = make_root(tree.root)
+def test_the_root_itself_cannot_be_changed(attack_tree: Tree) -> None:
+    root = make_root(attack_tree.root)
     for path in ("", ".", "sub/.."):
         with pytest.raises(LoomError) as err:
             root.open_parent(path, op="delete", perm="delete")
@@ -504,9 +506,9 @@ def test_the_root_itself_cannot_be_changed(tree: Tree) -> None:
 # -- FIFOs: refusing one must not block ------------------------------------------
 
 
-def test_opening_a_fifo_returns_at_once(tree: Tree, engine: str) -> None:
-    root = make_root(tree.root, engine=engine)
-    fifo = str(tree.root / "fifo")
+def test_opening_a_fifo_returns_at_once(attack_tree: Tree, engine: str) -> None:
+    root = make_root(attack_tree.root, engine=engine)
+    fifo = str(attack_tree.root / "fifo")
 
     def unblock() -> None:
         # Were the open blocked waiting for a writer, this writer releases it (and the
@@ -528,8 +530,8 @@ def test_opening_a_fifo_returns_at_once(tree: Tree, engine: str) -> None:
 # -- `allow`: re-opens base names for one root, never the floor -----------------
 
 
-def test_allow_reopens_a_base_name_for_that_root_only(tree: Tree, engine: str) -> None:
-    opened = make_root(tree.root, engine=engine, allow=[".env"])
+def test_allow_reopens_a_base_name_for_that_root_only(attack_tree: Tree, engine: str) -> None:
+    opened = make_root(attack_tree.root, engine=engine, allow=[".env"])
     with opened.open_file(".env", op="read") as f:
         assert os.read(f.fd, 100) == b"SECRET"
     with opened.open_file("sub/.env", op="read") as f:
@@ -542,7 +544,7 @@ def test_allow_reopens_a_base_name_for_that_root_only(tree: Tree, engine: str) -
     # The link to `.env` now resolves to a readable name.
     with opened.open_file("notes.txt", op="read") as f:
         assert os.read(f.fd, 100) == b"SECRET"
-    other = make_root(tree.root, engine=engine, name="other")
+    other = make_root(attack_tree.root, engine=engine, name="other")
     with pytest.raises(LoomError) as err:
         other.open_file(".env", op="read")
     assert err.value.message == deny(".env")

@@ -40,7 +40,7 @@ paths = (
 
 
 @pytest.fixture(scope="module")
-def tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def linked_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     base = tmp_path_factory.mktemp("props")
     root, outside = base / "root", base / "outside"
     (root / "sub" / "deeper").mkdir(parents=True)
@@ -82,11 +82,11 @@ def _inside(fd: int, real_root: str) -> str:
 @pytest.mark.parametrize("engine_name", ["openat2", "walk"])
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(path=paths)
-def test_no_path_resolves_outside_the_root(tree: Path, engine_name: str, path: str) -> None:
+def test_no_path_resolves_outside_the_root(linked_tree: Path, engine_name: str, path: str) -> None:
     if engine_name == "openat2" and not openat2_mod.available():
         pytest.skip("openat2 is not available on this kernel")
-    root = make_root(tree, engine=engine_name)
-    real_root = os.path.realpath(tree)
+    root = make_root(linked_tree, engine=engine_name)
+    real_root = os.path.realpath(linked_tree)
 
     def visible(rel: str) -> None:
         parts = () if rel == "." else tuple(rel.split("/"))
@@ -202,9 +202,9 @@ def check_against_the_oracle(root, real_root: str, path: str) -> str:  # type: i
     return kind
 
 
-def test_every_short_path_over_the_trees_names_matches_the_oracle(tree: Path, engine: str):
-    root = make_root(tree, engine=engine)
-    real_root = os.path.realpath(tree)
+def test_every_short_path_over_the_trees_names_matches_the_oracle(linked_tree: Path, engine: str):
+    root = make_root(linked_tree, engine=engine)
+    real_root = os.path.realpath(linked_tree)
     paths = tree_walks(real_root, 4)
     kinds = Counter(check_against_the_oracle(root, real_root, p) for p in paths)
     # Most of these really reach the disk and open: a resolver refusing everything fails.
@@ -216,11 +216,11 @@ def test_every_short_path_over_the_trees_names_matches_the_oracle(tree: Path, en
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_long_walks_through_the_tree_match_the_oracle(
-    tree: Path, engine_name: str, data: st.DataObject
+    linked_tree: Path, engine_name: str, data: st.DataObject
 ) -> None:
     if engine_name == "openat2" and not openat2_mod.available():
         pytest.skip("openat2 is not available on this kernel")
-    real_root = os.path.realpath(tree)
+    real_root = os.path.realpath(linked_tree)
     parts: list[str] = []
     lexical: list[str] = []
     for _ in range(data.draw(st.integers(1, 8))):
@@ -231,5 +231,5 @@ def test_long_walks_through_the_tree_match_the_oracle(
                 lexical.pop()
         else:
             lexical.append(name)
-    root = make_root(tree, engine=engine_name)
+    root = make_root(linked_tree, engine=engine_name)
     check_against_the_oracle(root, real_root, "/".join(parts))
