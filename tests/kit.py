@@ -44,3 +44,12 @@ def secure_root(
     if engine is not None:
         root._use_openat2 = engine == "openat2"
     return root
+
+
+def roots_toml(*roots: tuple[str, Path | str, str], audit_log: Path | str, extra: str = "") -> str:
+    """A TOML config: `audit_log`, the `extra` top-level lines, then one `[[roots]]` table
+    per (name, path, role)."""
+    lines = [f'audit_log = "{audit_log}"', extra]
+    for name, path, role in roots:
+        lines += ["[[roots]]", f'name = "{name}"', f'path = "{path}"', f'role = "{role}"']
+    return "\n".join(lines) + "\n"

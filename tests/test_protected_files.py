@@ -23,6 +23,7 @@ from app.errors import ConfigError, DeniedName, LoomError, RootGone
 from app.fs import deep_research, listing, move, search, trash, write
 from app.fs import read as read_mod
 from app.registry import Registry, Snapshot
+from tests.kit import roots_toml
 
 EXE = str(Path(sys.executable).parent / "loom-fs-mcp")
 
@@ -39,10 +40,7 @@ CTL = _Control()
 
 
 def toml(*roots: tuple[str, Path, str], audit: Path, extra: str = "") -> str:
-    lines = [f'audit_log = "{audit}"', "search_fetch_tools = true", extra]
-    for name, path, role in roots:
-        lines += ["[[roots]]", f'name = "{name}"', f'path = "{path}"', f'role = "{role}"']
-    return "\n".join(lines) + "\n"
+    return roots_toml(*roots, audit_log=audit, extra=f"search_fetch_tools = true\n{extra}")
 
 
 def every_answer(snap: Snapshot, root: str) -> str:

@@ -12,6 +12,7 @@ import pytest
 
 from app.errors import ConfigError, LoomError, RootGone, UnknownRoot
 from app.registry import Registry, Snapshot
+from tests.kit import roots_toml
 
 
 @pytest.fixture
@@ -25,10 +26,7 @@ def place(tmp_path: Path) -> Path:
 
 
 def config(place: Path, *roots: tuple[str, str, str], extra: str = "") -> str:
-    lines = [f'audit_log = "{place / "state" / "audit.log"}"', extra]
-    for name, path, role in roots:
-        lines += ["[[roots]]", f'name = "{name}"', f'path = "{path}"', f'role = "{role}"']
-    return "\n".join(lines) + "\n"
+    return roots_toml(*roots, audit_log=place / "state" / "audit.log", extra=extra)
 
 
 def write(place: Path, text: str) -> str:
