@@ -1,0 +1,73 @@
+"""app.fs.write on its own: what the audit log says each call was, and the modes it makes."""
+
+from __future__ import annotations
+
+import stat
+from pathlib import Path
+
+import pytest
+
+from app.errors import BadArgument, FileChanged, LoomError
+from app.fs import write
+from tests.fs.conftest import umask
+from tests.security.conftest import make_root
+
+
+@pytest.fixture
+def audited(tmp_path: Path):  # type: ignore[no-untyped-def]
+    top = tmp_path / "r"
+    top.mkdir()
+    (top / "f.txt").write_text("F")
+    lines: list[tuple[str, str, str]] = []
+    root = make_root(top, audit=lambda decision, _root, rel, op, _rule: lines.append(
+        (decision, rel, op)))
+    return top, root, lines
+
+
+def test_create_directory_is_audited_as_itself(audited):
+    top, root, lines = audited
+    with umask(0o027):
+        assert write.create_directory(root, "a/b").created is True
+    assert stat.S_IMODE((top / "a" / "b").stat().st_mode) == 0o750
+    with pytest.raises(LoomError):
+        write.create_directory(root, ".git/x")
+    assert lines and {op for _, _, op in lines} == {"create_directory"}
+    assert ("ALLOW", "a/b", "create_directory") in lines
+    assert ("DENY", ".git/x", "create_directory") in lines
+
+
+def test_write_file_is_audited_as_itself(audited):
+    _, root, lines = audited
+    write.write_file(root, "n.txt", "x")
+    with pytest.raises(LoomError):
+        write.write_file(root, ".env", "x")
+    assert lines and {op for _, _, op in lines} == {"write_file"}
+    assert ("ALLOW", "n.txt", "write_file") in lines
+    assert ("DENY", ".env", "write_file") in lines
+
+
+def test_content_with_a_lone_surrogate_is_refused_by_name(audited):
+    top, root, _ = audited
+    with pytest.raises(BadArgument) as exc:
+        write.write_file(root, "s.txt", "a\ud800b")
+    assert exc.value.message == "content is not valid Unicode (it holds a lone surrogate)"
+    assert not (top / "s.txt").exists()
+
+
+@pytest.mark.parametrize("change", ["rewritten", "deleted", "now a directory", "now a link"])
+def test_the_guard_stops_a_replacement_of_a_file_changed_after_it_was_read(audited, change):
+    top, root, _ = audited
+    target = top / "f.txt"
+    with root.open_parent("f.txt", op="t", perm="write") as parent:
+        guard = write.unchanged_guard(parent, target.stat())
+        guard()  # unchanged: passes
+        if change == "rewritten":
+            target.write_text("G" * 10)
+        else:
+            target.unlink()
+            if change == "now a directory":
+                target.mkdir()
+            elif change == "now a link":
+                target.symlink_to("elsewhere")
+        with pytest.raises(FileChanged):
+            guard()
