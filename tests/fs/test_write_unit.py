@@ -71,3 +71,34 @@ def test_the_guard_stops_a_replacement_of_a_file_changed_after_it_was_read(audit
                 target.symlink_to("elsewhere")
         with pytest.raises(FileChanged):
             guard()
+
+
+def test_a_file_read_in_several_chunks_comes_back_whole(audited):
+    top, root, _ = audited
+    data = bytes(range(256)) * (10 * 1024) + b"end"  # 2.5 MiB: three reads
+    (top / "big.bin").write_bytes(data)
+    with root.open_parent("big.bin", op="t", perm="write") as parent:
+        got, st = write.read_current(parent, 4 << 20)
+    assert got == data and st.st_size == len(data)
+
+
+@pytest.mark.parametrize("limit", [100, 3 << 20])
+def test_a_file_that_keeps_growing_while_read_is_changed_and_the_read_stays_bounded(
+    audited, monkeypatch, limit
+):
+    top, root, _ = audited
+    (top / "grow.txt").write_text("x" * 10)
+    served = []
+
+    def endless(fd: int, n: int) -> bytes:  # the file grows as fast as it is read
+        served.append(n)
+        if sum(served) > 2 * limit + (1 << 20):
+            raise AssertionError(f"read {sum(served)} bytes of a file limited to {limit}")
+        return b"x" * n
+
+    monkeypatch.setattr(write.os, "read", endless)
+    with root.open_parent("grow.txt", op="t", perm="write") as parent, pytest.raises(
+        FileChanged
+    ):
+        write.read_current(parent, limit)
+    assert sum(served) == limit + 1  # one byte past the limit shows it grew; no more
