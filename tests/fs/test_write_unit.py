@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import stat
 from pathlib import Path
 
 import pytest
 
-from app.errors import BadArgument, FileChanged, LoomError
+from app.errors import (
+    AlreadyExists,
+    BadArgument,
+    FileChanged,
+    LoomError,
+    NotARegularFile,
+    NotFound,
+)
 from app.fs import write
 from tests.fs.conftest import umask
 from tests.security.conftest import make_root
@@ -102,3 +110,26 @@ def test_a_file_that_keeps_growing_while_read_is_changed_and_the_read_stays_boun
     ):
         write.read_current(parent, limit)
     assert sum(served) == limit + 1  # one byte past the limit shows it grew; no more
+
+
+def test_reading_what_is_not_a_readable_regular_file_says_what_and_where(audited):
+    top, root, _ = audited
+    os.mkfifo(top / "pipe")
+    with root.open_parent("gone.txt", op="t", perm="write") as parent, pytest.raises(
+        NotFound
+    ) as exc:
+        write.read_current(parent, 100)
+    assert exc.value.message == "no such file or directory: 'gone.txt'"
+    with root.open_parent("pipe", op="t", perm="write") as parent, pytest.raises(
+        NotARegularFile
+    ):
+        write.read_current(parent, 100)
+
+
+def test_write_file_never_replaces_unless_asked(audited):
+    top, root, _ = audited
+    with pytest.raises(AlreadyExists):
+        write.write_file(root, "f.txt", "new")
+    assert (top / "f.txt").read_text() == "F"
+    assert write.write_file(root, "f.txt", "new", overwrite=True).created is False
+    assert (top / "f.txt").read_text() == "new"
