@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import errno
+import hashlib
 import os
 import stat
 from pathlib import Path
@@ -133,3 +135,34 @@ def test_write_file_never_replaces_unless_asked(audited):
     assert (top / "f.txt").read_text() == "F"
     assert write.write_file(root, "f.txt", "new", overwrite=True).created is False
     assert (top / "f.txt").read_text() == "new"
+
+
+def test_a_change_between_the_hash_check_and_the_rename_is_caught(audited, monkeypatch):
+    top, root, _ = audited
+    target = top / "f.txt"
+    digest = hashlib.sha256(b"F").hexdigest()
+    real = write.hash_of_current
+
+    def then_someone_writes(parent):  # type: ignore[no-untyped-def]
+        answer = real(parent)
+        target.write_text("G")  # same size, after the hash matched
+        return answer
+
+    monkeypatch.setattr(write, "hash_of_current", then_someone_writes)
+    with pytest.raises(FileChanged):
+        write.write_file(root, "f.txt", "new", overwrite=True, expected_sha256=digest.upper())
+    assert target.read_text() == "G"
+
+
+@pytest.mark.parametrize("where", ["lstat_at", "replace_file"])
+def test_a_system_error_while_writing_names_the_path(audited, monkeypatch, where):
+    top, root, _ = audited
+
+    def fail(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(write, where, fail)
+    with pytest.raises(LoomError) as exc:
+        write.write_file(root, "n.txt", "x")
+    assert exc.value.message.endswith(": 'n.txt'"), exc.value.message
+    assert not (top / "n.txt").exists()
