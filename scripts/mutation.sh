@@ -76,7 +76,17 @@ EOF
     export PYTEST_DEBUG_TEMPROOT="$work/tmp"
     start=$(date +%s)
     names=()
+    [ -n "${SURVIVORS:-}" ] || rm -f "$work/previous.meta"
     if [ -n "${SURVIVORS:-}" ] && [ -f "$work/mutants/$module.meta" ]; then
+        # A changed test selection makes mutmut forget every result; the mutants killed
+        # before stay killed (tests are only added), so they are carried over.
+        "$py" -c '
+import json, sys, os
+meta, keep = sys.argv[1], sys.argv[2]
+now = json.load(open(meta))["exit_code_by_key"]
+old = json.load(open(keep))["exit_code_by_key"] if os.path.exists(keep) else {}
+merged = {n: (old.get(n) if old.get(n) in (1, 3) else c) for n, c in now.items()}
+json.dump({"exit_code_by_key": merged}, open(keep, "w"))' "$work/mutants/$module.meta" "$work/previous.meta"
         mapfile -t names < <("$py" -c '
 import json, sys
 codes = json.load(open(sys.argv[1]))["exit_code_by_key"]
@@ -97,6 +107,14 @@ from pathlib import Path
 module, work, eq_path, secs = sys.argv[1], Path(sys.argv[2]), Path(sys.argv[3]), sys.argv[4]
 meta = json.loads((work / "mutants" / (module + ".meta")).read_text())
 codes = meta["exit_code_by_key"]
+carried = 0
+previous = work / "previous.meta"
+if previous.exists():
+    before = json.loads(previous.read_text())["exit_code_by_key"]
+    for name, code in codes.items():
+        if code is None and before.get(name) in (1, 3):
+            codes[name] = before[name]
+            carried += 1
 equivalent = {}
 for raw in eq_path.read_text().splitlines():
     raw = raw.strip()
@@ -124,7 +142,8 @@ for n in stale:
     print("    listed as equivalent but killed or gone:", n, file=sys.stderr)
 print(f"{module}: {score:.1f}% killed ({count['killed'] + count['timeout']}/{scored}; "
       f"{count['equivalent']} equivalent, {count['timeout']} timeout, "
-      f"{len(survivors)} surviving) in {secs}s")
+      f"{len(survivors)} surviving{f', {carried} kills carried over' if carried else ''}) "
+      f"in {secs}s")
 sys.exit(1 if survivors else 0)
 EOF
 ) || status=1

@@ -39,6 +39,8 @@ def test_create_directory_is_audited_as_itself(audited):
     with umask(0o027):
         assert write.create_directory(root, "a/b").created is True
     assert stat.S_IMODE((top / "a" / "b").stat().st_mode) == 0o750
+    (top / "in_link").symlink_to("a")  # an in-root link to a directory satisfies mkdir -p
+    assert write.create_directory(root, "in_link").created is False
     with pytest.raises(LoomError):
         write.create_directory(root, ".git/x")
     assert lines and {op for _, _, op in lines} == {"create_directory"}
@@ -166,3 +168,16 @@ def test_a_system_error_while_writing_names_the_path(audited, monkeypatch, where
         write.write_file(root, "n.txt", "x")
     assert exc.value.message.endswith(": 'n.txt'"), exc.value.message
     assert not (top / "n.txt").exists()
+
+
+def test_a_system_error_making_a_directory_names_the_path(audited, monkeypatch):
+    top, root, _ = audited
+
+    def fail(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(write.os, "mkdir", fail)
+    with pytest.raises(LoomError) as exc:
+        write.create_directory(root, "newdir")
+    assert exc.value.message.endswith(": 'newdir'"), exc.value.message
+    assert not (top / "newdir").exists()
