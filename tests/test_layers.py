@@ -160,3 +160,13 @@ def test_every_listed_exception_still_occurs() -> None:
 def test_the_rule_reads_imports_as_written(module: str, source: str, expected: set[str]) -> None:
     targets = imports_of(module, source, False, known_modules())
     assert {b for _, b in upward_imports(module, targets)} == expected
+
+
+def test_the_bom_table_has_one_home() -> None:
+    """Text decoding's BOM table is `app.fs.textio.BOMS`; no other module spells a BOM."""
+    spelled = sorted(
+        path.relative_to(APP).as_posix()
+        for path in APP.rglob("*.py")
+        if "codecs.BOM" in path.read_text(encoding="utf-8")
+    )
+    assert spelled == ["fs/textio.py"]

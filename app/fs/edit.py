@@ -15,7 +15,6 @@ someone else after we read it is never overwritten with our stale edit.
 
 from __future__ import annotations
 
-import codecs
 import difflib
 import json
 import re
@@ -25,6 +24,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel
 
 from app.errors import BadArgument, BinaryFile, FileChanged, LoomError, NotFound, TooLarge, os_error
+from app.fs import textio
 from app.fs.atomic import replace_file
 from app.fs.hashing import sha256_bytes
 from app.fs.paging import Control, NoControl
@@ -33,14 +33,6 @@ from app.security.resolve import SecureRoot
 
 SNIFF_BYTES = 4096
 
-_BOMS: tuple[tuple[bytes, str, str], ...] = (
-    # utf-32-le's BOM starts with utf-16-le's, so it is tried first.
-    (codecs.BOM_UTF32_LE, "utf-32-le", "utf-32-le"),
-    (codecs.BOM_UTF32_BE, "utf-32-be", "utf-32-be"),
-    (codecs.BOM_UTF8, "utf-8", "utf-8-sig"),
-    (codecs.BOM_UTF16_LE, "utf-16-le", "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be", "utf-16-be"),
-)
 MAX_REGIONS = 10**6  # for sizing the note only
 CUT_NOTE = "diff cut to fit max_output_chars ({total} lines in full); the edits {how} in full"
 _LONE_LF = re.compile(r"(?<!\r)\n")
@@ -79,9 +71,9 @@ class Encoding:
 
 def decode(raw: bytes, rel: str) -> tuple[str, Encoding]:
     """The text of a file and how to write it back identically."""
-    for bom, codec, label in _BOMS:
+    for bom, label, _unit in textio.BOMS:
         if raw.startswith(bom):
-            candidates = [Encoding(codec, bom, label)]
+            candidates = [Encoding(textio.codec_of(label), bom, label)]
             break
     else:
         if b"\x00" in raw[:SNIFF_BYTES]:

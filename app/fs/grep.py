@@ -12,9 +12,10 @@ never hold the UTF-8 query.
 
 from __future__ import annotations
 
-import codecs
 import re
 from collections.abc import Callable, Iterator
+
+from app.fs.textio import WIDE_BOMS
 
 PREVIEW_CHARS = 200
 # Bytes of source code and prose, most frequent first (roughly). The search
@@ -27,18 +28,12 @@ _COMMON = (
 )
 _RANK = {b: len(_COMMON) - i for i, b in enumerate(_COMMON)}
 MAX_FALSE_CANDIDATES = 8  # then a file is searched for the whole needle instead
-_WIDE_BOMS = (
-    (codecs.BOM_UTF32_LE, "utf-32-le"),
-    (codecs.BOM_UTF32_BE, "utf-32-be"),
-    (codecs.BOM_UTF16_LE, "utf-16-le"),
-    (codecs.BOM_UTF16_BE, "utf-16-be"),
-)
 
 
 def wide_encoding(head: bytes | bytearray | memoryview) -> tuple[str, int] | None:
     """The encoding and BOM length of a UTF-16/32 file, else None."""
     start = bytes(head[:4])
-    for bom, enc in _WIDE_BOMS:
+    for bom, enc in WIDE_BOMS:
         if start.startswith(bom):
             return enc, len(bom)
     return None

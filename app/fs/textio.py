@@ -25,7 +25,8 @@ CHUNK = 1 << 16
 # The widest code point in any supported encoding: bounds the bytes kept per char.
 MAX_BYTES_PER_CHAR = 4
 
-_BOMS: tuple[tuple[bytes, str, int], ...] = (
+# The one BOM table (read, edit and search use it): (BOM, encoding as reported, code unit).
+BOMS: tuple[tuple[bytes, str, int], ...] = (
     # UTF-32 LE first: its BOM starts with the UTF-16 LE one.
     (codecs.BOM_UTF32_LE, "utf-32-le", 4),
     (codecs.BOM_UTF32_BE, "utf-32-be", 4),
@@ -33,7 +34,14 @@ _BOMS: tuple[tuple[bytes, str, int], ...] = (
     (codecs.BOM_UTF16_LE, "utf-16-le", 2),
     (codecs.BOM_UTF16_BE, "utf-16-be", 2),
 )
+# UTF-16/32: files whose bytes are not ASCII-compatible.
+WIDE_BOMS: tuple[tuple[bytes, str], ...] = tuple((b, enc) for b, enc, unit in BOMS if unit > 1)
 _CODEC = {"utf-8-sig": "utf-8"}  # the BOM is skipped by offset, the rest is plain UTF-8
+
+
+def codec_of(encoding: str) -> str:
+    """The codec for the text after the BOM of a file reported as `encoding`."""
+    return _CODEC.get(encoding, encoding)
 
 
 @dataclass(frozen=True)
@@ -46,11 +54,11 @@ class Sniff:
     @property
     def newline(self) -> bytes:
         enc = self.bom_encoding
-        return "\n".encode(_CODEC.get(enc, enc)) if enc else b"\n"
+        return "\n".encode(codec_of(enc)) if enc else b"\n"
 
 
 def sniff(head: bytes) -> Sniff:
-    for bom, enc, unit in _BOMS:
+    for bom, enc, unit in BOMS:
         if head.startswith(bom):
             # UTF-16/32 text is full of NULs; after a UTF-8 BOM a NUL still means binary.
             return Sniff(enc, len(bom), unit, unit == 1 and b"\0" in head[len(bom) : HEAD])
