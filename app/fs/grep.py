@@ -83,8 +83,10 @@ class Matcher:
         self.false_candidates += misses
         return -1
 
-    def lines(self, buf: bytes | bytearray, n: int) -> Iterator[tuple[int, int, int, int]]:
-        """(line number, line start, line end, match start) of each matching line."""
+    def lines(self, buf: bytes | bytearray, n: int, hint: int = 0
+              ) -> Iterator[tuple[int, int, int, int]]:
+        """(line number, line start, line end, match start) of each matching line;
+        `hint`: no match starts before it (where `find` saw the first)."""
         hay = bytes(memoryview(buf)[:n]).lower() if self.lower else buf
         find: Callable[[int], int]
         if self.regex is not None:
@@ -101,7 +103,7 @@ class Matcher:
                 at = fast(hay, pos) if whole else hay.find(self.needle, pos, n)  # type: ignore[arg-type]
                 return -1 if at < 0 or at + len(self.needle) > n else at
 
-        pos = find(0)
+        pos = find(hint)
         line = 1
         last = 0
         while pos >= 0:

@@ -135,10 +135,15 @@ class RegexMatcher:
         at = self.search(buf, 0, n)
         return at >= 0 and not (at == n and (n == 0 or buf[n - 1] == 10))
 
-    def count_lines(self, data: bytes, n: int) -> int:
-        """How many lines of data[:n] match (no line numbers worked out)."""
+    def count_lines(self, data: bytes, n: int, hint: int = 0) -> int:
+        """How many lines of data[:n] match (no line numbers worked out).
+
+        `hint`: where `find` saw the required literal first, so the search starts at its
+        line (a match never spans lines, and each holds the literal): RE2 is not run over
+        the lines before it, which `find` has already passed over at memchr speed."""
         search = self._match
-        count = pos = 0
+        count = 0
+        pos = data.rfind(b"\n", 0, hint) + 1 if hint > 0 else 0
         while pos <= n:
             at = search(_ANCHOR, data, pos, n)[0][0]
             if at < 0 or (at == n and (n == 0 or data[n - 1] == 10)):
@@ -149,13 +154,15 @@ class RegexMatcher:
                 break
         return count
 
-    def lines(self, buf: bytes | bytearray, n: int) -> Iterator[tuple[int, int, int, int]]:
-        """(line number, line start, line end, match start) of each matching line."""
+    def lines(self, buf: bytes | bytearray, n: int, hint: int = 0
+              ) -> Iterator[tuple[int, int, int, int]]:
+        """(line number, line start, line end, match start) of each matching line;
+        `hint` as for `count_lines`."""
         search = self._match
         data = bytes(buf) if not isinstance(buf, bytes) else buf
         line = 1
         last = 0
-        pos = 0
+        pos = data.rfind(b"\n", 0, hint) + 1 if hint > 0 else 0
         while pos <= n:
             at = search(_ANCHOR, data, pos, n)[0][0]
             if at < 0 or (at == n and (n == 0 or data[n - 1] == 10)):

@@ -290,12 +290,14 @@ def search_text(
             if wide is not None:  # UTF-16/32: searched as the UTF-8 of its text
                 data = data[wide[1]:].decode(wide[0], "replace").encode("utf-8")
                 n = len(data)
-            if plain and find(data) < 0:
+            # Where the required literal is first: no matching line comes before its line.
+            hint = find(data) if plain else 0
+            if hint < 0:
                 continue
             rel = None
             line = 0
             if mode == CONTENT:
-                it = lines(data, n)
+                it = lines(data, n, hint)
                 if not context and found < offset:  # before the page: counted, not previewed
                     for hit in it:
                         line = hit[0]
@@ -320,14 +322,14 @@ def search_text(
             else:
                 count = -1
                 if mode == COUNT:
-                    count = _count_lines(matcher, data, n)  # no line numbers worked out
+                    count = _count_lines(matcher, data, n, hint)  # no line numbers worked out
                     if s.spent + count * LINE_COST <= budget:
                         s.charged += count * LINE_COST
                     else:
                         count = -1  # the budget runs out in this file: find where, below
                 if count < 0:
                     count = 0
-                    for hit in lines(data, n):
+                    for hit in lines(data, n, hint):
                         line = hit[0]
                         count += 1
                         s.charged += LINE_COST
@@ -394,16 +396,16 @@ def search_text(
     return fit_page(make, page, cap)[0]
 
 
-def _count_lines(matcher: Matcher | RegexMatcher, data: bytes, n: int) -> int:
-    """Matching lines of data[:n], with no line numbers worked out."""
+def _count_lines(matcher: Matcher | RegexMatcher, data: bytes, n: int, hint: int = 0) -> int:
+    """Matching lines of data[:n], with no line numbers worked out; `hint` as `lines` takes it."""
     if isinstance(matcher, RegexMatcher):
-        return matcher.count_lines(data, n)
+        return matcher.count_lines(data, n, hint)
     if not matcher.plain:  # a folded literal with a line break in it: the general path
         return sum(1 for _ in matcher.lines(data, n))
     find = matcher.find
     needle = len(matcher.needle)
     count = 0
-    at = find(data, 0)
+    at = hint if hint > 0 else find(data, 0)
     while at >= 0 and at + needle <= n:
         count += 1
         end = data.find(b"\n", at, n)  # as `lines` does: the line the match starts on

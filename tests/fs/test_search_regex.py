@@ -262,6 +262,35 @@ def test_a_prefilter_never_passes_over_a_line_the_pattern_matches(
         assert m.find(data) >= 0, (pattern, text)
 
 
+_lines_text = st.text(alphabet="abfoxz12=_ .\n\tÉé(kKsSſ\u212a", max_size=60)
+
+
+@settings(max_examples=400, deadline=None)
+@given(pattern=safe_regex(), text=_lines_text, fold=st.booleans())
+def test_starting_at_the_required_literal_s_line_changes_no_answer(
+    pattern: str, text: str, fold: bool,
+) -> None:
+    m = RegexMatcher(pattern, case_sensitive=not fold)
+    data = text.encode()
+    if not m.plain or (hint := m.find(data)) < 0:
+        return
+    n = len(data)
+    assert list(m.lines(data, n, hint)) == list(m.lines(data, n)), (pattern, text)
+    assert m.count_lines(data, n, hint) == m.count_lines(data, n), (pattern, text)
+
+
+@pytest.mark.parametrize("mode", ["content", "count"])
+def test_a_match_starting_before_the_required_literal_is_found(tmp_path: Path,
+                                                              mode: str) -> None:
+    # The search starts at the line of the first `Error`, not at that byte.
+    root = small_root(tmp_path, {"a.py": "import x\nclass FooError(x):\n    BarError\n"})
+    r = run(root, "[A-Za-z]+Error", regex=True, output_mode=mode)
+    if mode == "count":
+        assert r["counts"] == [{"path": "a.py", "count": 2}]
+    else:
+        assert hits(r) == [("a.py", 2), ("a.py", 3)]
+
+
 @pytest.mark.parametrize(("pattern", "literal"), [
     (r"\bfoo\b", ("foo", False)), (r"(?i)\btodo\b", ("todo", True)), ("fo+bar", ("bar", False)),
     ("ab?cd", ("cd", False)), ("x*", None), ("a|b", None), (r"a\.b", ("a.b", False)),
