@@ -13,7 +13,6 @@ import sys
 
 from app.config import LoadedConfig
 from app.errors import ConfigError
-from app.http import is_loopback
 from app.settings import Settings
 
 
@@ -43,6 +42,8 @@ def announce(loaded: LoadedConfig, transport: str) -> None:
 
 def bind_guard(host: str, allow_remote: bool, token: str | None) -> str | None:
     """The reason a bind must be refused, or None."""
+    from app.http import is_loopback  # here: stdio never loads the HTTP stack
+
     if is_loopback(host):
         return None
     missing = []

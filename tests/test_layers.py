@@ -170,3 +170,17 @@ def test_the_bom_table_has_one_home() -> None:
         if "codecs.BOM" in path.read_text(encoding="utf-8")
     )
     assert spelled == ["fs/textio.py"]
+
+
+def test_serve_loads_the_http_stack_only_for_http() -> None:
+    """`app.serve` imports `app.http` (Starlette, the SDK's HTTP app) lazily, like uvicorn."""
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, app.serve; "
+        "print(sorted(m for m in ('app.http', 'starlette', 'uvicorn') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                         timeout=60, cwd=APP.parent, check=True)
+    assert out.stdout.strip() == "[]"
