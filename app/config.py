@@ -262,66 +262,33 @@ def load(path: str | os.PathLike[str]) -> LoadedConfig:
 
 
 def validate(model: Config, source: str, source_links: tuple[str, ...] = ()) -> LoadedConfig:
+    """Check the model against the disk and resolve every root, or raise `ConfigError`.
+
+    Phases, each refusing with the first problem it finds: names, paths,
+    permissions, allow entries and the server's own files per root (in file
+    order), then overlaps between roots, then the default root.
+    """
     base = Path(source).parent
     if not model.roots:
         raise ConfigError("invalid config: roots: at least one root is required")
     audit_log, audit_links = resolve_links(
         expand(model.audit_log, base) if model.audit_log else default_audit_log()
     )
+    own_files = (
+        ("config file", source, source_links),
+        ("audit log (audit_log)", audit_log, audit_links),
+    )
     seen: set[str] = set()
     resolved: list[ResolvedRoot] = []
     for r in model.roots:
         where = f"invalid config: root '{r.name}'"
-        if not NAME_RE.match(r.name):
-            raise ConfigError(f"{where}: name must match ^[a-z0-9][a-z0-9._-]{{0,31}}$")
-        if r.name in seen:
-            raise ConfigError(f"{where}: name is used by two roots")
+        _check_name(r.name, seen, where)
         seen.add(r.name)
-        real = os.path.realpath(expand(r.path, base))
-        if not os.path.exists(real):
-            raise ConfigError(f"{where}: path does not exist")
-        if not os.path.isdir(real):
-            raise ConfigError(f"{where}: path is not a directory")
-        if real == os.path.abspath(os.sep) or any(contains(t, real) for t in SYSTEM_TREES):
-            raise ConfigError(f"{where}: path is / or a system tree (/proc, /sys, /dev)")
-        ceiling = ROLE_CEILINGS[r.role]
-        perms = tuple(ceiling) if r.permissions is None else tuple(r.permissions)
-        if not perms:
-            raise ConfigError(f"{where}: permissions is empty; a root must grant something")
-        for perm in perms:
-            if perm not in ceiling:
-                raise ConfigError(
-                    f"invalid config: root '{r.name}' (role {r.role}) cannot be granted {perm}; "
-                    f"its permissions may name only: {', '.join(ceiling)}"
-                )
-        perms = tuple(p for p in PERMISSION_ORDER if p in perms)
+        real = _root_path(r.path, base, where)
+        perms = _root_permissions(r, where)
         allow = (*model.allow, *r.allow)
-        for entry in allow:
-            floor = floor_pattern_of(entry)
-            if floor is not None:
-                raise ConfigError(
-                    f"{where}: allow: '{entry}' would re-open the floor pattern '{floor}', "
-                    "which nothing can re-open"
-                )
-        changes = [p for p in perms if p != "read"]
-        if changes:
-            # An agent that can change the file defining its own roots (or a link on the way
-            # to it) can swap it and reload: refused at start and on every reload.
-            for label, file, links in (
-                ("config file", source, source_links),
-                ("audit log (audit_log)", audit_log, audit_links),
-            ):
-                if contains(real, file):
-                    raise ConfigError(
-                        f"{where}: grants {', '.join(changes)} and contains the server's {label}; "
-                        "move it out of the root or make the root read-only"
-                    )
-                if any(contains(real, link) for link in links):
-                    raise ConfigError(
-                        f"{where}: grants {', '.join(changes)} and holds a symbolic link on the "
-                        f"path to the server's {label}, so an agent could swap the file; give "
-                        "its real path, or make the root read-only"
-                    )
+        _check_allow(allow, where)
+        _check_own_files(real, perms, own_files, where)
         resolved.append(
             ResolvedRoot(
                 name=r.name,
@@ -333,6 +300,82 @@ def validate(model: Config, source: str, source_links: tuple[str, ...] = ()) -> 
                 max_read_bytes=r.max_read_bytes or model.max_read_bytes or DEFAULT_MAX_READ[r.role],
             )
         )
+    _check_overlaps(resolved)
+    default = _default_root(model.default_root, seen, resolved)
+    return LoadedConfig(source, model, tuple(resolved), audit_log, default, source_links)
+
+
+def _check_name(name: str, seen: set[str], where: str) -> None:
+    if not NAME_RE.match(name):
+        raise ConfigError(f"{where}: name must match ^[a-z0-9][a-z0-9._-]{{0,31}}$")
+    if name in seen:
+        raise ConfigError(f"{where}: name is used by two roots")
+
+
+def _root_path(path: str, base: Path, where: str) -> str:
+    """The root's real path: an existing directory, neither / nor a system tree."""
+    real = os.path.realpath(expand(path, base))
+    if not os.path.exists(real):
+        raise ConfigError(f"{where}: path does not exist")
+    if not os.path.isdir(real):
+        raise ConfigError(f"{where}: path is not a directory")
+    if real == os.path.abspath(os.sep) or any(contains(t, real) for t in SYSTEM_TREES):
+        raise ConfigError(f"{where}: path is / or a system tree (/proc, /sys, /dev)")
+    return real
+
+
+def _root_permissions(r: RootConfig, where: str) -> tuple[str, ...]:
+    """The granted permissions (the role's ceiling by default), in PERMISSION_ORDER."""
+    ceiling = ROLE_CEILINGS[r.role]
+    perms = tuple(ceiling) if r.permissions is None else tuple(r.permissions)
+    if not perms:
+        raise ConfigError(f"{where}: permissions is empty; a root must grant something")
+    for perm in perms:
+        if perm not in ceiling:
+            raise ConfigError(
+                f"invalid config: root '{r.name}' (role {r.role}) cannot be granted {perm}; "
+                f"its permissions may name only: {', '.join(ceiling)}"
+            )
+    return tuple(p for p in PERMISSION_ORDER if p in perms)
+
+
+def _check_allow(allow: tuple[str, ...], where: str) -> None:
+    for entry in allow:
+        floor = floor_pattern_of(entry)
+        if floor is not None:
+            raise ConfigError(
+                f"{where}: allow: '{entry}' would re-open the floor pattern '{floor}', "
+                "which nothing can re-open"
+            )
+
+
+def _check_own_files(
+    real: str,
+    perms: tuple[str, ...],
+    own_files: tuple[tuple[str, str, tuple[str, ...]], ...],
+    where: str,
+) -> None:
+    """A root that may change things must not hold the server's own files or links to them."""
+    changes = [p for p in perms if p != "read"]
+    if not changes:
+        return
+    # An agent that can change the file defining its own roots (or a link on the way
+    # to it) can swap it and reload: refused at start and on every reload.
+    for label, file, links in own_files:
+        if contains(real, file):
+            raise ConfigError(
+                f"{where}: grants {', '.join(changes)} and contains the server's {label}; "
+                "move it out of the root or make the root read-only"
+            )
+        if any(contains(real, link) for link in links):
+            raise ConfigError(
+                f"{where}: grants {', '.join(changes)} and holds a symbolic link on the "
+                f"path to the server's {label}, so an agent could swap the file; give "
+                "its real path, or make the root read-only"
+            )
+
+
+def _check_overlaps(resolved: list[ResolvedRoot]) -> None:
     for i, a in enumerate(resolved):
         for b in resolved[i + 1 :]:
             if contains(a.real, b.real) or contains(b.real, a.real):
@@ -340,12 +383,14 @@ def validate(model: Config, source: str, source_links: tuple[str, ...] = ()) -> 
                     f"invalid config: roots '{a.name}' and '{b.name}' overlap: one path contains "
                     "the other (after resolving links); the effective permission would be ambiguous"
                 )
-    default = model.default_root
+
+
+def _default_root(default: str | None, seen: set[str], resolved: list[ResolvedRoot]) -> str | None:
     if default is not None and default not in seen:
         raise ConfigError(
             f"invalid config: default_root '{default}' is not a configured root "
             f"(known: {', '.join(sorted(seen))})"
         )
     if default is None and len(resolved) == 1:
-        default = resolved[0].name
-    return LoadedConfig(source, model, tuple(resolved), audit_log, default, source_links)
+        return resolved[0].name
+    return default
