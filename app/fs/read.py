@@ -99,21 +99,7 @@ def read_text(
         return _tail(src, sn, tail, keep, room, shell, samples, budget, root.name)
 
     scan = textio.Scan()
-    lines: list[textio.RawLine] = []
-    partial: textio.RawLine | None = None
-    more = False
-    kept = 0
-    gen = textio.forward(src, sn, start, keep, scan)
-    for line in gen:
-        if not line.complete:
-            partial = line
-            break
-        if line.number > end or kept > keep:  # a line past the window, or no room left
-            more = True
-            break
-        lines.append(line)
-        kept += len(line.data) + LINE_COST
-    gen.close()
+    lines, partial, more = _window(src, sn, start, end, keep, scan)
     note = None
     if not lines:
         if scan.eof:
@@ -130,6 +116,51 @@ def read_text(
     if src.data is None:
         samples += [(x.data, x.complete and not x.cut) for x in lines]
     enc = textio.decide(sn, samples)
+    shown = _fit_window(lines, enc, room)
+    last = lines[len(shown) - 1]
+    if len(shown) < len(lines):
+        has_more, next_line = True, lines[len(shown)].number
+    else:
+        has_more = more or partial is not None or src.exhausted or not last.complete
+        next_line = last.number + 1
+    if src.exhausted and not more:
+        note = (
+            f"stopped at the read limit of {_limit_note(budget, root.name)}; "
+            "later lines cannot be served from the start of the file: use tail=N for its end"
+        )
+    eof = not has_more and scan.eof
+    return shell.model_copy(update=dict(
+        encoding=enc, start_line=start, end_line=last.number, has_more=has_more,
+        next_start_line=next_line if has_more else None, eof_reached=eof,
+        total_lines=scan.lines_seen if eof else None, content="\n".join(shown), note=note))
+
+
+def _window(
+    src: textio.Source, sn: textio.Sniff, start: int, end: int, keep: int, scan: textio.Scan
+) -> tuple[list[textio.RawLine], textio.RawLine | None, bool]:
+    """Lines start..end as read forward, at most `keep` bytes of them: (the complete
+    lines, a line the read budget cut, whether a line past the window or the room exists)."""
+    lines: list[textio.RawLine] = []
+    partial: textio.RawLine | None = None
+    more = False
+    kept = 0
+    gen = textio.forward(src, sn, start, keep, scan)
+    for line in gen:
+        if not line.complete:
+            partial = line
+            break
+        if line.number > end or kept > keep:  # a line past the window, or no room left
+            more = True
+            break
+        lines.append(line)
+        kept += len(line.data) + LINE_COST
+    gen.close()
+    return lines, partial, more
+
+
+def _fit_window(lines: list[textio.RawLine], enc: str, room: int) -> list[str]:
+    """The numbered lines that fit in `room` escaped characters; at least the first, cut
+    with the mark of the limit that cut it."""
     shown: list[str] = []
     used = 0
     for line in lines:
@@ -147,22 +178,7 @@ def read_text(
             break
         shown.append(entry)
         used += size
-    last = lines[len(shown) - 1]
-    if len(shown) < len(lines):
-        has_more, next_line = True, lines[len(shown)].number
-    else:
-        has_more = more or partial is not None or src.exhausted or not last.complete
-        next_line = last.number + 1
-    if src.exhausted and not more:
-        note = (
-            f"stopped at the read limit of {_limit_note(budget, root.name)}; "
-            "later lines cannot be served from the start of the file: use tail=N for its end"
-        )
-    eof = not has_more and scan.eof
-    return shell.model_copy(update=dict(
-        encoding=enc, start_line=start, end_line=last.number, has_more=has_more,
-        next_start_line=next_line if has_more else None, eof_reached=eof,
-        total_lines=scan.lines_seen if eof else None, content="\n".join(shown), note=note))
+    return shown
 
 
 def _tail(
