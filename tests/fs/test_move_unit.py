@@ -1,0 +1,83 @@
+"""app.fs.move on its own: what each system refusal of the rename is told as, what the
+audit log calls a move, and the bound on how much a moved folder may hold to be checked."""
+
+from __future__ import annotations
+
+import errno
+import os
+from pathlib import Path
+
+import pytest
+
+from app.errors import AlreadyExists, BadArgument, DeniedName, LoomError, OSRefusal
+from app.fs import move
+from tests.kit import secure_root
+
+
+@pytest.mark.parametrize(
+    ("exc", "kind", "message"),
+    [
+        (FileExistsError(errno.EEXIST, "x"), AlreadyExists,
+         "destination 'd/b' already exists; pass overwrite=true to replace it"),
+        (OSError(errno.EINVAL, "x"), BadArgument, "cannot move 's/a' into its own subtree ('d/b')"),
+        (OSError(errno.EXDEV, "x"), OSRefusal,
+         "cannot move 's/a' to 'd/b': they are on different file systems inside the root"),
+        (OSError(errno.ENOTEMPTY, "x"), AlreadyExists,
+         "destination 'd/b' changed while moving; nothing was moved"),
+        (OSError(errno.EISDIR, "x"), AlreadyExists,
+         "destination 'd/b' changed while moving; nothing was moved"),
+        (OSError(errno.ENOTDIR, "x"), AlreadyExists,
+         "destination 'd/b' changed while moving; nothing was moved"),
+    ],
+)
+def test_each_refusal_of_the_rename_is_told_for_what_it_is(exc, kind, message) -> None:
+    err = move._move_error(exc, "s/a", "d/b")
+    assert type(err) is kind and err.message == message
+
+
+def test_any_other_refusal_names_the_source() -> None:
+    err = move._move_error(OSError(errno.EIO, "x"), "s/a", "d/b")
+    assert err.message.endswith(": 's/a'")
+
+
+def test_the_exposing_refusal_names_both_paths_and_the_pattern() -> None:
+    err = move._exposes("s/a", "d/b", "config/prod.yaml")
+    assert isinstance(err, DeniedName) and str(err) == err.message == (
+        "cannot move 's/a' to 'd/b': something inside it matches deny pattern "
+        "'config/prod.yaml' and would not at its new path; nothing was moved"
+    )
+
+
+def test_a_move_is_audited_as_itself(tmp_path: Path) -> None:
+    top = tmp_path / "r"
+    (top / "d").mkdir(parents=True)
+    (top / "a.txt").write_text("A")
+    lines: list[tuple[str, str, str]] = []
+    root = secure_root(top, audit=lambda decision, _r, rel, op, _rule: lines.append(
+        (decision, rel, op)))
+    move.move_file(root, "a.txt", "d/a.txt")
+    with pytest.raises(LoomError):
+        move.move_file(root, "d/a.txt", ".env")
+    with pytest.raises(LoomError):
+        move.move_file(root, ".git", "x")
+    assert (top / "d" / "a.txt").read_text() == "A"
+    assert lines and {op for _, _, op in lines} == {"move_file"}
+    assert ("DENY", ".env", "move_file") in lines and ("DENY", ".git", "move_file") in lines
+
+
+def test_a_folder_too_big_to_check_is_refused_only_above_the_bound(tmp_path, monkeypatch):
+    top = tmp_path / "r"
+    (top / "big" / "config").mkdir(parents=True)
+    for i in range(4):
+        (top / "big" / f"f{i}").write_text("x")
+    root = secure_root(top, deny=["*/config/prod.yaml"])  # may deny below any folder
+    monkeypatch.setattr(move, "MAX_CHECKED", 5)  # big holds 5 entries: still checked
+    move.move_file(root, "big", "big2")
+    monkeypatch.setattr(move, "MAX_CHECKED", 4)
+    with pytest.raises(LoomError) as exc:
+        move.move_file(root, "big2", "big3")
+    assert exc.value.message == (
+        "'big2' holds more than 4 entries: too many to check that moving it exposes "
+        "nothing denied; move its parts instead"
+    )
+    assert (top / "big2").is_dir() and not os.path.lexists(top / "big3")
