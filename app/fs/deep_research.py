@@ -166,12 +166,7 @@ def scan_search(
     best: list[tuple[tuple[int, ...], str, str]] = []  # a min-heap of the `cap` best
     order = matched = 0
     next_progress = time.monotonic() + PROGRESS_EVERY
-    for root in snap.roots.values():
-        if "read" not in root.permissions:
-            continue
-        root.authorize("", perm="read", op="search")
-        root.record("ALLOW", "", "search")
-        per_file = min(limits.max_search_file_bytes or root.max_read_bytes, root.max_read_bytes)
+    for root, per_file in ranked.readable_roots(snap):
         walker = Walker(root, ())
         for entry in walker:
             order += 1
@@ -206,14 +201,14 @@ def scan_search(
                 heapq.heappush(best, item)
             elif item > best[0]:
                 heapq.heapreplace(best, item)
-    ranked = sorted(best, reverse=True)
+    in_order = sorted(best, reverse=True)
     short = []
     if over_budget:
         short.append(
             f"the content budget (max_search_bytes = {budget}) ran out: later files were "
             "matched by their path only; use more specific words"
         )
-    listed = [(r, rel) for _, r, rel in ranked]
+    listed = [(r, rel) for _, r, rel in in_order]
     return _answer(snap, listed, matched, cap, short, info=fallback)
 
 

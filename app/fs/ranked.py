@@ -74,13 +74,24 @@ def identity(snap: Snapshot, root: SecureRoot, per_file: int) -> str:
     return hashlib.sha256(json.dumps(data).encode()).hexdigest()
 
 
+def readable_roots(snap: Snapshot) -> Iterator[tuple[SecureRoot, int]]:
+    """Each root `search` may read (audited as a search of its top), with the size above
+    which one of its files is not read."""
+    limits = snap.limits
+    for root in snap.roots.values():
+        if "read" not in root.permissions:
+            continue
+        root.authorize("", perm="read", op="search")
+        root.record("ALLOW", "", "search")
+        yield root, min(limits.max_search_file_bytes or root.max_read_bytes, root.max_read_bytes)
+
+
 def search(
     snap: Snapshot, query: str, control: Control, cap: int
 ) -> tuple[list[tuple[str, str]], int, list[str]]:
     """The best `cap` (root, path) for `query`, how many files matched, and notes on
     anything left out (a build still under way)."""
     words, terms = tokens.query_words(query), tokens.query_terms(query)
-    limits = snap.limits
     deadline = time.monotonic() + BUILD_SECONDS
     where = index_dir(snap)
     fts.ensure_dir(where)
@@ -88,12 +99,7 @@ def search(
     roots: dict[str, tuple[SecureRoot, fts.RootIndex]] = {}
     notes: list[str] = []
     matched = 0
-    for root in snap.roots.values():
-        if "read" not in root.permissions:
-            continue
-        root.authorize("", perm="read", op="search")
-        root.record("ALLOW", "", "search")
-        per_file = min(limits.max_search_file_bytes or root.max_read_bytes, root.max_read_bytes)
+    for root, per_file in readable_roots(snap):
         idx = fts.index_at(os.path.join(where, fts.file_name(root.name, root.real)))
         roots[root.name] = (root, idx)
 
