@@ -81,3 +81,54 @@ def test_a_folder_too_big_to_check_is_refused_only_above_the_bound(tmp_path, mon
         "nothing denied; move its parts instead"
     )
     assert (top / "big2").is_dir() and not os.path.lexists(top / "big3")
+
+
+def test_moving_what_would_expose_a_denied_path_is_refused_and_audited_with_its_rule(tmp_path):
+    top = tmp_path / "r"
+    (top / "app" / "config").mkdir(parents=True)
+    (top / "app" / "config" / "prod.yaml").write_text("secret")
+    (top / "app" / "lib").mkdir()
+    (top / "app" / "lib" / "x.py").write_text("x")
+    lines: list[tuple] = []  # type: ignore[type-arg]
+    root = secure_root(top, deny=["app/config/prod.yaml"], audit=lambda *a: lines.append(a))
+    with pytest.raises(DeniedName) as exc:
+        move.move_file(root, "app", "other")
+    assert exc.value.message == (
+        "cannot move 'app' to 'other': something inside it matches deny pattern "
+        "'app/config/prod.yaml' and would not at its new path; nothing was moved"
+    )
+    denies = [a for a in lines if a[0] == "DENY"]
+    assert denies and denies[-1][2] == "app" and denies[-1][4] is not None
+    assert "app/config/prod.yaml" in denies[-1][4]
+    assert (top / "app" / "config" / "prod.yaml").exists() and not (top / "other").exists()
+    move.move_file(root, "app/lib", "lib")  # nothing denied inside: it moves
+    assert (top / "lib" / "x.py").exists()
+
+
+def test_a_file_cannot_be_a_folder_of_its_new_path_and_twins_are_one_entry(tmp_path):
+    top = tmp_path / "r"
+    top.mkdir()
+    (top / "f.txt").write_text("F")
+    os.link(top / "f.txt", top / "twin.txt")
+    root = secure_root(top)
+    with pytest.raises(LoomError) as exc:
+        move.move_file(root, "f.txt", "f.txt/inner")
+    assert "own subtree" not in exc.value.message  # a file has no subtree: not a folder
+    with pytest.raises(BadArgument) as same:
+        move.move_file(root, "f.txt", "twin.txt", overwrite=True)
+    assert same.value.message == "source and destination are the same entry"
+
+
+def test_a_refused_rename_names_the_source(tmp_path, monkeypatch):
+    top = tmp_path / "r"
+    (top / "s").mkdir(parents=True)
+    (top / "s" / "a").write_text("A")
+    root = secure_root(top)
+
+    def refuse(*args):  # type: ignore[no-untyped-def]
+        raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
+
+    monkeypatch.setattr(move, "rename_noreplace", refuse)
+    with pytest.raises(OSRefusal) as exc:
+        move.move_file(root, "s/a", "b")
+    assert exc.value.message.startswith("cannot move 's/a' to 'b'")
