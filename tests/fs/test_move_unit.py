@@ -132,3 +132,17 @@ def test_a_refused_rename_names_the_source(tmp_path, monkeypatch):
     with pytest.raises(OSRefusal) as exc:
         move.move_file(root, "s/a", "b")
     assert exc.value.message.startswith("cannot move 's/a' to 'b'")
+
+
+@pytest.mark.parametrize(
+    ("destination", "folder"), [("nofolder/name/", "nofolder"), ("aX/X/", "aX")]
+)
+def test_a_missing_destination_folder_is_named(tmp_path, destination, folder):
+    top = tmp_path / "r"
+    top.mkdir()
+    (top / "f.txt").write_text("F")
+    with pytest.raises(LoomError) as exc:
+        move.move_file(secure_root(top), "f.txt", destination)
+    assert exc.value.message == (
+        f"destination folder '{folder}' does not exist; create it first with create_directory"
+    )
