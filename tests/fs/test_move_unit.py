@@ -146,3 +146,17 @@ def test_a_missing_destination_folder_is_named(tmp_path, destination, folder):
     assert exc.value.message == (
         f"destination folder '{folder}' does not exist; create it first with create_directory"
     )
+
+
+def test_a_folder_that_cannot_be_listed_is_left_to_the_rename(tmp_path, monkeypatch):
+    top = tmp_path / "r"
+    (top / "app" / "lib").mkdir(parents=True)
+    root = secure_root(top, deny=["app/config/prod.yaml"])  # the check looks inside app
+
+    def unreadable(*args, **kwargs):  # type: ignore[no-untyped-def]
+        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+
+    monkeypatch.setattr(move.os, "scandir", unreadable)
+    move.move_file(root, "app", "other")
+    monkeypatch.undo()
+    assert (top / "other" / "lib").is_dir() and not (top / "app").exists()
