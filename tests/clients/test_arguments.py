@@ -9,13 +9,13 @@ must name the argument, list the valid ones, and leave the disk as it was.
 from __future__ import annotations
 
 import os
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.kit import roots_toml
 from tests.live import LiveServer, live_server
 
 SHA = "0" * 64
@@ -42,14 +42,8 @@ def place(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Live
     (ws / "dir" / "a.txt").write_text("alpha\n")
     (ws / "pic.png").write_bytes(b"\x89PNG\r\n\x1a\n" + b"\0" * 64)
     cfg = base / "roots.toml"
-    cfg.write_text(textwrap.dedent(f"""
-        audit_log = "{base / 'audit.log'}"
-        search_fetch_tools = true
-        [[roots]]
-        name = "ws"
-        path = "{ws}"
-        role = "workspace"
-    """))
+    cfg.write_text(roots_toml(("ws", ws, "workspace"), audit_log=base / "audit.log",
+                              extra="search_fetch_tools = true"))
     with live_server(cfg) as srv:
         yield ws, srv
 

@@ -12,13 +12,13 @@ Read from `tools/list` of a live server with every tool registered.
 from __future__ import annotations
 
 import copy
-import textwrap
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from agents.strict_schema import ensure_strict_json_schema
 
+from tests.kit import roots_toml
 from tests.live import LiveServer, live_server
 
 # The published strict subset (structured outputs, "Supported properties"), less the
@@ -64,14 +64,8 @@ def every_tool(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]
     base = tmp_path_factory.mktemp("strict")
     (base / "ws").mkdir()
     cfg = base / "roots.toml"
-    cfg.write_text(textwrap.dedent(f"""
-        audit_log = "{base / 'audit.log'}"
-        search_fetch_tools = true
-        [[roots]]
-        name = "ws"
-        path = "{base / 'ws'}"
-        role = "workspace"
-    """))
+    cfg.write_text(roots_toml(("ws", base / "ws", "workspace"), audit_log=base / "audit.log",
+                              extra="search_fetch_tools = true"))
     with live_server(cfg) as srv:
         yield srv
 

@@ -88,6 +88,16 @@ def modern_call(tool: str) -> dict[str, Any]:
     }  # fmt: skip
 
 
+def call_list_roots_with(srv: LiveServer, method: str, name: str) -> tuple[int, str]:
+    """A 2026-07-28 `tools/call` of list_roots carrying these Mcp-Method/Mcp-Name values."""
+    return raw_post(
+        srv,
+        {"Authorization": f"Bearer {TOKEN}", "MCP-Protocol-Version": "2026-07-28",
+         "Mcp-Method": method, "Mcp-Name": name},
+        modern_call("list_roots"),
+    )  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("method", "name"),
     [("tools/call", "list_roots"), (" tools/call ", "list_roots"), ("tools/call", "  list_roots  "),
@@ -96,12 +106,7 @@ def modern_call(tool: str) -> dict[str, Any]:
 def test_mcp_method_and_name_are_compared_without_surrounding_whitespace(
     srv: LiveServer, method: str, name: str
 ) -> None:
-    status, rest = raw_post(
-        srv,
-        {"Authorization": f"Bearer {TOKEN}", "MCP-Protocol-Version": "2026-07-28",
-         "Mcp-Method": method, "Mcp-Name": name},
-        modern_call("list_roots"),
-    )  # fmt: skip
+    status, rest = call_list_roots_with(srv, method, name)
     assert status == 200, rest
     assert '"roots"' in rest
 
@@ -114,11 +119,6 @@ def test_mcp_method_and_name_are_compared_without_surrounding_whitespace(
 def test_a_header_that_differs_inside_is_still_refused(
     srv: LiveServer, method: str, name: str
 ) -> None:
-    status, rest = raw_post(
-        srv,
-        {"Authorization": f"Bearer {TOKEN}", "MCP-Protocol-Version": "2026-07-28",
-         "Mcp-Method": method, "Mcp-Name": name},
-        modern_call("list_roots"),
-    )  # fmt: skip
+    status, rest = call_list_roots_with(srv, method, name)
     assert status == 400, rest
     assert "does not match" in rest
