@@ -1,4 +1,4 @@
-"""README "Connecting clients": every snippet parses, every command line uses
+"""docs/clients.md: every snippet parses, every command line uses
 real flags and settings, and each client configuration is replayed against a
 running server the way that client would use it (Claude Desktop's command over
 stdio; the HTTP clients' URL and header, with their variables filled in).
@@ -31,10 +31,7 @@ BLOCK = re.compile(r"^(?P<indent>[ ]*)```(?P<lang>\w+)\n(?P<body>.*?)^(?P=indent
 
 
 def section() -> str:
-    text = (REPO / "README.md").read_text()
-    start = text.index("\n## Connecting clients\n")
-    end = text.find("\n## ", start + 1)
-    return text[start : end if end != -1 else len(text)]
+    return (REPO / "docs" / "clients.md").read_text()
 
 
 def blocks(lang: str) -> list[str]:

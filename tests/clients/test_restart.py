@@ -1,4 +1,4 @@
-"""What a client sees when the HTTP server restarts under it (README "Connecting clients").
+"""What a client sees when the HTTP server restarts under it (docs/clients.md).
 
 The console script on a fixed free port, stopped and started again on the
 same port between two calls of one client. A 2025-11-25 session gets 404 and

@@ -1,0 +1,112 @@
+"""README and docs/: every relative link lands on a file (and a heading, when it names
+one), and README's 5-minute tour does what the README shows when it is run."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from tests.live import live_server
+
+REPO = Path(__file__).resolve().parents[1]
+PAGES = [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+FENCE = re.compile(r"^```.*?^```", re.M | re.S)
+
+
+def slug(heading: str) -> str:
+    """GitHub's anchor for a heading: lower case, punctuation dropped, spaces to '-'."""
+    text = re.sub(r"[`*_]", "", heading.strip()).lower()
+    kept = "".join(c for c in text if c in " -" or unicodedata.category(c)[0] in "LN")
+    return kept.replace(" ", "-")
+
+
+def anchors(page: Path) -> set[str]:
+    text = FENCE.sub("", page.read_text())
+    return {slug(m[1]) for m in re.finditer(r"^#{1,6} (.+)$", text, re.M)}
+
+
+def broken_links(page: Path) -> list[str]:
+    broken = []
+    for target in LINK.findall(FENCE.sub("", page.read_text())):
+        if re.match(r"[a-z]+:", target):  # http:, https:, mailto:
+            continue
+        path, _, anchor = target.partition("#")
+        dest = (page.parent / path).resolve() if path else page
+        if not dest.is_file():
+            broken.append(f"{target}: no such file")
+        elif anchor and dest.suffix == ".md" and anchor not in anchors(dest):
+            broken.append(f"{target}: no heading with that anchor")
+    return broken
+
+
+def test_the_docs_exist_and_are_linked_from_the_readme() -> None:
+    readme = (REPO / "README.md").read_text()
+    for page in PAGES[1:]:
+        assert f"(docs/{page.name})" in readme, page.name
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_every_relative_link_resolves(page: Path) -> None:
+    assert broken_links(page) == []
+
+
+def test_a_broken_link_or_anchor_is_caught(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# Title\n\n## The `x` part (y)\n")
+    page = tmp_path / "b.md"
+    page.write_text(
+        "[ok](a.md) [ok](a.md#the-x-part-y) [ok](#here) [web](https://example.com/x)\n"
+        "# Here\n[gone](nope.md) [bad](a.md#nope)\n```\n[in a fence](nope.md)\n```\n"
+    )
+    assert broken_links(page) == ["nope.md: no such file", "a.md#nope: no heading with that anchor"]
+
+
+# -- the tour, replayed ---------------------------------------------------------
+
+
+def readme_block(lang: str, after: str) -> str:
+    text = (REPO / "README.md").read_text()
+    start = text.index(after)
+    m = re.compile(rf"^```{lang}\n(.*?)^```", re.M | re.S).search(text, start)
+    assert m is not None, (lang, after)
+    return m[1]
+
+
+def variable_free(text: str) -> str:
+    """What does not change from one run to the next (hashes and trash stamps do)."""
+    text = re.sub(r"\b[0-9a-f]{64}\b", "<sha256>", text)
+    return re.sub(r"\b\d{8}T\d{6}Z\b", "<stamp>", text)
+
+
+def test_the_tour_prints_what_the_readme_shows(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "notes" / "guides").mkdir(parents=True)
+    (home / "scratch").mkdir()
+    (home / "notes" / "release.md").write_text(
+        "# Release checklist\n\n- TODO: tag the release\n- update the changelog\n")
+    (home / "notes" / "guides" / "setup.md").write_text(
+        "Setup\n\nTODO: document the proxy settings\n")
+    (home / "notes" / ".env").write_text("API_KEY=s3cret\n")
+    config = tmp_path / "roots.toml"
+    config.write_text(readme_block("toml", "## A 5-minute tour").replace("~/", f"{home}/"))
+    script = readme_block("python", "**3. A few calls.**")
+    shown = readme_block("text", "**3. A few calls.**")
+    token = "tour-token-51f0"
+    with live_server(config, token=token) as srv:
+        run = subprocess.run(
+            [sys.executable, "-c", script.replace("http://127.0.0.1:8000/mcp", srv.url)],
+            env={"LOOMFS_TOKEN": token, "PATH": "/usr/bin:/bin"},
+            capture_output=True, text=True, timeout=60,
+        )
+    assert run.returncode == 0, run.stderr
+    got = variable_free(run.stdout)
+    for line in variable_free(shown).splitlines():
+        assert line in got.splitlines(), line
+    assert got.count("> ") == shown.count("> ")
+    assert not (home / "scratch" / "plan.md").exists()
+    assert not (home / "notes" / "new.md").exists()
