@@ -31,7 +31,6 @@ OVER: dict[str, str] = {
     "fs/history/ops.py:_worktree_changes": "79 lines; being split into named parts",
     "fs/history/store.py": "585 lines; being split into named parts",
     "fs/history/walk.py:walk": "75 lines; being split into named parts",
-    "fs/ignore.py": "428 lines; being split into named parts",
     "fs/ranked.py:search": "71 lines; being split into named parts",
     "fs/regex.py": "322 lines; being split into named parts",
     "fs/regex.py:required_literal": "84 lines; being split into named parts",
