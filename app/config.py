@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from app.errors import ConfigError
 from app.messages import sentence
 from app.security.deny import floor_pattern_of
-from app.security.resolve import PERMISSION_ORDER, ROLE_CEILINGS
+from app.security.policy import PERMISSION_ORDER, ROLE_CEILINGS
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -23,8 +23,9 @@ from app.audit import AuditLog
 from app.errors import ConfigError, UnknownRoot
 from app.fs.history.store import has_repository
 from app.security.deny import DenyRules
+from app.security.policy import PERMISSION_ORDER
 from app.security.protected import Protected
-from app.security.resolve import PERMISSION_ORDER, SecureRoot
+from app.security.resolve import SecureRoot
 
 _FROM_ENV = object()
 

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from app.errors import BinaryFile, LoomError, TooLarge
-from app.fs import textio
+from app.fs import textio, texttail
 from app.fs.hashing import sha256_bytes
 from app.fs.paging import RESERVE, Control, cut_to, escaped_len, json_len
 from app.security.paths import join, split_request
@@ -193,7 +193,7 @@ def _tail(
     root_name: str,
 ) -> ReadTextResult:
     # Each shown line costs at least LINE_COST of the room: no more can be shown.
-    t = textio.tail(src, sn, min(want, room // LINE_COST + 1), keep)
+    t = texttail.tail(src, sn, min(want, room // LINE_COST + 1), keep)
     if not t.lines and t.total is None:
         raise TooLarge(
             f"the end of '{shell.path}' is not within the {_limit_note(budget, root_name)} "

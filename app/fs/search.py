@@ -38,13 +38,13 @@ from app.fs.ignore import Filter
 from app.fs.listing import relabel, unreadable_note
 from app.fs.paging import Control, fit_page, page_note
 from app.fs.regex import RegexMatcher
-from app.fs.textio import HEAD
+from app.fs.textio import HEAD, WIDE_BOMS
 from app.security.resolve import FILE_FLAGS, SecureRoot
 from app.security.walk import FILE, Walker, kind_of_entry
 
 PROGRESS_EVERY = 0.5  # seconds between progress notifications
 WHOLE = 1 << 16  # files up to this size are read in one call, with no fstat
-WIDE_FIRST = (b"\xff", b"\xfe", b"\x00")  # first bytes of UTF-16/32 BOMs
+WIDE_FIRST = frozenset(bom[:1] for bom, _ in WIDE_BOMS)  # first bytes of UTF-16/32 BOMs
 MAX_QUERY = 1000
 MAX_CONTEXT = 10
 MAX_EXCLUDE = 64

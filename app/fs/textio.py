@@ -1,4 +1,4 @@
-"""Text on disk: encoding detection, line windows and tails, read within a byte budget.
+"""Text on disk: encoding detection, forward line windows, reads within a byte budget.
 
 Lines are found on the raw bytes (the newline of the detected encoding, at
 code-unit boundaries), so lines before a window are counted without being
@@ -168,16 +168,9 @@ def find_break(buf: bytes, token: bytes, unit: int, pos: int, end: int | None = 
         pos = i + 1
 
 
-def rfind_break(buf: bytes, token: bytes, unit: int, end: int) -> int:
-    while True:
-        i = buf.rfind(token, 0, end)
-        if i < 0 or unit == 1 or i % unit == 0:
-            return i
-        end = i + len(token) - 1
-
-
-_WIDE_NEWLINE = {"\n".encode(enc): enc for enc in ("utf-16-le", "utf-16-be", "utf-32-le",
-                                                    "utf-32-be")}
+_WIDE_NEWLINE = {
+    "\n".encode(enc): enc for enc in ("utf-16-le", "utf-16-be", "utf-32-le", "utf-32-be")
+}
 
 
 def count_breaks(buf: bytes, token: bytes, unit: int, start: int = 0) -> int:
@@ -267,80 +260,3 @@ def forward(
         scan.lines_seen = number
         if number >= start:
             yield RawLine(number, b"".join(pieces), cut)
-
-
-@dataclass
-class Tail:
-    lines: list[RawLine]
-    total: int | None  # known when the scan reached the start or the file is in memory
-
-
-def tail(src: Source, sn: Sniff, want: int, keep_total: int) -> Tail:
-    """The last `want` lines, read backwards; at most `keep_total` bytes looked at."""
-    token, unit, base = sn.newline, sn.unit, sn.base
-    tlen = len(token)
-    end = src.size
-    if end <= base:
-        return Tail([], 0)
-    last = src.read(end - tlen, tlen) if end - base >= tlen else b""
-    trailing = last == token and (end - tlen - base) % unit == 0
-    stop = end - tlen if trailing else end  # the text, without its final line break
-    limit = keep_total if src.whole else min(keep_total, src.budget - src.used)
-    blocks: list[bytes] = []  # last block first
-    lo = stop
-    found = 0
-    cut_at: int | None = None  # file offset where the wanted lines begin
-    looked = 0
-    while lo > base and cut_at is None:
-        new_lo = lo - min(CHUNK, lo - base, limit - looked)
-        new_lo += -(new_lo - base) % unit  # stay on a code-unit boundary
-        if new_lo >= lo:
-            break
-        block = src.read(new_lo, lo - new_lo)
-        if len(block) < lo - new_lo:
-            break
-        blocks.append(block)
-        looked += len(block)
-        hi = len(block)
-        while True:
-            i = rfind_break(block, token, unit, hi)
-            if i < 0:
-                break
-            found += 1
-            if found == want:
-                cut_at = new_lo + i + tlen
-                break
-            hi = i
-        lo = new_lo
-    if not blocks and lo > base:  # the budget left nothing to read the end with
-        return Tail([], None)
-    buf = b"".join(reversed(blocks))
-    if cut_at is not None:
-        body, head_complete = buf[cut_at - lo :], True
-    else:
-        body, head_complete = buf, lo <= base
-    lines = [RawLine(0, raw) for raw in _split(body, token, unit)]
-    if not head_complete:
-        lines[0].cut = True
-    total: int | None = None
-    if lo <= base and cut_at is None:
-        total = len(lines)
-    elif src.data is not None:
-        total = count_breaks(src.data, token, unit, base) + (0 if trailing else 1)
-    for k, line in enumerate(lines):
-        line.number = (total - len(lines) + 1 + k) if total is not None else -(len(lines) - k)
-    return Tail(lines, total)
-
-
-def _split(body: bytes, token: bytes, unit: int) -> list[bytes]:
-    if unit == 1:
-        return body.split(token)
-    out: list[bytes] = []
-    pos = 0
-    while True:
-        i = find_break(body, token, unit, pos)
-        if i < 0:
-            out.append(body[pos:])
-            return out
-        out.append(body[pos:i])
-        pos = i + len(token)

@@ -23,9 +23,7 @@ import contextlib
 import errno
 import os
 import stat as stat_mod
-import weakref
-from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterable
 
 from app.errors import (
     DeniedName,
@@ -34,104 +32,29 @@ from app.errors import (
     LoomError,
     NotADirectory,
     NotARegularFile,
-    PermissionRefused,
     RootGone,
-    ServerFile,
     SymlinkLoop,
     os_error,
 )
 from app.security import openat2
 from app.security.deny import DenyRules
+from app.security.handles import (
+    DIR_FLAGS,
+    FILE_FLAGS,
+    DirHandle,
+    OpenedDir,
+    OpenedFile,
+    Parent,
+    check_regular,
+)
 from app.security.paths import join, split_request
+from app.security.policy import AuditFn, RootPolicy
 
 MAX_SYMLINK_HOPS = 40
-ROLE_CEILINGS: dict[str, tuple[str, ...]] = {
-    "reference": ("read",),
-    "sourcecode": ("read", "write"),
-    "workspace": ("read", "write", "delete"),
-}
-PERMISSION_ORDER = ("read", "write", "delete")
-
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_O_NOCTTY = getattr(os, "O_NOCTTY", 0)
-DIR_FLAGS = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
-# O_NONBLOCK: opening a FIFO must not hang the call; the fstat that follows refuses it.
-FILE_FLAGS = os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_NOCTTY | _O_CLOEXEC
-
-AuditFn = Callable[[str, str, str, str, "str | None"], None]
 
 
-class DirHandle:
-    """A directory file descriptor that lives as long as anything refers to it."""
-
-    def __init__(self, path: str) -> None:
-        self.fd = os.open(path, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
-        self._finalizer = weakref.finalize(self, os.close, self.fd)
-
-    def close(self) -> None:
-        self._finalizer()
-
-
-class _Opened:
-    fd: int
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-
-@dataclass(eq=False)
-class OpenedFile(_Opened):
-    fd: int
-    rel: str  # the request, normalised
-    target: str  # the in-root file it resolved to (differs through in-root links)
-    st: os.stat_result
-
-
-@dataclass(eq=False)
-class OpenedDir(_Opened):
-    fd: int
-    rel: str
-    parts: tuple[str, ...]  # the resolved in-root directory, by component
-
-    @property
-    def target(self) -> str:
-        return join(self.parts)
-
-
-@dataclass(eq=False)
-class Parent(_Opened):
-    """The handle of the directory holding `name`; `name` itself is not followed."""
-
-    fd: int
-    name: str
-    rel: str
-    parent_parts: tuple[str, ...]
-    target_parts: tuple[str, ...] = field(default=())
-
-    @property
-    def target(self) -> str:
-        return join(self.target_parts)
-
-    def lstat(self) -> os.stat_result | None:
-        try:
-            return os.stat(self.name, dir_fd=self.fd, follow_symlinks=False)
-        except FileNotFoundError:
-            return None
-
-
-class SecureRoot:
-    """One root: its name, role, permissions, handle and deny rules."""
+class SecureRoot(RootPolicy):
+    """One root: its policy (name, role, permissions, deny rules, audit) and its handle."""
 
     def __init__(
         self,
@@ -144,18 +67,19 @@ class SecureRoot:
         max_read_bytes: int,
         audit: AuditFn | None = None,
     ) -> None:
-        self.name = name
-        self.role = role
-        self.permissions = tuple(p for p in PERMISSION_ORDER if p in set(permissions))
+        super().__init__(
+            name=name,
+            role=role,
+            permissions=permissions,
+            rules=rules,
+            max_read_bytes=max_read_bytes,
+            audit=audit,
+        )
         self.real = real  # host path: for the operator's eyes only, never sent to a client
-        self.rules = rules
-        self.max_read_bytes = max_read_bytes
-        self._audit = audit
         self.handle = DirHandle(real)
         st = os.fstat(self.handle.fd)
         self._identity = (st.st_dev, st.st_ino)
         self._use_openat2 = openat2.available()
-        self._protected = rules.identities
 
     # -- checks done before the disk --------------------------------------
 
@@ -164,11 +88,7 @@ class SecureRoot:
         shown = path if isinstance(path, str) else "?"
         try:
             self.check_alive()
-            if perm not in self.permissions:
-                granted = ", ".join(self.permissions)
-                raise PermissionRefused(
-                    f"root '{self.name}' (role {self.role}) grants [{granted}], not {perm}"
-                )
+            self.permit(perm)
             parts = split_request(path)
             shown = join(parts)
             self._check_deny(parts)
@@ -199,31 +119,6 @@ class SecureRoot:
         listings under concurrency).
         """
         return os.open(".", DIR_FLAGS, dir_fd=self.handle.fd)
-
-    def check_identity(self, st: os.stat_result | None) -> None:
-        """Refuse the server's own files (config, token, audit logs) whatever their name."""
-        if st is not None and self._protected is not None and self._protected.hit(st):
-            raise ServerFile()
-
-    def _check_deny(self, parts: Iterable[str]) -> None:
-        hit = self.rules.path(tuple(parts))
-        if hit is not None:
-            raise DeniedName(hit)
-
-    @contextlib.contextmanager
-    def _audited(self, rel: str, op: str) -> Iterator[None]:
-        """One audit line for the resolution inside: DENY with the rule, or ALLOW."""
-        try:
-            yield
-        except LoomError as exc:
-            self.record("DENY", rel, op, exc)
-            raise
-        self.record("ALLOW", rel, op)
-
-    def record(self, decision: str, rel: str, op: str, exc: LoomError | None = None) -> None:
-        if self._audit is not None:
-            rule = None if exc is None else f"{exc.rule}: {exc.message}"
-            self._audit(decision, self.name, rel, op, rule)
 
     # -- the four ways in --------------------------------------------------
 
@@ -397,24 +292,10 @@ class SecureRoot:
             raise EscapesRoot()
         return theirs[len(mine) :]
 
-    def describe(self) -> dict[str, object]:
-        return {
-            "name": self.name,
-            "role": self.role,
-            "permissions": list(self.permissions),
-            "max_read_bytes": self.max_read_bytes,
-        }
-
-
-def check_regular(st: os.stat_result) -> None:
-    if not stat_mod.S_ISREG(st.st_mode):
-        raise NotARegularFile()
-
 
 __all__ = [
     "DIR_FLAGS",
     "FILE_FLAGS",
-    "ROLE_CEILINGS",
     "DirHandle",
     "NotADirectory",
     "OpenedDir",

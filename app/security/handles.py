@@ -1,0 +1,108 @@
+"""What `SecureRoot` hands out: descriptors, never path strings.
+
+`DirHandle` keeps a root's directory open for as long as anything refers to
+it; `OpenedFile`, `OpenedDir` and `Parent` are one resolution's result (close
+them, or use them as context managers). The open flags never follow a final
+link and never block on a FIFO.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_mod
+import weakref
+from dataclasses import dataclass, field
+
+from app.errors import NotARegularFile
+from app.security.paths import join
+
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_O_NOCTTY = getattr(os, "O_NOCTTY", 0)
+DIR_FLAGS = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
+# O_NONBLOCK: opening a FIFO must not hang the call; the fstat that follows refuses it.
+FILE_FLAGS = os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_NOCTTY | _O_CLOEXEC
+
+
+class DirHandle:
+    """A directory file descriptor that lives as long as anything refers to it."""
+
+    def __init__(self, path: str) -> None:
+        self.fd = os.open(path, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        self._finalizer = weakref.finalize(self, os.close, self.fd)
+
+    def close(self) -> None:
+        self._finalizer()
+
+
+class _Opened:
+    fd: int
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclass(eq=False)
+class OpenedFile(_Opened):
+    fd: int
+    rel: str  # the request, normalised
+    target: str  # the in-root file it resolved to (differs through in-root links)
+    st: os.stat_result
+
+
+@dataclass(eq=False)
+class OpenedDir(_Opened):
+    fd: int
+    rel: str
+    parts: tuple[str, ...]  # the resolved in-root directory, by component
+
+    @property
+    def target(self) -> str:
+        return join(self.parts)
+
+
+@dataclass(eq=False)
+class Parent(_Opened):
+    """The handle of the directory holding `name`; `name` itself is not followed."""
+
+    fd: int
+    name: str
+    rel: str
+    parent_parts: tuple[str, ...]
+    target_parts: tuple[str, ...] = field(default=())
+
+    @property
+    def target(self) -> str:
+        return join(self.target_parts)
+
+    def lstat(self) -> os.stat_result | None:
+        try:
+            return os.stat(self.name, dir_fd=self.fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return None
+
+
+def check_regular(st: os.stat_result) -> None:
+    if not stat_mod.S_ISREG(st.st_mode):
+        raise NotARegularFile()
+
+
+__all__ = [
+    "DIR_FLAGS",
+    "FILE_FLAGS",
+    "DirHandle",
+    "OpenedDir",
+    "OpenedFile",
+    "Parent",
+    "check_regular",
+]

@@ -1,0 +1,93 @@
+"""What a root allows and what it records, decided before any disk access.
+
+A root's role sets the ceiling of its permissions (`ROLE_CEILINGS`: a
+reference root is read-only whatever the config says); permissions are kept in
+`PERMISSION_ORDER`. Every decision about a path is audited: DENY with the rule
+that refused it, or ALLOW once the resolution succeeded. The deny rules are
+asked here too, by request path and by the identity of the server's own files.
+`SecureRoot` (resolve.py) is a `RootPolicy` with a directory handle.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Callable, Iterable, Iterator
+
+from app.errors import DeniedName, LoomError, PermissionRefused, ServerFile
+from app.security.deny import DenyRules
+
+ROLE_CEILINGS: dict[str, tuple[str, ...]] = {
+    "reference": ("read",),
+    "sourcecode": ("read", "write"),
+    "workspace": ("read", "write", "delete"),
+}
+PERMISSION_ORDER = ("read", "write", "delete")
+
+# (decision, root name, path in the root, operation, "rule: message" of a refusal)
+AuditFn = Callable[[str, str, str, str, "str | None"], None]
+
+
+class RootPolicy:
+    """One root's name, role, permissions and deny rules, and its audit record."""
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        role: str,
+        permissions: Iterable[str],
+        rules: DenyRules,
+        max_read_bytes: int,
+        audit: AuditFn | None = None,
+    ) -> None:
+        self.name = name
+        self.role = role
+        self.permissions = tuple(p for p in PERMISSION_ORDER if p in set(permissions))
+        self.rules = rules
+        self.max_read_bytes = max_read_bytes
+        self._audit = audit
+        self._protected = rules.identities
+
+    def permit(self, perm: str) -> None:
+        if perm not in self.permissions:
+            granted = ", ".join(self.permissions)
+            raise PermissionRefused(
+                f"root '{self.name}' (role {self.role}) grants [{granted}], not {perm}"
+            )
+
+    def check_identity(self, st: os.stat_result | None) -> None:
+        """Refuse the server's own files (config, token, audit logs) whatever their name."""
+        if st is not None and self._protected is not None and self._protected.hit(st):
+            raise ServerFile()
+
+    def _check_deny(self, parts: Iterable[str]) -> None:
+        hit = self.rules.path(tuple(parts))
+        if hit is not None:
+            raise DeniedName(hit)
+
+    @contextlib.contextmanager
+    def _audited(self, rel: str, op: str) -> Iterator[None]:
+        """One audit line for the resolution inside: DENY with the rule, or ALLOW."""
+        try:
+            yield
+        except LoomError as exc:
+            self.record("DENY", rel, op, exc)
+            raise
+        self.record("ALLOW", rel, op)
+
+    def record(self, decision: str, rel: str, op: str, exc: LoomError | None = None) -> None:
+        if self._audit is not None:
+            rule = None if exc is None else f"{exc.rule}: {exc.message}"
+            self._audit(decision, self.name, rel, op, rule)
+
+    def describe(self) -> dict[str, object]:
+        return {
+            "name": self.name,
+            "role": self.role,
+            "permissions": list(self.permissions),
+            "max_read_bytes": self.max_read_bytes,
+        }
+
+
+__all__ = ["PERMISSION_ORDER", "ROLE_CEILINGS", "AuditFn", "RootPolicy"]
