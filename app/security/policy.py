@@ -13,9 +13,13 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, TypedDict
 
 from app.errors import DeniedName, LoomError, PermissionRefused, ServerFile
 from app.security.deny import DenyRules
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 ROLE_CEILINGS: dict[str, tuple[str, ...]] = {
     "reference": ("read",),
@@ -28,26 +32,31 @@ PERMISSION_ORDER = ("read", "write", "delete")
 AuditFn = Callable[[str, str, str, str, "str | None"], None]
 
 
+class _Required(TypedDict):
+    name: str
+    role: str
+    permissions: Iterable[str]
+    rules: DenyRules
+    max_read_bytes: int
+
+
+class PolicyArgs(_Required, total=False):
+    """A root's keyword arguments (`SecureRoot` takes these and `real`, its host path)."""
+
+    audit: AuditFn | None
+
+
 class RootPolicy:
     """One root's name, role, permissions and deny rules, and its audit record."""
 
-    def __init__(
-        self,
-        *,
-        name: str,
-        role: str,
-        permissions: Iterable[str],
-        rules: DenyRules,
-        max_read_bytes: int,
-        audit: AuditFn | None = None,
-    ) -> None:
-        self.name = name
-        self.role = role
-        self.permissions = tuple(p for p in PERMISSION_ORDER if p in set(permissions))
-        self.rules = rules
-        self.max_read_bytes = max_read_bytes
-        self._audit = audit
-        self._protected = rules.identities
+    def __init__(self, **args: Unpack[PolicyArgs]) -> None:
+        self.name = args["name"]
+        self.role = args["role"]
+        self.permissions = tuple(p for p in PERMISSION_ORDER if p in set(args["permissions"]))
+        self.rules = args["rules"]
+        self.max_read_bytes = args["max_read_bytes"]
+        self._audit = args.get("audit")
+        self._protected = self.rules.identities
 
     def permit(self, perm: str) -> None:
         if perm not in self.permissions:
@@ -90,4 +99,4 @@ class RootPolicy:
         }
 
 
-__all__ = ["PERMISSION_ORDER", "ROLE_CEILINGS", "AuditFn", "RootPolicy"]
+__all__ = ["PERMISSION_ORDER", "ROLE_CEILINGS", "AuditFn", "PolicyArgs", "RootPolicy"]

@@ -23,7 +23,7 @@ import contextlib
 import errno
 import os
 import stat as stat_mod
-from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from app.errors import (
     DeniedName,
@@ -37,7 +37,6 @@ from app.errors import (
     os_error,
 )
 from app.security import openat2
-from app.security.deny import DenyRules
 from app.security.handles import (
     DIR_FLAGS,
     FILE_FLAGS,
@@ -48,7 +47,10 @@ from app.security.handles import (
     check_regular,
 )
 from app.security.paths import join, split_request
-from app.security.policy import AuditFn, RootPolicy
+from app.security.policy import PolicyArgs, RootPolicy
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack  # typing.Unpack from Python 3.11
 
 MAX_SYMLINK_HOPS = 40
 
@@ -56,25 +58,8 @@ MAX_SYMLINK_HOPS = 40
 class SecureRoot(RootPolicy):
     """One root: its policy (name, role, permissions, deny rules, audit) and its handle."""
 
-    def __init__(
-        self,
-        *,
-        name: str,
-        role: str,
-        permissions: Iterable[str],
-        real: str,
-        rules: DenyRules,
-        max_read_bytes: int,
-        audit: AuditFn | None = None,
-    ) -> None:
-        super().__init__(
-            name=name,
-            role=role,
-            permissions=permissions,
-            rules=rules,
-            max_read_bytes=max_read_bytes,
-            audit=audit,
-        )
+    def __init__(self, *, real: str, **policy: Unpack[PolicyArgs]) -> None:
+        super().__init__(**policy)
         self.real = real  # host path: for the operator's eyes only, never sent to a client
         self.handle = DirHandle(real)
         st = os.fstat(self.handle.fd)
