@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable, Sequence
+import textwrap
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from app.security import DenyRules, SecureRoot
@@ -46,10 +48,41 @@ def secure_root(
     return root
 
 
-def roots_toml(*roots: tuple[str, Path | str, str], audit_log: Path | str, extra: str = "") -> str:
-    """A TOML config: `audit_log`, the `extra` top-level lines, then one `[[roots]]` table
-    per (name, path, role)."""
-    lines = [f'audit_log = "{audit_log}"', extra]
-    for name, path, role in roots:
+TomlValue = str | int | bool | Path | Sequence[str]
+Root = tuple[str, Path | str, str] | tuple[str, Path | str, str, Mapping[str, TomlValue]]
+
+
+def toml_value(value: TomlValue) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, str | Path):
+        return json.dumps(str(value))  # a TOML basic string for the paths and names tests use
+    return "[" + ", ".join(json.dumps(v) for v in value) + "]"
+
+
+def roots_toml(*roots: Root, audit_log: Path | str | None, extra: str = "") -> str:
+    """A TOML config: `audit_log` (None: no line), the `extra` top-level lines, then one
+    `[[roots]]` table per (name, path, role) or (name, path, role, {key: value, ...})."""
+    lines = [] if audit_log is None else [f'audit_log = "{audit_log}"']
+    lines.append(extra)
+    for name, path, role, *options in roots:
         lines += ["[[roots]]", f'name = "{name}"', f'path = "{path}"', f'role = "{role}"']
+        for opts in options:
+            lines += [f"{key} = {toml_value(value)}" for key, value in opts.items()]
     return "\n".join(lines) + "\n"
+
+
+def config_file(
+    folder: Path, text: str, name: str = "roots.toml", *, audit: bool = True
+) -> Path:
+    """Write `text` (dedented) as folder/cfg/`name`; a TOML config without an `audit_log`
+    line gets folder/state/audit.log unless `audit` is False."""
+    (folder / "cfg").mkdir(exist_ok=True)
+    path = folder / "cfg" / name
+    text = textwrap.dedent(text)
+    if audit and name.endswith(".toml") and "audit_log" not in text:
+        text = roots_toml(audit_log=folder / "state" / "audit.log", extra=text)
+    path.write_text(text)
+    return path

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ import pytest
 from app import config as config_mod
 from app.config import SENSITIVE_REFUSAL
 from app.errors import ConfigError
+from tests.kit import config_file
 
 
 @pytest.fixture
@@ -31,12 +31,7 @@ def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def write(place: Path, body: str, name: str = "roots.toml", *, audit: bool = True) -> Path:
-    text = textwrap.dedent(body).replace("{tmp}", str(place))
-    if audit and name.endswith(".toml") and "audit_log" not in text:
-        text = f'audit_log = "{place / "state" / "audit.log"}"\n' + text
-    path = place / "cfg" / name
-    path.write_text(text)
-    return path
+    return config_file(place, body.replace("{tmp}", str(place)), name, audit=audit)
 
 
 def refusal(place: Path, body: str, name: str = "roots.toml") -> str:

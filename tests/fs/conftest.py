@@ -11,7 +11,6 @@ import contextlib
 import os
 import shutil
 import stat
-import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 import pytest
 from mcp import ClientSession
 
+from tests.kit import config_file, roots_toml
 from tests.live import LiveServer, live_server
 
 MAX_READ = 65536
@@ -95,35 +95,13 @@ def make_disk(base: Path) -> Disk:
 
 
 def roots_config(disk: Disk, extra: str = "", max_read: int = MAX_READ) -> Path:
-    cfg = disk.base / "cfg"
-    cfg.mkdir(exist_ok=True)
-    path = cfg / "roots.toml"
-    path.write_text(
-        textwrap.dedent(
-            f"""
-            audit_log = "{disk.base / "state" / "audit.log"}"
-            default_root = "ws"
-            max_output_chars = {MAX_OUTPUT}
-            {extra}
-            [[roots]]
-            name = "ws"
-            path = "{disk.ws}"
-            role = "workspace"
-            max_read_bytes = {max_read}
-
-            [[roots]]
-            name = "src"
-            path = "{disk.src}"
-            role = "sourcecode"
-
-            [[roots]]
-            name = "ref"
-            path = "{disk.ref}"
-            role = "reference"
-            """
-        )
-    )
-    return path
+    return config_file(disk.base, roots_toml(
+        ("ws", disk.ws, "workspace", {"max_read_bytes": max_read}),
+        ("src", disk.src, "sourcecode"),
+        ("ref", disk.ref, "reference"),
+        audit_log=disk.base / "state" / "audit.log",
+        extra=f'default_root = "ws"\nmax_output_chars = {MAX_OUTPUT}\n{extra}',
+    ))
 
 
 @pytest.fixture(scope="module")

@@ -24,6 +24,7 @@ from mcp import ClientSession
 
 from app.registry import Registry
 from app.security.resolve import SecureRoot
+from tests.kit import config_file, roots_toml
 from tests.live import LiveServer, live_server
 
 MAX_READ = 65536  # main's max_read_bytes: big.log is over it
@@ -150,25 +151,12 @@ def _writer(top: Path):  # type: ignore[no-untyped-def]
 
 
 def config(base: Path, paths: dict[str, Path], extra: str = "", name: str = "roots.toml") -> Path:
-    cfg = base / "cfg"
-    cfg.mkdir(exist_ok=True)
-    path = cfg / name
-    path.write_text(textwrap.dedent(f"""
-        audit_log = "{base / "state" / name}.audit.log"
-        default_root = "main"
-        {extra}
-        [[roots]]
-        name = "main"
-        path = "{paths["main"]}"
-        role = "reference"
-        max_read_bytes = {MAX_READ}
-
-        [[roots]]
-        name = "ws"
-        path = "{paths["ws"]}"
-        role = "workspace"
-    """))
-    return path
+    return config_file(base, roots_toml(
+        ("main", paths["main"], "reference", {"max_read_bytes": MAX_READ}),
+        ("ws", paths["ws"], "workspace"),
+        audit_log=base / "state" / f"{name}.audit.log",
+        extra=f'default_root = "main"\n{textwrap.dedent(extra)}',
+    ), name)
 
 
 def root_of(config_path: Path, name: str = "main") -> SecureRoot:
