@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from app import config as config_mod
 from app.audit import AuditLog
 from app.errors import ConfigError, UnknownRoot
-from app.fs.history.store import has_repository
+from app.fs.history.gitdir import has_repository
 from app.security.deny import DenyRules
 from app.security.policy import PERMISSION_ORDER
 from app.security.protected import Protected

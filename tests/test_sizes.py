@@ -29,8 +29,6 @@ OVER: dict[str, str] = {
     "fs/glob.py": "435 lines; being split into named parts",
     "fs/history/ops.py": "633 lines; being split into named parts",
     "fs/history/ops.py:_worktree_changes": "79 lines; being split into named parts",
-    "fs/history/store.py": "585 lines; being split into named parts",
-    "fs/history/walk.py:walk": "75 lines; being split into named parts",
     "fs/ranked.py:search": "71 lines; being split into named parts",
     "fs/regex.py": "322 lines; being split into named parts",
     "fs/regex.py:required_literal": "84 lines; being split into named parts",

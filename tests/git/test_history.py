@@ -198,6 +198,31 @@ def test_a_copy_of_a_denied_file_is_withheld_at_every_later_commit(root, ids, co
         show(root, ids[commit], path="env-copy.txt")
 
 
+@pytest.mark.parametrize("deny", ["secrets", "conf/secrets"], ids=["name", "path"])
+def test_a_copy_of_a_file_below_a_denied_directory_is_withheld(tmp_path, deny) -> None:
+    """Every blob below a denied directory counts, at any depth, for a rule on names and
+    for one on whole paths."""
+    repo = Repo(tmp_path / "repo", tmp_path / "home")
+    repo.home.mkdir()
+    repo.path.mkdir()
+    repo.git("init", "-q", "-b", "main")
+    repo.write("conf/secrets/top.txt", "top-secret do-not-leak\n")
+    repo.write("conf/secrets/deep/er/key.txt", KEY)
+    repo.write("conf/plain.txt", "plain\n")
+    repo.git("add", "-A")
+    repo.commit("secrets", 1_700_000_000)
+    repo.git("rm", "-q", "-r", "conf/secrets")
+    repo.write("notes/top.txt", "top-secret do-not-leak\n")
+    repo.write("notes/key.txt", KEY)
+    repo.git("add", "-A")
+    repo.commit("copies", 1_700_000_100)
+    root = make_root(repo.path, deny=(deny,))
+    for copy in ("notes/top.txt", "notes/key.txt"):
+        with pytest.raises(DeniedName, match="same content as a file at a denied path"):
+            show(root, "HEAD", path=copy)
+    assert show(root, "HEAD", path="conf/plain.txt").file is not None
+
+
 # -- diff ------------------------------------------------------------------
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from app.errors import TooLarge
 from app.fs.history import ops
-from app.fs.history.store import GitDir
+from app.fs.history.gitdir import GitDir
 from app.fs.paging import NoControl
 from tests.git.conftest import build_history, fast_history, make_root
 

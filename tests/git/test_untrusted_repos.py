@@ -174,8 +174,8 @@ def test_alternates_and_commondir_are_refused(tmp_path: Path, elsewhere) -> None
 
 def test_a_git_swapped_during_a_call_serves_the_first_one(tmp_path: Path, elsewhere) -> None:
     """The handle opened at the start is what every later read goes through."""
+    from app.fs.history.gitdir import GitDir
     from app.fs.history.revs import resolve
-    from app.fs.history.store import GitDir
 
     repo, ids = build_history(tmp_path / "mine")
     root = make_root(repo.path)

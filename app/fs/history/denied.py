@@ -22,12 +22,13 @@ import os
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from dulwich.objects import Commit
 
 from app.errors import LoomError
-from app.fs.history.store import GitDir
+from app.fs.history.gitdir import GitDir
 from app.fs.history.trees import Trees, valid_name
 
 TREE_BUDGET = 20_000  # trees parsed by one call (two to five seconds here)
@@ -35,6 +36,9 @@ TIME_BUDGET = 3.0  # seconds of scanning in one call, whichever budget ends firs
 MAX_TREES = 400_000  # beyond this the index is not kept (memory: tens of MiB)
 MAX_REFS = 100_000
 _CACHE_SIZE = 8
+
+Parts = tuple[str, ...]
+Entry = tuple[bytes, int, bytes]  # a tree entry: name, mode, hex id
 
 
 class HistoryCheckPending(LoomError):
@@ -157,17 +161,20 @@ class _Scan:
                 "commits checked so far; call again to continue"
             )
 
-    def _tree(self, root: bytes) -> None:
+    def _post_order(self, root: bytes, done: set[Any], key: Callable[[bytes, Parts], object],
+                    expand: Callable[[Parts, list[Entry]], Iterable[tuple[bytes, Parts]]]
+                    ) -> None:
+        """Visit the trees below `root` that `expand` yields, each once (`done`, by `key`)."""
         # Post-order: a tree is marked done only after every subtree below it is, so a
         # scan interrupted by the budget resumes without skipping anything.
-        todo: list[tuple[bytes, tuple[str, ...], bool]] = [(root, (), False)]
+        todo: list[tuple[bytes, Parts, bool]] = [(root, (), False)]
         while todo:
             sha, parts, expanded = todo.pop()
-            key: object = (sha, parts) if self.by_path else sha
+            k = key(sha, parts)
             if expanded:
-                self.idx.trees.add(key)
+                done.add(k)
                 continue
-            if key in self.idx.trees:
+            if k in done:
                 continue
             self._count()
             try:
@@ -175,46 +182,53 @@ class _Scan:
             except (KeyError, LoomError):
                 continue
             todo.append((sha, parts, True))
-            name_hit = self.trees.rules.name
-            by_path = self.by_path
-            for raw, mode, child in entries:
-                name = valid_name(raw)
-                if name is None:
-                    continue
-                subtree = mode & 0o170000 == 0o040000
-                if by_path:
-                    sub = (*parts, name)
-                    hit = self.trees.denied(sub)
-                else:
-                    hit = name_hit(name) is not None
-                if hit:
-                    if subtree:
-                        self._all_blobs(child)
-                    elif mode != 0o160000:
-                        self.idx.blobs.add(child)
-                elif subtree:
-                    todo.append((child, (*parts, name) if by_path else (), False))
+            todo.extend((child, sub, False) for child, sub in expand(parts, entries))
 
-    def _all_blobs(self, root: bytes) -> None:
-        todo: list[tuple[bytes, bool]] = [(root, False)]
-        while todo:
-            sha, expanded = todo.pop()
-            if expanded:
-                self.idx.whole.add(sha)
+    def _tree(self, root: bytes) -> None:
+        """A commit's tree: blobs at denied paths collected, other subtrees visited."""
+        by_path = self.by_path
+        self._post_order(root, self.idx.trees, _by_path if by_path else _by_id, self._denied_in)
+
+    def _denied_in(self, parts: Parts, entries: list[Entry]) -> Iterator[tuple[bytes, Parts]]:
+        name_hit = self.trees.rules.name
+        by_path = self.by_path
+        for raw, mode, child in entries:
+            name = valid_name(raw)
+            if name is None:
                 continue
-            if sha in self.idx.whole:
-                continue
-            self._count()
-            try:
-                entries = self.trees.entries(sha)
-            except (KeyError, LoomError):
-                continue
-            todo.append((sha, True))
-            for _raw, mode, child in entries:
-                if mode & 0o170000 == 0o040000:
-                    todo.append((child, False))
+            subtree = mode & 0o170000 == 0o040000
+            if by_path:
+                sub = (*parts, name)
+                hit = self.trees.denied(sub)
+            else:
+                hit = name_hit(name) is not None
+            if hit:
+                if subtree:
+                    self._all_blobs(child)
                 elif mode != 0o160000:
                     self.idx.blobs.add(child)
+            elif subtree:
+                yield child, (*parts, name) if by_path else ()
+
+    def _all_blobs(self, root: bytes) -> None:
+        """A denied tree: every blob below it, whatever its name."""
+        self._post_order(root, self.idx.whole, _by_id, self._every_blob)
+
+    def _every_blob(self, _parts: Parts, entries: list[Entry]) -> Iterator[tuple[bytes, Parts]]:
+        for _raw, mode, child in entries:
+            if mode & 0o170000 == 0o040000:
+                yield child, ()
+            elif mode != 0o160000:
+                self.idx.blobs.add(child)
+
+
+def _by_path(sha: bytes, parts: Parts) -> object:
+    # Rules on whole paths: one tree can hold a denied path at one place and not another.
+    return (sha, parts)
+
+
+def _by_id(sha: bytes, _parts: Parts) -> object:
+    return sha
 
 
 def all_ref_targets(git: GitDir) -> list[bytes]:

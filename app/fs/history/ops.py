@@ -26,7 +26,8 @@ from app.errors import DeniedName, LoomError, NotARegularFile, NotFound, TooLarg
 from app.fs import read as read_mod
 from app.fs.history import revs, textdiff
 from app.fs.history.denied import denied_blobs
-from app.fs.history.store import GitDir, read_small
+from app.fs.history.gitdir import GitDir
+from app.fs.history.store import read_small
 from app.fs.history.trees import Change, Hidden, Trees, is_tree, valid_name
 from app.fs.history.walk import Cursor, start_heads, walk
 from app.fs.paging import RESERVE, Control, cut_to, dumps, json_len

@@ -14,7 +14,8 @@ import re
 from dulwich.objects import Commit, ShaFile, Tag
 
 from app.errors import BadArgument, NotFound
-from app.fs.history.store import HEX, GitDir, valid_ref_name
+from app.fs.history.gitdir import GitDir, valid_ref_name
+from app.fs.history.store import HEX
 
 MAX_REV = 256
 MAX_STEPS = 10_000  # parents followed by one revision (HEAD~N): a second at most

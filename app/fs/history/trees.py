@@ -20,7 +20,7 @@ from dulwich.errors import ObjectFormatException
 from dulwich.objects import Tree, parse_tree
 
 from app.errors import LoomError
-from app.fs.history.store import GitDir
+from app.fs.history.gitdir import GitDir
 from app.security.deny import DenyRules
 
 EMPTY = b""

@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from dulwich.objects import Commit
 
 from app.errors import BadArgument, NotFound
-from app.fs.history.store import GitDir
+from app.fs.history.gitdir import GitDir
+from app.fs.history.store import RootObjectStore
 from app.fs.history.trees import Trees
 
 MAX_CURSOR_HEADS = 64
@@ -60,6 +61,53 @@ class WalkResult:
     queue: tuple[bytes, ...]  # where to continue after the last commit in `commits`
 
 
+class _Frontier:
+    """The commits still to visit, newest commit date first, each queued once; the
+    parsed commits are kept (up to a bound) for their children's path lookups."""
+
+    def __init__(self, store: RootObjectStore, heads: tuple[bytes, ...]) -> None:
+        self.store = store
+        self.seq = 0  # ties on the date keep the order they were queued in
+        self.queue: list[tuple[int, int, bytes]] = []
+        self.seen: set[bytes] = set()
+        self.commits: dict[bytes, Commit] = {}
+        for h in heads:
+            self.push(h)
+
+    def get(self, sha: bytes) -> Commit | None:
+        c = self.commits.get(sha)
+        if c is None:
+            try:
+                obj = self.store.object(sha)
+            except KeyError:
+                return None  # a shallow clone's boundary, or a missing object
+            if not isinstance(obj, Commit):
+                return None
+            c = obj
+            if len(self.commits) > 20_000:
+                self.commits.clear()
+            self.commits[sha] = c
+        return c
+
+    def push(self, sha: bytes) -> None:
+        if sha in self.seen:
+            return
+        c = self.get(sha)
+        if c is None:
+            return
+        self.seen.add(sha)
+        heapq.heappush(self.queue, (-c.commit_time, self.seq, sha))
+        self.seq += 1
+
+    def pop(self) -> tuple[bytes, Commit | None]:
+        _, _, sha = heapq.heappop(self.queue)
+        return sha, self.commits.get(sha) or self.get(sha)
+
+    def heads(self) -> tuple[bytes, ...]:
+        """Where a walk continues: the queue, oldest first, at most MAX_CURSOR_HEADS."""
+        return tuple(s for _, _, s in sorted(self.queue))[:MAX_CURSOR_HEADS]
+
+
 def walk(
     git: GitDir,
     trees: Trees,
@@ -73,72 +121,34 @@ def walk(
 ) -> WalkResult:
     """Skip `skip` shown commits, then collect up to `want`, walking at most `budget`."""
     assert git.store is not None
-    store = git.store
-    seq = 0
-    queue: list[tuple[int, int, bytes]] = []
-    seen: set[bytes] = set()
-    commits: dict[bytes, Commit] = {}
-
-    def get(sha: bytes) -> Commit | None:
-        c = commits.get(sha)
-        if c is None:
-            try:
-                obj = store.object(sha)
-            except KeyError:
-                return None  # a shallow clone's boundary, or a missing object
-            if not isinstance(obj, Commit):
-                return None
-            c = obj
-            if len(commits) > 20_000:
-                commits.clear()
-            commits[sha] = c
-        return c
-
-    def push(sha: bytes) -> None:
-        nonlocal seq
-        if sha in seen:
-            return
-        c = get(sha)
-        if c is None:
-            return
-        seen.add(sha)
-        heapq.heappush(queue, (-c.commit_time, seq, sha))
-        seq += 1
-
-    for h in heads:
-        push(h)
+    todo = _Frontier(git.store, heads)
     shown: list[Commit] = []
     walked = 0
     skipped = 0
     snapshot: tuple[bytes, ...] | None = None
-    while queue and walked < budget:
+    while todo.queue and walked < budget:
         if walked % 64 == 0:
             check()
-        _, _, sha = heapq.heappop(queue)
-        c = commits.get(sha) or get(sha)
+        sha, c = todo.pop()
         if c is None:
             continue
         walked += 1
         parents: list[bytes] = [] if sha in git.shallow else list(c.parents)
-        show, follow = _decide(trees, c, parents, path, get)
+        show, follow = _decide(trees, c, parents, path, todo.get)
         if show and snapshot is not None:
             return WalkResult(shown, walked, True, snapshot)  # peeked: one more exists
         for p in follow:
-            push(p)
+            todo.push(p)
         if show:
             if skipped < skip:
                 skipped += 1
             else:
                 shown.append(c)
                 if len(shown) == want:
-                    snapshot = _heads(queue)
-    if not queue:
+                    snapshot = todo.heads()
+    if not todo.queue:
         return WalkResult(shown, walked, False, ())
-    return WalkResult(shown, walked, None, snapshot if snapshot is not None else _heads(queue))
-
-
-def _heads(queue: list[tuple[int, int, bytes]]) -> tuple[bytes, ...]:
-    return tuple(s for _, _, s in sorted(queue))[:MAX_CURSOR_HEADS]
+    return WalkResult(shown, walked, None, snapshot if snapshot is not None else todo.heads())
 
 
 def _decide(
