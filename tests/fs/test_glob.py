@@ -10,7 +10,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from app.errors import BadArgument
-from app.fs.glob import compile_glob, linear_match, translate
+from app.fs.glob import compile_glob
+from app.fs.glob_linear import linear_match
+from app.fs.glob_syntax import translate
 
 MATCHES = [
     # a pattern without '/' matches the base name at any depth
