@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from tests.kit import config_file
+from tests.kit import config_file, roots_toml
 
 
 @pytest.fixture
@@ -42,15 +42,7 @@ def one_root_config(write_config: Callable[..., Path], tree: Path) -> Callable[.
     """A config with one root at `tree`, of the role asked for."""
 
     def _make(role: str = "reference", extra: str = "") -> Path:
-        return write_config(
-            f"""
-            {extra}
-            [[roots]]
-            name = "main"
-            path = "{tree}"
-            role = "{role}"
-            """
-        )
+        return write_config(roots_toml(("main", tree, role), audit_log=None, extra=extra))
 
     return _make
 

@@ -49,7 +49,8 @@ def secure_root(
 
 
 TomlValue = str | int | bool | Path | Sequence[str]
-Root = tuple[str, Path | str, str] | tuple[str, Path | str, str, Mapping[str, TomlValue]]
+RootOptions = Mapping[str, TomlValue]
+Root = tuple[str, Path | str, str] | tuple[str, Path | str, str, RootOptions]
 
 
 def toml_value(value: TomlValue) -> str:

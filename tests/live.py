@@ -44,6 +44,13 @@ MCP_POST_HEADERS = {
 }
 
 
+def free_port() -> int:
+    """A loopback port free now (for a server that must come back on the same port)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
 class LiveServer:
     def __init__(
         self, config: Path, *, token: str | None = None,

@@ -22,6 +22,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.kit import roots_toml
+
 REPO = Path(__file__).resolve().parents[2]
 INSTALL = REPO / "scripts" / "install_node.sh"
 START_DEADLINE = 20.0
@@ -87,12 +89,14 @@ class ServerProcess:
 
 
 @contextlib.contextmanager
-def run_server(config: Path, *, token: str | None = None) -> Iterator[ServerProcess]:
+def run_server(
+    config: Path, *, token: str | None = None, port: int = 0
+) -> Iterator[ServerProcess]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOMFS_")}
     if token:
         env["LOOMFS_TOKEN"] = token
     proc = subprocess.Popen(
-        [console_script(), "--config", str(config), "--transport", "http", "--port", "0"],
+        [console_script(), "--config", str(config), "--transport", "http", "--port", str(port)],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -149,11 +153,5 @@ def _wait_healthy(base: str) -> None:
 def search_fetch_config(write_config: Callable[..., Path], tree: Path) -> Path:
     """One reference root (the shared `tree`, with .env/.git/node_modules) and search/fetch on."""
     return write_config(
-        f"""
-        search_fetch_tools = true
-        [[roots]]
-        name = "main"
-        path = "{tree}"
-        role = "reference"
-        """
+        roots_toml(("main", tree, "reference"), audit_log=None, extra="search_fetch_tools = true")
     )

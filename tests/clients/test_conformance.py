@@ -26,6 +26,7 @@ from pathlib import Path
 import pytest
 
 from tests.clients.conftest import NodeTools, run_server
+from tests.kit import roots_toml
 
 BASELINE = Path(__file__).with_name("conformance-expected-failures.yml")
 BASELINE_NEXT = Path(__file__).with_name("conformance-2026-07-28-expected-failures.yml")
@@ -116,12 +117,10 @@ def suite(
         (base / name).mkdir()
         (base / name / "README.md").write_text(f"# {name}\n")
     cfg = base / "roots.toml"
-    cfg.write_text(
-        f'audit_log = "{base / "audit.log"}"\n'
-        "search_fetch_tools = true\n"
-        f'[[roots]]\nname = "docs"\npath = "{base / "docs"}"\nrole = "reference"\n'
-        f'[[roots]]\nname = "work"\npath = "{base / "work"}"\nrole = "workspace"\n'
-    )
+    cfg.write_text(roots_toml(
+        ("docs", base / "docs", "reference"), ("work", base / "work", "workspace"),
+        audit_log=base / "audit.log", extra="search_fetch_tools = true",
+    ))
     out = base / "results"
     with run_server(cfg) as srv:
         done = subprocess.run(

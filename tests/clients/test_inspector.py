@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from tests.clients.conftest import NodeTools, ServerProcess, run_server
+from tests.kit import roots_toml
 
 TOKEN = "inspector-test-token-7f3a"
 
@@ -30,10 +31,8 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]
     (root / "docs" / "guide.md").write_text("How to connect a client.\n")
     (root / ".env").write_text("SECRET=1\n")
     cfg = base / "roots.toml"
-    cfg.write_text(
-        f'audit_log = "{base / "audit.log"}"\nsearch_fetch_tools = true\n'
-        f'[[roots]]\nname = "main"\npath = "{root}"\nrole = "reference"\n'
-    )
+    cfg.write_text(roots_toml(("main", root, "reference"), audit_log=base / "audit.log",
+                              extra="search_fetch_tools = true"))
     with run_server(cfg, token=TOKEN) as srv:
         yield srv
 

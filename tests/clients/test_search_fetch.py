@@ -21,6 +21,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from tests.kit import RootOptions, roots_toml
 from tests.live import live_server
 
 SEARCH_SCHEMA = {
@@ -138,16 +139,10 @@ async def test_every_search_id_can_be_fetched(sf: Any) -> None:
 
 async def test_urls_follow_public_base_url(write_config: Callable[..., Path], tree: Path) -> None:
     (tree / "my notes.md").write_text("quarterly plan\n")
-    cfg = write_config(
-        f"""
-        search_fetch_tools = true
-        public_base_url = "https://files.example.org/loom/"
-        [[roots]]
-        name = "main"
-        path = "{tree}"
-        role = "reference"
-        """
-    )
+    cfg = write_config(roots_toml(
+        ("main", tree, "reference"), audit_log=None,
+        extra='search_fetch_tools = true\npublic_base_url = "https://files.example.org/loom/"',
+    ))
     with live_server(cfg) as srv:
         found = payload(await call(srv, "search", query="quarterly"))
         doc = payload(await call(srv, "fetch", id="main/my notes.md"))
@@ -243,23 +238,16 @@ async def test_whole_phrase_ranks_first_then_nearest_words(sf: Any, tree: Path) 
 WriteConfig = Callable[..., Path]
 
 
-def budget_config(write_config: WriteConfig, tree: Path, extra: str, root_extra: str = "") -> Path:
-    return write_config(
-        f"""
-        search_fetch_tools = true
-        {extra}
-        [[roots]]
-        name = "main"
-        path = "{tree}"
-        role = "reference"
-        {root_extra}
-        """
-    )
+def budget_config(
+    write_config: WriteConfig, tree: Path, extra: str, root_options: RootOptions | None = None
+) -> Path:
+    return write_config(roots_toml(("main", tree, "reference", root_options or {}),
+                                   audit_log=None, extra=f"search_fetch_tools = true\n{extra}"))
 
 
 async def test_fetch_reads_at_most_max_read_bytes(write_config: WriteConfig, tree: Path) -> None:
     (tree / "big.txt").write_text("".join(f"line {i:05}\n" for i in range(1000)))  # 11000 B
-    cfg = budget_config(write_config, tree, "", "max_read_bytes = 2000")
+    cfg = budget_config(write_config, tree, "", {"max_read_bytes": 2000})
     with live_server(cfg) as srv:
         data = payload(await call(srv, "fetch", id="main/big.txt"))
     jsonschema.validate(data, FETCH_SCHEMA)
@@ -391,17 +379,11 @@ async def test_search_reports_progress_when_asked(
 # -- the index, over the real app ------------------------------------------------
 
 
-def workspace_config(write_config: WriteConfig, tree: Path, root_extra: str = "") -> Path:
-    return write_config(
-        f"""
-        search_fetch_tools = true
-        [[roots]]
-        name = "main"
-        path = "{tree}"
-        role = "workspace"
-        {root_extra}
-        """
-    )
+def workspace_config(
+    write_config: WriteConfig, tree: Path, root_options: RootOptions | None = None
+) -> Path:
+    return write_config(roots_toml(("main", tree, "workspace", root_options or {}),
+                                   audit_log=None, extra="search_fetch_tools = true"))
 
 
 async def test_changes_through_the_tools_are_seen_by_the_next_search(
@@ -438,7 +420,7 @@ async def test_a_deny_rule_added_by_reload_config_hides_indexed_files(
         async with srv.session() as s:
             found = ids(payload(await s.call_tool("search", {"query": "budget"})))
             assert set(found) == {"main/plan.txt", "main/plan.md"}
-            workspace_config(write_config, tree, 'deny = ["*.txt"]')
+            workspace_config(write_config, tree, {"deny": ["*.txt"]})
             assert not (await s.call_tool("reload_config", {})).is_error
             found = ids(payload(await s.call_tool("search", {"query": "budget"})))
             assert found == ["main/plan.md"]

@@ -8,7 +8,6 @@ an unknown revision. The tools exist only when some readable root has a `.git`.
 from __future__ import annotations
 
 import subprocess
-import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import pytest
 
 from tests.git.conftest import Repo, build_history
+from tests.kit import roots_toml
 from tests.live import LiveServer, live_server
 
 GIT_TOOLS = {"git_log", "git_show", "git_diff"}
@@ -36,35 +36,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     gitfile.mkdir()
     (gitfile / ".git").write_text(f"gitdir: {other.path / '.git'}\n")
     cfg = base / "cfg.toml"
-    cfg.write_text(textwrap.dedent(f"""
-        audit_log = "{base / 'audit.log'}"
-        default_root = "repo"
-        max_output_chars = 20000
-        [[roots]]
-        name = "repo"
-        path = "{repo.path}"
-        role = "reference"
-        [[roots]]
-        name = "plain"
-        path = "{plain}"
-        role = "reference"
-        [[roots]]
-        name = "linked"
-        path = "{linked}"
-        role = "reference"
-        [[roots]]
-        name = "gitfile"
-        path = "{gitfile}"
-        role = "reference"
-    """))
+    cfg.write_text(roots_toml(
+        ("repo", repo.path, "reference"), ("plain", plain, "reference"),
+        ("linked", linked, "reference"), ("gitfile", gitfile, "reference"),
+        audit_log=base / "audit.log", extra='default_root = "repo"\nmax_output_chars = 20000',
+    ))
     plain_cfg = base / "plain.toml"
-    plain_cfg.write_text(textwrap.dedent(f"""
-        audit_log = "{base / 'audit2.log'}"
-        [[roots]]
-        name = "plain"
-        path = "{plain}"
-        role = "workspace"
-    """))
+    plain_cfg.write_text(roots_toml(("plain", plain, "workspace"), audit_log=base / "audit2.log"))
     return {"repo": repo, "ids": ids, "cfg": cfg, "plain_cfg": plain_cfg, "base": base}
 
 
@@ -165,13 +143,7 @@ async def test_a_repository_created_later_brings_the_tools_on_reload(tmp_path: P
     top.mkdir()
     (top / "a.txt").write_text("a\n")
     cfg = tmp_path / "cfg.toml"
-    cfg.write_text(textwrap.dedent(f"""
-        audit_log = "{tmp_path / 'audit.log'}"
-        [[roots]]
-        name = "work"
-        path = "{top}"
-        role = "reference"
-    """))
+    cfg.write_text(roots_toml(("work", top, "reference"), audit_log=tmp_path / "audit.log"))
     with live_server(cfg) as srv:
         async with srv.session() as s:
             before = {t.name for t in (await s.list_tools()).tools}

@@ -13,13 +13,9 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.live import free_port
+
 EXE = str(Path(sys.executable).parent / "loom-fs-mcp")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def env_without_token(**extra: str) -> dict[str, str]:

@@ -19,6 +19,7 @@ import httpx
 import pytest
 
 from benchmarks.worst_cases import build
+from tests.kit import roots_toml
 from tests.live import LiveServer, live_server
 
 FLOOD = ("*a" * 500)[:990] + "?/**/" + "*?" * 10
@@ -47,10 +48,8 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     folder.mkdir()
     build(folder)
     cfg = base / "roots.toml"
-    cfg.write_text(
-        f'audit_log = "{base / "audit.log"}"\n'
-        f'[[roots]]\nname = "w"\npath = "{os.path.realpath(folder)}"\nrole = "workspace"\n'
-    )
+    cfg.write_text(roots_toml(("w", os.path.realpath(folder), "workspace"),
+                              audit_log=base / "audit.log"))
     with live_server(cfg) as srv:
         yield srv
 

@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import json
 import socket
-import textwrap
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.kit import roots_toml
 from tests.live import INIT_REQUEST, LiveServer, live_server
 
 TOKEN = "s3cret-token"
@@ -45,14 +44,8 @@ def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     base = tmp_path_factory.mktemp("scheme")
     (base / "ws").mkdir()
     cfg = base / "roots.toml"
-    cfg.write_text(textwrap.dedent(f"""
-        audit_log = "{base / 'audit.log'}"
-        [[roots]]
-        name = "ws"
-        path = "{base / 'ws'}"
-        role = "reference"
-    """))
-    with live_server(Path(cfg), token=TOKEN) as s:
+    cfg.write_text(roots_toml(("ws", base / "ws", "reference"), audit_log=base / "audit.log"))
+    with live_server(cfg, token=TOKEN) as s:
         yield s
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -13,6 +12,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.live import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -32,12 +33,6 @@ def fresh_copy(dest: Path) -> Path:
             (dest / rel).parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(src, dest / rel)
     return dest
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def run_until_healthy(copy: Path, env: dict[str, str], deadline: float) -> tuple[int, str]:
