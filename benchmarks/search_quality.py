@@ -42,8 +42,10 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.fs import deep_research as dr
-from app.fs import fts, ranked
+from app.corpus import deep_research as dr
+from app.corpus import ranked
+from app.fs import fts
+from app.fs import ranked as per_root
 from app.fs.paging import NoControl
 from app.registry import Registry
 
@@ -185,10 +187,10 @@ def main() -> None:
         for name, fn in (("scan (before)", dr.scan_search), ("index: BM25 (after)", dr.search)):
             mrr, recall, ms = quality(reg, items, fn)
             print(f"{name:<24} {mrr:>7.3f} {recall:>10.3f} {ms:>10.1f}")
-        bonuses = ranked.ALL_BONUS, ranked.NEAR_BONUS, ranked.PHRASE_BONUS
-        ranked.ALL_BONUS = ranked.NEAR_BONUS = ranked.PHRASE_BONUS = 0.0
+        bonuses = per_root.ALL_BONUS, per_root.NEAR_BONUS, per_root.PHRASE_BONUS
+        per_root.ALL_BONUS = per_root.NEAR_BONUS = per_root.PHRASE_BONUS = 0.0
         mrr, recall, ms = quality(reg, items, dr.search)
-        ranked.ALL_BONUS, ranked.NEAR_BONUS, ranked.PHRASE_BONUS = bonuses
+        per_root.ALL_BONUS, per_root.NEAR_BONUS, per_root.PHRASE_BONUS = bonuses
         print(f"{'index: BM25, no bonus':<24} {mrr:>7.3f} {recall:>10.3f} {ms:>10.1f}")
 
         if args.copies < 2:

@@ -19,8 +19,9 @@ from typing import Any
 
 import pytest
 
+from app.corpus import deep_research
 from app.errors import ConfigError, DeniedName, LoomError, RootGone
-from app.fs import deep_research, listing, move, search, trash, write
+from app.fs import listing, move, search, trash, write
 from app.fs import read as read_mod
 from app.registry import Registry, Snapshot
 from tests.kit import roots_toml

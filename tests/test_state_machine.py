@@ -25,8 +25,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, rule
 
+from app.corpus import deep_research
 from app.errors import LoomError
-from app.fs import deep_research, edit, listing, media, move, search, trash, write
+from app.fs import edit, listing, media, move, search, trash, write
 from app.fs import read as read_mod
 from app.fs.edit import TextEdit
 from app.fs.history import ops as git_ops

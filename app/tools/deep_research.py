@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from mcp.server.mcpserver import Context
 from pydantic import BaseModel, Field
 
-from app.fs import deep_research as dr
+from app.corpus import deep_research as dr
 from app.tools.base import Call, run, tool
 
 

@@ -235,7 +235,7 @@ def test_an_edit_of_a_repetitive_file_is_bounded(root: SecureRoot) -> None:
 
 def test_fetch_of_a_file_of_control_characters_is_bounded(tmp_path: Path) -> None:
     # Each \x01 is six characters of JSON: a whole-document dump was a 48 MB string.
-    from app.fs.deep_research import fetch
+    from app.corpus.deep_research import fetch
     from app.registry import Registry
 
     folder = tmp_path / "docs"

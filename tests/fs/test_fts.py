@@ -1,4 +1,4 @@
-"""The persistent index behind `search` (app/fs/fts.py, app/fs/deep_research.py).
+"""The persistent index behind `search` (app/fs/fts.py, app/corpus/deep_research.py).
 
 Driven in process on a real root and a real registry (the HTTP path is covered
 in tests/clients/test_search_fetch.py): freshness against an oracle over
@@ -25,8 +25,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from app.fs import deep_research as dr
-from app.fs import fts, ranked, tokens
+from app.corpus import deep_research as dr
+from app.corpus import ranked
+from app.fs import fts, tokens
 from app.fs.paging import NoControl
 from app.registry import Registry
 

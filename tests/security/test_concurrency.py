@@ -24,7 +24,8 @@ from typing import Any
 import anyio
 import pytest
 
-from app.fs import deep_research, listing, media, search
+from app.corpus import deep_research
+from app.fs import listing, media, search
 from app.fs import read as read_mod
 from app.fs.history import ops as git_ops
 from app.registry import Registry

@@ -4,30 +4,22 @@ OpenAI's connector contract: `search(query)` -> `{results: [{id, title, url}]}`,
 `fetch(id)` -> `{id, title, text, url, metadata}`. Neither takes a root, so an
 id is `root/relative/path` and a search covers every root that grants read.
 
-The ways in are the same as every other tool's: search walks with
-`app.security.walk.Walker` (denied names pruned before descending and
-invisible, symlinks never followed, files opened by name from the walk's own
-directory handle), and fetch opens through `SecureRoot.open_file`
-(permission, confinement, deny on the request *and* on the in-root target).
-A denied file is therefore neither found nor fetched. What this does not
-protect against is the same as elsewhere: filtering is by name, so a secret
-written into an allowed file is readable.
+The ways in are the same as every other tool's (`app.fs.documents`: the walk,
+`SecureRoot.open_file`), so a denied file is neither found nor fetched. What
+this does not protect against is the same as elsewhere: filtering is by name,
+so a secret written into an allowed file is readable.
 
 Ranking (SPEC §4.6): BM25 over code-aware words (`app.fs.tokens`) with the
 path and the title as boosted fields, a bonus when the query's words occur as
 a phrase or near each other, then files whose words merely start with a query
-word (`app.fs.ranked`). It runs on a persistent full-text index per root (`app.fs.fts`),
-refreshed before every search, so the whole root is covered and a change made
-by anyone is seen by the next search; every hit is re-checked against today's
-rules and the disk before it is returned. Without FTS5, or when the index
-cannot be opened or written (read-only or full state directory, an index
-directory inside a root), the search scans the root as before (`scan_search`)
-and the answer's `note` says why.
-
-The scan: case-insensitive words; a file matches when at least one word occurs
-in its root-relative path or its text. Best first: the whole query as a
-phrase, then the most distinct words, then words in the path, then
-occurrences, then walk order (deterministic).
+word (`app.corpus.ranked`, one root at a time in `app.fs.ranked`). It runs on a
+persistent full-text index per root (`app.fs.fts`), refreshed before every
+search, so the whole root is covered and a change made by anyone is seen by the
+next search; every hit is re-checked against today's rules and the disk before
+it is returned. Without FTS5, or when the index cannot be opened or written
+(read-only or full state directory, an index directory inside a root), the
+search scans the roots as before (`scan_search`, `app.fs.documents.Scan`) and
+the answer's `note` says why.
 
 Budgets: the scan's content is capped by `max_search_bytes` per call (after
 that only paths are matched, and the result says so with `truncated` and a
@@ -43,29 +35,20 @@ a visible marker and the metadata says `truncated: true` with a note.
 
 from __future__ import annotations
 
-import heapq
-import os
 import sqlite3
-import stat as stat_mod
-import time
 from datetime import datetime, timezone
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from urllib.parse import quote
 
-from app.errors import BadArgument, BinaryFile, os_error
-from app.fs import fts, ranked, textio, tokens
+from app.corpus import ranked
+from app.errors import BadArgument
+from app.fs import fts, tokens
+from app.fs.documents import Scan, read_document
 from app.fs.paging import Control, cut_to, dumps
-from app.fs.tokens import as_text
-from app.security.resolve import FILE_FLAGS
-from app.security.walk import FILE, Walker
-
-if TYPE_CHECKING:
-    from app.registry import Snapshot
+from app.registry import Snapshot
 
 RESULTS = 50  # a ranked list longer than this helps no model
 MAX_TERMS = 32
-CHECK_EVERY = 256  # entries between two cancellation checks
-PROGRESS_EVERY = 0.5  # seconds between progress notifications (when the client asked)
 
 
 def doc_url(base: str | None, root: str, rel: str) -> str:
@@ -154,87 +137,21 @@ def _answer(
 def scan_search(
     snap: Snapshot, query: str, control: Control, *, fallback: str | None = None
 ) -> dict[str, Any]:
-    """The search without an index: a walk that reads every file, ranked by phrase, then
-    distinct words, then words in the path, then occurrences."""
-    terms = terms_of(query)
-    phrase = " ".join(query.split()).casefold()
+    """The search without an index: a walk of every readable root that reads every file,
+    ranked by phrase, then distinct words, then words in the path, then occurrences."""
     limits = snap.limits
     cap = min(RESULTS, limits.max_search_results)
-    budget = limits.max_search_bytes
-    scanned = 0
-    over_budget = False  # some file's text was not scanned for lack of budget
-    best: list[tuple[tuple[int, ...], str, str]] = []  # a min-heap of the `cap` best
-    order = matched = 0
-    next_progress = time.monotonic() + PROGRESS_EVERY
+    phrase = " ".join(query.split()).casefold()
+    scan = Scan(terms_of(query), phrase, cap, limits.max_search_bytes, control)
     for root, per_file in ranked.readable_roots(snap):
-        walker = Walker(root, ())
-        for entry in walker:
-            order += 1
-            if order % CHECK_EVERY == 0:
-                control.check()
-                if time.monotonic() >= next_progress:
-                    control.progress(order, None, f"{order} entries examined, {matched} matches")
-                    next_progress = time.monotonic() + PROGRESS_EVERY
-            if entry.kind != FILE:
-                continue
-            rel = entry.path
-            path_text = rel.casefold()
-            in_path = {t for t in terms if t in path_text}
-            found, count, whole = set(in_path), len(in_path), phrase in path_text
-            if len(in_path) < len(terms) or not whole:
-                text, used, late = _content(entry.name, entry.dir_fd, per_file, budget - scanned)
-                scanned += used
-                over_budget = over_budget or late
-                if text is not None:
-                    for t in terms:
-                        n = text.count(t)
-                        if n:
-                            found.add(t)
-                            count += n
-                    whole = whole or phrase in text
-            if not found:
-                continue
-            matched += 1
-            score = (int(whole), len(found), len(in_path), min(count, 10_000), -order)
-            item = (score, root.name, rel)
-            if len(best) < cap:
-                heapq.heappush(best, item)
-            elif item > best[0]:
-                heapq.heapreplace(best, item)
-    in_order = sorted(best, reverse=True)
+        scan.root(root, per_file)
     short = []
-    if over_budget:
+    if scan.over_budget:
         short.append(
-            f"the content budget (max_search_bytes = {budget}) ran out: later files were "
-            "matched by their path only; use more specific words"
+            f"the content budget (max_search_bytes = {scan.budget}) ran out: later files "
+            "were matched by their path only; use more specific words"
         )
-    listed = [(r, rel) for _, r, rel in in_order]
-    return _answer(snap, listed, matched, cap, short, info=fallback)
-
-
-def _content(name: str, dir_fd: int, per_file: int, left: int) -> tuple[str | None, int, bool]:
-    """A walked file's case-folded text (None when not scanned), bytes read, and
-    whether it went unscanned for lack of budget. Too large, binary, unreadable or
-    no longer a regular file: matched by path only, and not a budget matter."""
-    try:
-        fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
-    except OSError:  # gone, swapped for a link, unreadable
-        return None, 0, False
-    try:
-        st = os.fstat(fd)
-        if not stat_mod.S_ISREG(st.st_mode) or st.st_size > per_file:
-            return None, 0, False
-        if st.st_size > left:
-            return None, 0, True
-        data = textio.pread_all(fd, min(per_file, left))
-    except OSError:
-        return None, 0, False
-    finally:
-        os.close(fd)
-    decoded = as_text(data, True)
-    if decoded is None:
-        return None, len(data), False
-    return decoded[0].casefold(), len(data), False
+    return _answer(snap, scan.best_first(), scan.matched, cap, short, info=fallback)
 
 
 def _fit(results: list[dict[str, str]], cap: int) -> int:
@@ -257,40 +174,29 @@ def fetch(snap: Snapshot, doc_id: str) -> dict[str, Any]:
             f"invalid id '{doc_id[:200]}': expected 'root/relative/path' as returned by search"
         )
     root = snap.root(root_name)
-    with root.open_file(rel, op="fetch", perm="read") as f:
-        size, limit = f.st.st_size, root.max_read_bytes
-        try:
-            data = textio.pread_all(f.fd, limit + 1)
-        except OSError as exc:
-            raise os_error(exc, f.rel) from None
-        rel, mtime = f.rel, f.st.st_mtime
-    cut_bytes = len(data) > limit
-    decoded = as_text(data[:limit], not cut_bytes)
-    if decoded is None:
-        raise BinaryFile(f"binary file: '{rel}' is not text (a NUL byte in its first 4 KiB)")
-    text, enc = decoded
+    doc = read_document(root, rel)
     notes = []
-    if cut_bytes:
+    if doc.cut:
         notes.append(
-            f"only the first {limit} bytes of {max(size, len(data))} were read "
+            f"only the first {doc.limit} bytes of {max(doc.size, doc.read)} were read "
             f"(the root's max_read_bytes)"
         )
     metadata: dict[str, Any] = {
         "root": root.name,
-        "path": rel,
-        "size": size,
-        "modified": datetime.fromtimestamp(mtime, tz=timezone.utc).isoformat(),
-        "encoding": enc,
-        "truncated": cut_bytes,
+        "path": doc.rel,
+        "size": doc.size,
+        "modified": datetime.fromtimestamp(doc.mtime, tz=timezone.utc).isoformat(),
+        "encoding": doc.encoding,
+        "truncated": doc.cut,
     }
-    doc = {
-        "id": f"{root.name}/{rel}",
-        "title": rel,
-        "text": text,
-        "url": doc_url(snap.limits.public_base_url, root.name, rel),
+    answer = {
+        "id": f"{root.name}/{doc.rel}",
+        "title": doc.rel,
+        "text": doc.text,
+        "url": doc_url(snap.limits.public_base_url, root.name, doc.rel),
         "metadata": metadata,
     }
-    return _bound(doc, text, notes, snap.limits.max_output_chars)
+    return _bound(answer, doc.text, notes, snap.limits.max_output_chars)
 
 
 def _bound(doc: dict[str, Any], text: str, notes: list[str], cap: int) -> dict[str, Any]:

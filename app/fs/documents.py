@@ -1,0 +1,157 @@
+"""One root's files as documents for `search` and `fetch` (SPEC §4.6): scanned, or read whole.
+
+The ways in are the same as every other tool's: `Scan.root` walks with
+`app.security.walk.Walker` (denied names pruned before descending and
+invisible, symlinks never followed, files opened by name from the walk's own
+directory handle), and `read_document` opens through `SecureRoot.open_file`
+(permission, confinement, deny on the request *and* on the in-root target).
+A denied file is therefore neither found nor fetched.
+
+The scan (the search without an index): case-insensitive words; a file
+matches when at least one word occurs in its root-relative path or its text.
+Best first: the whole query as a phrase, then the most distinct words, then
+words in the path, then occurrences, then walk order (deterministic). Its
+content is capped by a byte budget shared by every root of the call; after
+that only paths are matched (`over_budget`). A file above the per-file cap, or
+binary, is matched by its path only. Which roots, the cap on results and the
+answer's shape are decided above fs (`app.corpus.deep_research`).
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+import stat as stat_mod
+import time
+from dataclasses import dataclass, field
+
+from app.errors import BinaryFile, os_error
+from app.fs import textio
+from app.fs.paging import Control
+from app.fs.tokens import as_text
+from app.security.resolve import FILE_FLAGS, SecureRoot
+from app.security.walk import FILE, WalkEntry, Walker
+
+CHECK_EVERY = 256  # entries between two cancellation checks
+PROGRESS_EVERY = 0.5  # seconds between progress notifications (when the client asked)
+
+Scored = tuple[tuple[int, ...], str, str]  # (score, root, path)
+
+
+@dataclass
+class Scan:
+    """The search without an index, one root after another (`root`), keeping the `cap`
+    best; `best_first()` gives them, `matched` counts every match."""
+
+    terms: list[str]
+    phrase: str  # the whole query, spaces folded, case-folded
+    cap: int
+    budget: int  # content bytes, across every root
+    control: Control
+    scanned: int = 0
+    over_budget: bool = False  # some file's text was not scanned for lack of budget
+    order: int = 0
+    matched: int = 0
+    best: list[Scored] = field(default_factory=list)  # a min-heap of the `cap` best
+    next_progress: float = field(default_factory=lambda: time.monotonic() + PROGRESS_EVERY)
+
+    def root(self, root: SecureRoot, per_file: int) -> None:
+        """Walk one root (already authorized), scoring each file."""
+        for entry in Walker(root, ()):
+            self.order += 1
+            if self.order % CHECK_EVERY == 0:
+                self._check()
+            if entry.kind == FILE:
+                self._file(root.name, entry, per_file)
+
+    def _check(self) -> None:
+        self.control.check()
+        if time.monotonic() >= self.next_progress:
+            self.control.progress(
+                self.order, None, f"{self.order} entries examined, {self.matched} matches"
+            )
+            self.next_progress = time.monotonic() + PROGRESS_EVERY
+
+    def _file(self, root_name: str, entry: WalkEntry, per_file: int) -> None:
+        terms, rel = self.terms, entry.path
+        path_text = rel.casefold()
+        in_path = {t for t in terms if t in path_text}
+        found, count, whole = set(in_path), len(in_path), self.phrase in path_text
+        if len(in_path) < len(terms) or not whole:
+            left = self.budget - self.scanned
+            text, used, late = _content(entry.name, entry.dir_fd, per_file, left)
+            self.scanned += used
+            self.over_budget = self.over_budget or late
+            if text is not None:
+                for t in terms:
+                    n = text.count(t)
+                    if n:
+                        found.add(t)
+                        count += n
+                whole = whole or self.phrase in text
+        if not found:
+            return
+        self.matched += 1
+        score = (int(whole), len(found), len(in_path), min(count, 10_000), -self.order)
+        item = (score, root_name, rel)
+        if len(self.best) < self.cap:
+            heapq.heappush(self.best, item)
+        elif item > self.best[0]:
+            heapq.heapreplace(self.best, item)
+
+    def best_first(self) -> list[tuple[str, str]]:
+        return [(r, rel) for _, r, rel in sorted(self.best, reverse=True)]
+
+
+def _content(name: str, dir_fd: int, per_file: int, left: int) -> tuple[str | None, int, bool]:
+    """A walked file's case-folded text (None when not scanned), bytes read, and
+    whether it went unscanned for lack of budget. Too large, binary, unreadable or
+    no longer a regular file: matched by path only, and not a budget matter."""
+    try:
+        fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
+    except OSError:  # gone, swapped for a link, unreadable
+        return None, 0, False
+    try:
+        st = os.fstat(fd)
+        if not stat_mod.S_ISREG(st.st_mode) or st.st_size > per_file:
+            return None, 0, False
+        if st.st_size > left:
+            return None, 0, True
+        data = textio.pread_all(fd, min(per_file, left))
+    except OSError:
+        return None, 0, False
+    finally:
+        os.close(fd)
+    decoded = as_text(data, True)
+    if decoded is None:
+        return None, len(data), False
+    return decoded[0].casefold(), len(data), False
+
+
+@dataclass(frozen=True)
+class Document:
+    rel: str  # as the root spells it
+    text: str
+    encoding: str
+    size: int
+    mtime: float
+    limit: int  # the root's max_read_bytes
+    read: int  # bytes read: one more than `limit` tells a longer file
+    cut: bool  # the file is longer than `limit`: `text` is its start
+
+
+def read_document(root: SecureRoot, rel: str) -> Document:
+    """The text of one file, at most the root's `max_read_bytes` of it (audited as fetch)."""
+    with root.open_file(rel, op="fetch", perm="read") as f:
+        size, limit = f.st.st_size, root.max_read_bytes
+        try:
+            data = textio.pread_all(f.fd, limit + 1)
+        except OSError as exc:
+            raise os_error(exc, f.rel) from None
+        rel, mtime = f.rel, f.st.st_mtime
+    cut_bytes = len(data) > limit
+    decoded = as_text(data[:limit], not cut_bytes)
+    if decoded is None:
+        raise BinaryFile(f"binary file: '{rel}' is not text (a NUL byte in its first 4 KiB)")
+    text, enc = decoded
+    return Document(rel, text, enc, size, mtime, limit, len(data), cut_bytes)
