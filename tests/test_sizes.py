@@ -26,8 +26,6 @@ OVER: dict[str, str] = {
     "fs/edit.py:edit_file": "74 lines; being split into named parts",
     "fs/fts.py": "507 lines; being split into named parts",
     "fs/fts.py:refresh": "82 lines; being split into named parts",
-    "fs/history/ops.py": "633 lines; being split into named parts",
-    "fs/history/ops.py:_worktree_changes": "79 lines; being split into named parts",
     "fs/regex.py": "322 lines; being split into named parts",
     "fs/regex.py:required_literal": "84 lines; being split into named parts",
     "fs/search.py": "457 lines; being split into named parts",

@@ -11,12 +11,13 @@ returned, so walking every page yields every item once, in order.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, TypeVar
 
 from pydantic import BaseModel
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 # Room kept for fields that change once the page is known (numbers, the note).
 RESERVE = 256
@@ -76,6 +77,17 @@ def flat_len(item: BaseModel | dict[str, Any]) -> int:
     return n
 
 
+def fitting(items: Iterable[T], room: int, size: Callable[[T], int]) -> int:
+    """How many of the first `items` fit in `room` characters, each `size(item)` and a comma."""
+    used = n = 0
+    for item in items:
+        used += size(item) + 1
+        if used > room:
+            break
+        n += 1
+    return n
+
+
 def fit_page(
     make: Callable[[int], M], items: Sequence[BaseModel | dict[str, Any]], cap: int
 ) -> tuple[M, int]:
@@ -91,13 +103,7 @@ def fit_page(
     plain = [i if isinstance(i, dict) else i.model_dump(mode="json") for i in items]
     if base + len(dumps(plain)) <= cap:
         return make(len(items)), len(items)
-    total = base
-    n = 0
-    for item in items:
-        total += flat_len(item) + 1
-        if total > cap:
-            break
-        n += 1
+    n = fitting(items, cap - base, flat_len)
     if n == len(items):
         return make(n), n
     while True:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from app.errors import TooLarge
-from app.fs.history import ops
+from app.fs.history import ops, store
 from app.fs.history.gitdir import GitDir
 from app.fs.paging import NoControl
 from tests.git.conftest import build_history, fast_history, make_root
@@ -47,7 +47,7 @@ def test_a_blob_above_the_limit_is_refused_before_it_is_loaded(tmp_path: Path,
                                                                monkeypatch) -> None:
     repo, _ = build_history(tmp_path)
     root = make_root(repo.path)
-    monkeypatch.setattr(ops, "MAX_BLOB", 100_000)
+    monkeypatch.setattr(store, "MAX_BLOB", 100_000)
 
     def never(*_a: object) -> None:
         raise AssertionError("the blob was loaded")

@@ -29,7 +29,8 @@ import errno
 import os
 import re
 import stat as stat_mod
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from app.errors import NotFound, os_error
 from app.fs.history.store import HEX, RepoRefused, RootObjectStore, open_dir_at, read_small
@@ -248,3 +249,14 @@ def has_repository(root: SecureRoot) -> bool:
     except OSError:
         return False
     return True
+
+
+@contextmanager
+def opened(root: SecureRoot, op: str) -> Iterator[GitDir]:
+    """The root's repository for one call of `op` (the root itself must be readable)."""
+    root.authorize("", perm="read", op=op)
+    git = GitDir(root, op=op)
+    try:
+        yield git
+    finally:
+        git.close()

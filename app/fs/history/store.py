@@ -21,10 +21,10 @@ from typing import Any
 
 from dulwich.object_format import SHA1
 from dulwich.object_store import PackBasedObjectStore
-from dulwich.objects import ShaFile
+from dulwich.objects import Blob, ShaFile
 from dulwich.pack import Pack, PackData, load_pack_index_file
 
-from app.errors import LoomError
+from app.errors import LoomError, TooLarge
 from app.fs.history.objsize import loose_size, packed_size
 from app.fs.textio import pread_all
 from app.security.resolve import DIR_FLAGS, FILE_FLAGS
@@ -32,6 +32,7 @@ from app.security.resolve import DIR_FLAGS, FILE_FLAGS
 HEX = frozenset(b"0123456789abcdef")
 MAX_LOOSE_OBJECT = 256 * 1024 * 1024
 MAX_OBJECT = 64 * 1024 * 1024  # no object larger than this is inflated
+MAX_BLOB = 64 * 1024 * 1024  # a file larger than this is never loaded
 MAX_PACKS = 200  # two descriptors each, held for the call
 DELTA_CACHE = 16 * 1024 * 1024  # resolved delta bases kept per pack (dulwich's default: 96 MiB)
 
@@ -110,6 +111,20 @@ class RootObjectStore(PackBasedObjectStore):
 
     def has(self, sha: bytes) -> bool:
         return sha in self  # type: ignore[operator]
+
+    def blob(self, sha: bytes, limit: int | None = None) -> bytes:
+        """A file's bytes; TooLarge above `limit` (MAX_BLOB), told by its header first."""
+        limit = MAX_BLOB if limit is None else limit
+        size = self.size(sha)
+        if size is not None and size > limit:
+            raise TooLarge(f"the file is {size} bytes, above {limit}")
+        obj = self.object(sha)
+        if not isinstance(obj, Blob):
+            raise LoomError(f"object {sha.decode()[:12]} is not a file")
+        data = obj.as_raw_string()
+        if len(data) > limit:
+            raise TooLarge(f"the file is {len(data)} bytes, above {limit}")
+        return data
 
     # -- packs ------------------------------------------------------------
 

@@ -26,6 +26,8 @@ from app.security.deny import DenyRules
 EMPTY = b""
 MAX_DEPTH = 256
 
+Content = Callable[[bytes | None], bytes | None]  # a side's bytes by blob id (None: absent)
+
 
 def is_tree(mode: int) -> bool:
     return stat_mod.S_ISDIR(mode)
@@ -74,6 +76,14 @@ class Hidden:
     @property
     def denied(self) -> int:
         return len(self.denied_paths)
+
+    def notes(self, what: str = "changed paths") -> list[str]:
+        notes = []
+        if self.denied:
+            notes.append(f"{self.denied} {what} hidden by deny rules")
+        if self.invalid:
+            notes.append(f"{self.invalid} entries with invalid names skipped")
+        return notes
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,171 @@
+"""git_show: one commit (its message and changed files, paged), or one file as it was
+at that commit, read like read_text_file.
+
+A file's content is refused when it is the same as a file's at a denied path anywhere
+in the history (`denied.py`); the blob is served from memory, never from a root.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Iterator
+from typing import Any
+
+from dulwich.objects import Commit
+from pydantic import BaseModel
+
+from app.errors import DeniedName, NotARegularFile, NotFound
+from app.fs import read as read_mod
+from app.fs.history import revs
+from app.fs.history.commits import first_parent_tree, subject, text, when
+from app.fs.history.denied import denied_blobs
+from app.fs.history.gitdir import GitDir, opened
+from app.fs.history.trees import Hidden, Trees, is_tree
+from app.fs.paging import RESERVE, Control, cut_to, fitting, json_len
+from app.security.paths import join
+from app.security.resolve import OpenedFile, SecureRoot
+
+
+class FileChange(BaseModel):
+    path: str
+    change: str
+    old_path: str | None = None
+
+
+class ShowResult(BaseModel):
+    root: str
+    id: str
+    author: str
+    committer: str
+    date: str
+    message: str
+    parents: list[str]
+    files: list[FileChange]
+    offset: int
+    returned: int
+    has_more: bool
+    next_offset: int | None
+    hidden_denied: int
+    note: str | None = None
+    file: read_mod.ReadTextResult | None = None
+
+
+def git_show(
+    root: SecureRoot,
+    *,
+    commit: str,
+    path: str | None,
+    start_line: int,
+    end_line: int,
+    offset: int,
+    cap: int,
+    control: Control,
+) -> ShowResult:
+    op = "git_show"
+    parts = root.authorize(path, perm="read", op=op) if path is not None else None
+    if parts is not None and not parts:
+        raise NotARegularFile("not a regular file: the root is a directory (omit path)")
+    with opened(root, op) as git:
+        c = revs.resolve(git, commit)
+        trees = Trees(git, root.rules, control.check)
+        hidden = Hidden()
+        changes = trees.changes(first_parent_tree(git, c), c.tree, (), hidden)
+        meta: dict[str, Any] = dict(
+            root=root.name, id=c.id.decode(), author=text(c.author, c.encoding),
+            committer=text(c.committer, c.encoding),
+            date=when(c.author_time, c.author_timezone),
+            parents=[p.decode() for p in c.parents],
+        )
+        if parts is not None:
+            return _show_file(git, trees, root, c, parts, hidden, meta, start_line, end_line, cap)
+    message = text(c.message, c.encoding)
+    files = [FileChange(path=x.path, change=x.change, old_path=x.old_path) for x in changes]
+    notes = hidden.notes()
+    room = cap - RESERVE - 800
+    msg_cut = False
+    if len(message) > room // 2:
+        message = cut_to(message, room // 2) + "\n[... message cut]"
+        msg_cut = True
+    used = json_len(message) + sum(len(p) + 3 for p in meta["parents"])
+    rest = files[offset:]
+    page = rest[: fitting(rest, room - used, json_len)]
+    has_more = offset + len(page) < len(files)
+    if has_more:
+        notes.append(
+            f"{len(files) - offset - len(page)} more changed files: "
+            f"continue with offset={offset + len(page)}"
+        )
+    if msg_cut:
+        notes.append("the message was cut to fit the output limit")
+    if c.parents and len(c.parents) > 1:
+        notes.append("a merge: files are its changes against its first parent")
+    return ShowResult(
+        **meta, message=message, files=page, offset=offset, returned=len(page),
+        has_more=has_more, next_offset=offset + len(page) if has_more else None,
+        hidden_denied=hidden.denied, note="; ".join(notes) or None,
+    )
+
+
+def _show_file(
+    git: GitDir,
+    trees: Trees,
+    root: SecureRoot,
+    c: Commit,
+    parts: tuple[str, ...],
+    hidden: Hidden,
+    meta: dict[str, Any],
+    start_line: int,
+    end_line: int,
+    cap: int,
+) -> ShowResult:
+    rel = join(parts)
+    entry = trees.lookup(c.tree, parts)
+    short = c.id.decode()[:12]
+    if entry is None:
+        raise NotFound(f"no such file at commit {short}: '{rel}'")
+    mode, sha = entry
+    if is_tree(mode):
+        raise NotARegularFile(f"not a regular file: '{rel}' is a directory at commit {short}")
+    if mode == 0o160000:
+        raise NotARegularFile(f"not a regular file: '{rel}' is a submodule at commit {short}")
+    if sha in hidden.denied_blobs or sha in denied_blobs(git, trees, (c.id,)):
+        err = DeniedName(f"{rel}: same content as a file at a denied path in this history")
+        root.record("DENY", rel, "git_show", err)
+        raise err
+    assert git.store is not None
+    data = git.store.blob(sha)
+    with _memfile(data) as fd:
+        blob_file = OpenedFile(fd, rel, rel, os.fstat(fd))
+        try:
+            shown = read_mod.read_text(
+                blob_file, root, start=start_line, end=end_line, tail=None, cap=cap - 600
+            )
+        finally:
+            blob_file.fd = -1  # closed by _memfile
+    root.record("ALLOW", rel, "git_show")
+    return ShowResult(
+        **meta, message=subject(c), files=[], offset=0, returned=0,
+        has_more=False, next_offset=None, hidden_denied=0, note=None, file=shown,
+    )
+
+
+@contextlib.contextmanager
+def _memfile(data: bytes) -> Iterator[int]:
+    """A file descriptor holding `data`, in memory where the system allows (never in a root)."""
+    if hasattr(os, "memfd_create"):
+        fd = os.memfd_create("loomfs-blob", getattr(os, "MFD_CLOEXEC", 0))
+        try:
+            view = memoryview(data)
+            written = 0
+            while written < len(data):
+                written += os.write(fd, view[written:])
+            yield fd
+        finally:
+            os.close(fd)
+        return
+    with tempfile.TemporaryFile() as f:
+        f.write(data)
+        f.flush()
+        yield f.fileno()
