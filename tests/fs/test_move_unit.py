@@ -3,14 +3,18 @@ audit log calls a move, and the bound on how much a moved folder may hold to be 
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 
 from app.errors import AlreadyExists, BadArgument, DeniedName, LoomError, OSRefusal
 from app.fs import move
+from app.security.deny import DenyRules
 from tests.kit import secure_root
 
 
@@ -160,3 +164,121 @@ def test_a_folder_that_cannot_be_listed_is_left_to_the_rename(tmp_path, monkeypa
     move.move_file(root, "app", "other")
     monkeypatch.undo()
     assert (top / "other" / "lib").is_dir() and not (top / "app").exists()
+
+
+def test_moving_a_folder_onto_itself_is_the_same_entry_not_its_own_subtree(tmp_path):
+    top = tmp_path / "r"
+    (top / "d" / "in").mkdir(parents=True)
+    with pytest.raises(BadArgument) as exc:
+        move.move_file(secure_root(top), "d", "d", overwrite=True)
+    assert exc.value.message == "source and destination are the same entry"
+    assert (top / "d" / "in").is_dir()
+
+
+def test_the_bound_counts_only_what_a_pattern_could_reach(tmp_path, monkeypatch):
+    """Only folders a whole-path rule could reach are listed: a big part no pattern reaches
+    (a whole moved folder, or one of its subfolders) is neither looked at nor counted."""
+    top = tmp_path / "r"
+    for folder in ("src", "config/big"):
+        (top / folder).mkdir(parents=True)
+        for i in range(6):
+            (top / folder / f"f{i}").write_text("x")
+    (top / "config" / "lib.yaml").write_text("x")
+    root = secure_root(top, deny=["config/prod.yaml"])  # may deny below `config` only
+    monkeypatch.setattr(move, "MAX_CHECKED", 3)  # config holds 2 entries; big ones hold 6
+    move.move_file(root, "src", "src2")  # `src` cannot hold anything the rule denies
+    move.move_file(root, "config", "config2")  # `config/big` cannot either
+    assert (top / "src2" / "f5").exists() and (top / "config2" / "big" / "f5").exists()
+
+
+def test_a_subfolder_that_cannot_be_opened_is_left_to_the_rename(tmp_path, monkeypatch):
+    top = tmp_path / "r"
+    (top / "app" / "config").mkdir(parents=True)
+    (top / "app" / "config" / "x.yaml").write_text("x")
+    root = secure_root(top, deny=["app/config/prod.yaml"])
+    real_open = os.open
+
+    def no_config(path, flags, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if path == "config":
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+        return real_open(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(move.os, "open", no_config)
+    move.move_file(root, "app", "other")
+    monkeypatch.undo()
+    assert (top / "other" / "config" / "x.yaml").exists() and not (top / "app").exists()
+
+
+# --- the exposure check against a reference: every entry below the moved folder, walked in full
+
+
+class _Listing:
+    """os.scandir with its entries in a chosen order (the kernel's order is unspecified)."""
+
+    def __init__(self, order: str) -> None:
+        self.order, self.real = order, os.scandir
+
+    def __call__(self, fd):  # type: ignore[no-untyped-def]
+        with self.real(fd) as it:
+            entries = sorted(it, key=lambda e: e.name, reverse=self.order == "reversed")
+        return contextlib.nullcontext(iter(entries))
+
+
+def _exposed(root_dir: Path, rules: DenyRules, old: tuple[str, ...], new: tuple[str, ...]) -> bool:
+    """Something below `old` denied there by a whole-path rule (not by one of its names, which
+    move with it) and not denied at the same place below `new`."""
+    for here, dirs, files in os.walk(root_dir.joinpath(*old)):
+        below = Path(here).relative_to(root_dir.joinpath(*old)).parts
+        for name in dirs + files:
+            rel = (*below, name)
+            if any(rules.name(p) is not None for p in rel):
+                continue
+            if rules.prefixes((*old, *rel)) is not None and rules.prefixes((*new, *rel)) is None:
+                return True
+    return False
+
+
+TREE_NAMES = ["config", "prod.yaml", "lib", ".env", "a"]
+DENY_SETS = [
+    ["config/prod.yaml"],
+    ["*/config/prod.yaml"],
+    ["src/config/*", "src/a"],
+    ["src/*/prod.yaml", "dst/lib/prod.yaml"],
+    ["src/lib", "dst/lib", "src/a"],  # lib denied at both places, a only where it is
+]
+
+
+@settings(max_examples=60, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    paths=st.lists(st.lists(st.sampled_from(TREE_NAMES), min_size=1, max_size=3), max_size=8),
+    deny=st.sampled_from(DENY_SETS),
+    order=st.sampled_from(["sorted", "reversed"]),
+    into=st.sampled_from(["dst", "dst2", "src2"]),
+)
+# A sibling listed after an entry denied by its name, or after one denied at both places:
+@example(paths=[[".env"], ["config", "prod.yaml"]], deny=DENY_SETS[3], order="sorted", into="dst")
+@example(paths=[["lib"], ["a"]], deny=DENY_SETS[4], order="reversed", into="dst")
+def test_the_exposure_check_agrees_with_a_full_walk(tmp_path_factory, monkeypatch, paths, deny,
+                                                    order, into):
+    """Refused exactly when a full walk finds an entry that would leave its rule, whatever the
+    order the folders list their entries in."""
+    top = tmp_path_factory.mktemp("move")
+    (top / "src").mkdir()
+    for parts in paths:  # the last name is a file, unless a longer path made it a folder
+        target = (top / "src").joinpath(*parts)
+        with contextlib.suppress(FileExistsError, NotADirectoryError):  # a file in the way
+            target.parent.mkdir(parents=True, exist_ok=True)
+            if not target.exists():
+                target.write_text("x")
+    root = secure_root(top, deny=deny)
+    expected = _exposed(top, root.rules, ("src",), (into,))
+    with monkeypatch.context() as m:
+        m.setattr(move.os, "scandir", _Listing(order))
+        try:
+            move.move_file(root, "src", into)
+            refused = False
+        except DeniedName:
+            refused = True
+    assert refused == expected
+    assert (top / into).is_dir() != refused and (top / "src").is_dir() == refused
