@@ -6,7 +6,7 @@ Three parties meet here and nowhere else:
   and hands the `Call` to the work in a worker thread;
 - the work calls `Call.check()` between units (a file, a directory, a chunk)
   and `Call.progress(...)`, which the tools layer wires to MCP progress;
-- `app.http.CancelOnDisconnect` builds the same key with `call_key(...)` from
+- `app.http.disconnect.CancelOnDisconnect` builds the same key with `call_key(...)` from
   the ASGI scope and calls `InFlight.cancel(key)` when the client disconnects
   before the answer (the SDK does not cancel a handler on a dropped connection).
 

@@ -42,7 +42,7 @@ def announce(loaded: LoadedConfig, transport: str) -> None:
 
 def bind_guard(host: str, allow_remote: bool, token: str | None) -> str | None:
     """The reason a bind must be refused, or None."""
-    from app.http import is_loopback  # here: stdio never loads the HTTP stack
+    from app.http.guards import is_loopback  # here: stdio never loads the HTTP stack
 
     if is_loopback(host):
         return None
@@ -143,7 +143,7 @@ def _serve_http(server, host: str, port: int, token: str | None, settings: Setti
     import uvicorn
 
     from app.http import build_app
-    from app.http_limits import uvicorn_limits
+    from app.http.limits import uvicorn_limits
 
     try:
         sock = listening_socket(host, port)
@@ -170,7 +170,7 @@ def _serve_http(server, host: str, port: int, token: str | None, settings: Setti
     server_class = _uvicorn_server_class()
     # httptools (uvicorn's C parser; 5-20% less server CPU per small call than h11,
     # benchmarks/http_modes.py, README "Measured") with the header cap, read
-    # timeouts and connection cap that app.http_limits adds.
+    # timeouts and connection cap that app.http.limits adds.
     # proxy_headers=False: uvicorn otherwise trusts X-Forwarded-For from 127.0.0.1, which is
     # every local client, and the audit log would record whatever address a client claims.
     config = uvicorn.Config(

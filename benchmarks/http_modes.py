@@ -8,7 +8,7 @@ through the MCP SDK client, round by round (the order rotates, so a load spike
 hits every variant alike). Variants:
 
 - shipped:   answer per request (JSON unless the call asked for progress),
-             stateful sessions, httptools parser with app.http_limits' header cap,
+             stateful sessions, httptools parser with app.http.limits' header cap,
              read timeouts and connection cap;
 - bare:      as shipped, on plain uvicorn httptools (no limits of ours);
 - sse:       every answer an SSE stream (the SDK's default);
@@ -68,7 +68,7 @@ def serve(variant: str, port: int, config: str) -> None:
     server.streamable_http_app = lambda **kw: make(**{**kw, "stateless_http": v["stateless"]})  # type: ignore[method-assign]
     app = build_app(server, json_response=v["json"],  # type: ignore[arg-type]
                     watch_disconnects=v.get("watch", True))  # type: ignore[arg-type]
-    from app.http_limits import MAX_HEAD_BYTES, uvicorn_limits
+    from app.http.limits import MAX_HEAD_BYTES, uvicorn_limits
 
     options: dict[str, object] = {"http": v["http"]}
     if v["http"] == "limited":

@@ -21,7 +21,7 @@ from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
 from app.http import build_app
-from app.http_limits import uvicorn_limits
+from app.http.limits import uvicorn_limits
 from app.registry import Registry
 from app.server import LoomServer
 

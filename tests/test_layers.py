@@ -23,7 +23,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("calls", ("app.calls",)),
     ("tools", ("app.tools",)),
     ("server", ("app.server",)),
-    ("transport", ("app.http", "app.http_limits", "app.stdio")),
+    ("transport", ("app.http", "app.stdio")),
     ("process", ("app.serve", "app.settings", "app.cli", "app.__main__")),
 ]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from app.http_limits import (
+from app.http.limits import (
     HEAD_TIMEOUT,
     MAX_HEAD_BYTES,
     LimitedHttpToolsProtocol,
@@ -240,6 +240,6 @@ BIG = "y" * (1 << 17)
     ],
 )
 def test_a_large_call_id_is_found(message: dict[str, object], expected: object) -> None:
-    from app.http import _tool_call_id
+    from app.http.disconnect import _tool_call_id
 
     assert _tool_call_id(json.dumps(message).encode()) == expected

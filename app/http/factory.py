@@ -1,0 +1,105 @@
+"""The HTTP service: one Starlette app with /healthz and /mcp behind the guards."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable, Iterable
+from contextlib import AbstractAsyncContextManager
+
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import BaseRoute, Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app import __version__
+from app.http.body import BodyLimit, body_limit_for
+from app.http.disconnect import CancelOnDisconnect
+from app.http.guards import BearerAuth, HostOriginGuard, TrimMcpHeaders
+from app.http.limits import MAX_SESSIONS, SESSION_IDLE_TIMEOUT, evict_when_full
+from app.http.response_mode import JsonWhenNothingStreams, PerRequestJSON
+from app.server import LoomServer, install_sighup
+
+
+def build_app(
+    server: LoomServer,
+    *,
+    token: str | None = None,
+    allowed_hosts: Iterable[str] = (),
+    allowed_origins: Iterable[str] = (),
+    json_response: bool | None = None,
+    handle_sighup: bool = False,
+    watch_disconnects: bool = True,
+    max_sessions: int = MAX_SESSIONS,
+    session_idle_timeout: float = SESSION_IDLE_TIMEOUT,
+) -> ASGIApp:
+    """`json_response`: True always JSON, False always SSE, None (default) per request.
+
+    `watch_disconnects=False` leaves out `CancelOnDisconnect` (benchmarks only).
+    """
+    mcp_app = server.streamable_http_app(
+        streamable_http_path="/mcp",
+        json_response=PerRequestJSON() if json_response is None else json_response,  # type: ignore[arg-type]
+        # Our HostOriginGuard covers every route; the SDK's would only cover /mcp.
+        transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False),
+        max_request_body_size=1 << 40,
+        max_sessions=max_sessions,
+        session_idle_timeout=session_idle_timeout,
+    )
+    evict_when_full(server.session_manager)
+    routes = _routes(server, mcp_app.routes)
+    app = Starlette(routes=routes, lifespan=_lifespan(server, handle_sighup))
+    guarded: ASGIApp = app if json_response is not None else JsonWhenNothingStreams(app)
+    if watch_disconnects:
+        guarded = CancelOnDisconnect(guarded, server)
+    guarded = TrimMcpHeaders(guarded)
+    guarded = BodyLimit(guarded, body_limit_for(server))
+    guarded = BearerAuth(guarded, token)
+    guarded = HostOriginGuard(guarded, allowed_hosts, allowed_origins)
+    return _LifespanPassthrough(guarded, app)
+
+
+def _routes(server: LoomServer, mcp_routes: list[BaseRoute]) -> list[BaseRoute]:
+    async def healthz(request: Request) -> Response:
+        body = {"status": "ok", "version": __version__, "roots": len(server.registry.current.roots)}
+        if request.method == "HEAD":
+            return Response(status_code=200, media_type="application/json")
+        return JSONResponse(body)
+
+    async def not_found(request: Request) -> Response:
+        return Response("Not Found", status_code=404, media_type="text/plain")
+
+    return [
+        Route("/healthz", healthz, methods=["GET", "HEAD"]),
+        Route("/.well-known/oauth-protected-resource", not_found),
+        Route("/.well-known/oauth-protected-resource/{rest:path}", not_found),
+        *mcp_routes,
+    ]
+
+
+def _lifespan(
+    server: LoomServer, handle_sighup: bool
+) -> Callable[[Starlette], AbstractAsyncContextManager[None]]:
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        if handle_sighup:
+            install_sighup(server)
+        async with server.session_manager.run():
+            yield
+
+    return lifespan
+
+
+class _LifespanPassthrough:
+    """Send lifespan events straight to the Starlette app, HTTP through the guards."""
+
+    def __init__(self, guarded: ASGIApp, app: Starlette) -> None:
+        self.guarded = guarded
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+        else:
+            await self.guarded(scope, receive, send)

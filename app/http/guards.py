@@ -1,0 +1,148 @@
+"""The guards every HTTP request passes first: who may ask, and with which headers.
+
+Small pure-ASGI middlewares, outermost first (`app.http.factory.build_app` stacks them):
+1. `HostOriginGuard` - DNS-rebinding defence: Host must be loopback or listed
+   (421), a present Origin must be loopback or listed (403).
+2. `BearerAuth` - when a token is configured, /mcp needs it (401).
+3. `app.http.body.BodyLimit` - requests above the limit get 413 before anything
+   reads them.
+4. `TrimMcpHeaders` - `Mcp-Method`/`Mcp-Name` without surrounding whitespace.
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+from collections.abc import Iterable
+from urllib.parse import urlsplit
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+
+def split_host(value: str) -> str:
+    """The host part of a Host header or netloc, without port or brackets."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1 : value.find("]")] if "]" in value else value
+    if value.count(":") == 1:
+        return value.split(":", 1)[0]
+    return value
+
+
+def is_loopback(host: str) -> bool:
+    host = split_host(host)
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    for key, value in scope.get("headers", ()):
+        if key == name:
+            return value.decode("latin-1")
+    return None
+
+
+async def plain(
+    send: Send, status: int, text: str, headers: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
+    """A short text/plain answer from a guard (the app never sees the request)."""
+    body = text.encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"text/plain; charset=utf-8"),
+                (b"content-length", str(len(body)).encode()),
+                *headers,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class HostOriginGuard:
+    def __init__(self, app: ASGIApp, allowed_hosts: Iterable[str], allowed_origins: Iterable[str]):
+        self.app = app
+        self.hosts = {h.strip().lower() for h in allowed_hosts if h.strip()}
+        self.origins = {o.strip().lower().rstrip("/") for o in allowed_origins if o.strip()}
+
+    def host_ok(self, host: str | None) -> bool:
+        if not host:
+            return False
+        host = host.strip().lower()
+        return is_loopback(host) or host in self.hosts or split_host(host) in self.hosts
+
+    def origin_ok(self, origin: str) -> bool:
+        origin = origin.strip().lower().rstrip("/")
+        if origin in self.origins:
+            return True
+        parts = urlsplit(origin)
+        return (
+            parts.scheme in ("http", "https")
+            and bool(parts.hostname)
+            and is_loopback(parts.hostname or "")
+        )
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            if not self.host_ok(header(scope, b"host")):
+                await plain(send, 421, "Misdirected Request: Host not allowed")
+                return
+            origin = header(scope, b"origin")
+            if origin is not None and not self.origin_ok(origin):
+                await plain(send, 403, "Forbidden: Origin not allowed")
+                return
+        await self.app(scope, receive, send)
+
+
+class BearerAuth:
+    """`Authorization: Bearer <token>`, the scheme in any case (RFC 9110 §11.1), compared
+    in constant time."""
+
+    def __init__(self, app: ASGIApp, token: str | None, prefix: str = "/mcp"):
+        self.app = app
+        self.expected = token.encode() if token else None
+        self.prefix = prefix
+
+    def authorized(self, header: str | None) -> bool:
+        scheme, _, credentials = (header or "").strip().partition(" ")
+        got = credentials.strip().encode("latin-1")
+        same = hmac.compare_digest(got, self.expected or b"")  # compared whatever the scheme
+        return scheme.lower() == "bearer" and same
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.expected is not None and scope["type"] == "http":
+            path = scope.get("path", "")
+            guarded = path == self.prefix or path.startswith(self.prefix + "/")
+            if guarded and not self.authorized(header(scope, b"authorization")):
+                await plain(
+                    send,
+                    401,
+                    "Unauthorized: a valid bearer token is required",
+                    [(b"www-authenticate", b'Bearer realm="loom-fs-mcp"')],
+                )
+                return
+        await self.app(scope, receive, send)
+
+
+class TrimMcpHeaders:
+    """`Mcp-Method`/`Mcp-Name` values without surrounding whitespace (RFC 9110 §5.5: it
+    is not part of the value); the SDK compares them with the body as sent."""
+
+    NAMES = (b"mcp-method", b"mcp-name")
+
+    def __init__(self, app: ASGIApp):
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            headers = scope.get("headers", ())
+            if any(k in self.NAMES and v != v.strip(b" \t") for k, v in headers):
+                trimmed = [(k, v.strip(b" \t") if k in self.NAMES else v) for k, v in headers]
+                scope = {**scope, "headers": trimmed}
+        await self.app(scope, receive, send)
