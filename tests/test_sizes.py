@@ -24,8 +24,6 @@ OVER: dict[str, str] = {
     "config.py": "396 lines; being split into named parts",
     "fs/edit.py": "377 lines; being split into named parts",
     "fs/edit.py:edit_file": "74 lines; being split into named parts",
-    "fs/fts.py": "507 lines; being split into named parts",
-    "fs/fts.py:refresh": "82 lines; being split into named parts",
     "fs/regex.py": "322 lines; being split into named parts",
     "fs/regex.py:required_literal": "84 lines; being split into named parts",
     "fs/search.py": "457 lines; being split into named parts",
