@@ -28,7 +28,6 @@ OVER: dict[str, str] = {
     "fs/regex.py:required_literal": "84 lines; being split into named parts",
     "fs/search.py": "457 lines; being split into named parts",
     "fs/search.py:search_text": "192 lines; being split into named parts",
-    "tools/render.py": "343 lines; being split into named parts",
 }
 
 

@@ -1,0 +1,220 @@
+"""The text of the file, listing, search, write and admin results (`app.tools.render`).
+
+Shared with `render_git`: `footer` (the bracketed last line), `read_header` and
+`numbered` (a file's lines, `cat -n` style).
+"""
+
+from __future__ import annotations
+
+import posixpath
+from typing import Any
+
+Data = dict[str, Any]
+
+
+def footer(data: Data, more: str | None) -> list[str]:
+    """The last line: how to continue, and what was cut or skipped."""
+    parts = []
+    note = data.get("note")
+    if more and not (note and more in note):
+        parts.append(f"more: call again with {more}")
+    if note:
+        parts.append(note)
+    return [f"[{'; '.join(parts)}]"] if parts else []
+
+
+def _where(root: str | None, path: str) -> str:
+    return f"{root}:{path or '.'}" if root else (path or ".")
+
+
+def _entry(name: str, kind: str, size: Any) -> str:
+    if kind == "dir":
+        return name + "/"
+    if kind == "symlink":
+        return name + "@"
+    if kind == "file":
+        return f"{name} {size}" if size is not None else name
+    return f"{name} ({kind})"
+
+
+def list_directory(data: Data) -> str:
+    path = data.get("path", "")
+    entries = data.get("entries", [])
+    first, last = data["offset"] + 1, data["offset"] + len(entries)
+    span = f"entries {first}-{last}" if entries else "no entries"
+    lines = [f"{_where(data.get('root'), path)} ({span}; sizes in bytes, folders end in /, "
+             "symlinks in @)"]
+    group = path
+    for e in entries:
+        parent = posixpath.dirname(e["path"])
+        if parent != group:
+            group = parent
+            lines.append(f"{parent}/:")
+        indent = "  " if group != path else ""
+        lines.append(indent + _entry(e["name"], e["type"], e.get("size")))
+    if data.get("skipped_links"):
+        lines.append(f"[{data['skipped_links']} symlink(s) not followed]")
+    more = f"offset={data['next_offset']}" if data.get("has_more") else None
+    return "\n".join(lines + footer(data, more))
+
+
+def stat_path(data: Data) -> str:
+    bits = [data["type"]]
+    if data.get("size") is not None:
+        bits.append(f"{data['size']} bytes")
+    if data.get("type") == "file":
+        bits.append("text" if data.get("is_text") else "binary")
+    bits.append(f"modified {data.get('modified')}")
+    if data.get("created"):
+        bits.append(f"created {data['created']}")
+    bits.append(f"mode {data.get('mode')}")
+    if data.get("sha256"):
+        bits.append(f"sha256 {data['sha256']}")
+    return f"{data['path']}: " + ", ".join(bits)
+
+
+def numbered(content: str) -> list[str]:
+    """`content`'s `120 | text` lines as `120<TAB>text` (the text itself untouched)."""
+    out = []
+    for line in content.split("\n") if content else []:
+        number, sep, text = line.partition(" | ")
+        out.append(f"{number}\t{text}" if sep and number.isdigit() else line)
+    return out
+
+
+def read_header(data: Data) -> str:
+    if data.get("start_beyond_eof"):
+        span = f"no lines: start_line {data['start_line']} is past the end"
+    elif data.get("end_line") is None:
+        span = "no lines"
+    else:
+        span = f"lines {data['start_line']}-{data['end_line']}"
+    if data.get("total_lines") is not None:
+        span += f" of {data['total_lines']}"
+    extra = f", sha256 {data['sha256']}" if data.get("sha256") else ""
+    return f"{data['path']} ({span}; {data['encoding']}{extra})"
+
+
+def read_text_file(data: Data) -> str:
+    more = f"start_line={data['next_start_line']}" if data.get("has_more") else None
+    return "\n".join([read_header(data), *numbered(data["content"]), *footer(data, more)])
+
+
+def read_multiple_files(data: Data) -> str:
+    lines: list[str] = []
+    for item in data.get("results", []):
+        got = item.get("file")
+        if got is None:
+            name = item.get("path") or "paths[{}]".format(item["index"])
+            lines.append(f"== {name}: {item.get('error')}")
+            continue
+        lines.append("== " + read_header(got))
+        lines += numbered(got["content"])
+        if got.get("has_more"):
+            lines.append(f"[more: read_text_file with start_line={got['next_start_line']}]")
+    return "\n".join(lines + footer(data, None))
+
+
+def read_media_file(data: Data) -> str:
+    return f"{data['path']}: {data['mime_type']}, {data['size']} bytes, sha256 {data['sha256']}"
+
+
+def _searchfooter(data: Data, counts: list[str]) -> list[str]:
+    more = f"offset={data['next_offset']}" if data.get("has_more") else None
+    out = footer(data, more)
+    if data.get("truncated") and not data.get("note"):
+        out.append("[the search stopped before the end of the tree]")
+    if counts:
+        out.append(f"[{', '.join(counts)}]")
+    return out
+
+
+def search_files(data: Data) -> str:
+    matches = data.get("matches", [])
+    lines = [f"{len(matches)} match(es), paths relative to the root"
+             f"{' from ' + str(data['offset'] + 1) if data.get('offset') else ''}:"]
+    lines += [_entry(m["path"], m["type"], m.get("size")) for m in matches]
+    skipped = [f"{data['skipped_links']} symlink(s) not followed"] if data.get(
+        "skipped_links") else []
+    return "\n".join(lines + _searchfooter(data, skipped))
+
+
+def search_text(data: Data) -> str:
+    lines: list[str] = []
+    if "files" in data:  # output_mode="files_with_matches"
+        lines.append(f"{len(data['files'])} file(s) with matches:")
+        lines += list(data["files"])
+    elif "counts" in data:  # output_mode="count"
+        lines.append(f"matches per file ({len(data['counts'])} file(s)):")
+        lines += [f"{c['path']}: {c['count']}" for c in data["counts"]]
+    else:
+        matches = data.get("matches", [])
+        lines.append(f"{len(matches)} matching line(s), grouped by file:")
+        current = None
+        for m in matches:
+            if m["path"] != current:
+                current = m["path"]
+                lines.append(current)
+            first = m["line"] - len(m.get("before") or [])
+            for i, text in enumerate(m.get("before") or []):
+                lines.append(f"  {first + i}- {text}")
+            lines.append(f"  {m['line']}: {m['preview']}")
+            for i, text in enumerate(m.get("after") or []):
+                lines.append(f"  {m['line'] + 1 + i}- {text}")
+    skipped = []
+    if data.get("skipped_too_large"):
+        skipped.append(f"{data['skipped_too_large']} too large")
+    if data.get("skipped_binary"):
+        skipped.append(f"{data['skipped_binary']} binary")
+    if data.get("skipped_links"):
+        skipped.append(f"{data['skipped_links']} symlink(s)")
+    counts = [f"files skipped: {', '.join(skipped)}"] if skipped else []
+    return "\n".join(lines + _searchfooter(data, counts))
+
+
+def edit_file(data: Data) -> str:
+    if data.get("dry_run"):
+        head = f"dry run on {data['path']}:"
+    elif data.get("written"):
+        sha = f" (sha256 {data['sha256']})" if data.get("sha256") else ""
+        head = f"edited {data['path']}{sha}:"
+    else:
+        head = f"{data['path']} unchanged: the edits change nothing"
+    return "\n".join([head, data.get("diff", "").rstrip("\n"), *footer(data, None)])
+
+
+def write_file(data: Data) -> str:
+    did = "created" if data.get("created") else "replaced"
+    return f"{did} {data['path']}: {data['size']} bytes, sha256 {data['sha256']}"
+
+
+def create_directory(data: Data) -> str:
+    return (f"created {data['path']}/" if data.get("created")
+            else f"{data['path']}/ already exists (nothing changed)")
+
+
+def move_file(data: Data) -> str:
+    replaced = " (replaced the file that was there)" if data.get("replaced") else ""
+    return f"moved {data['type']} {data['source']} -> {data['destination']}{replaced}"
+
+
+def delete(data: Data) -> str:
+    return (f"deleted {data['path']}: moved to the trash as {data['trashed_to']} "
+            "(the owner can restore it; you cannot reach it)")
+
+
+def _root_line(r: Data) -> str:
+    default = ", default" if r.get("default") else ""
+    return (f"{r['name']}: {r['role']}, {'/'.join(r['permissions'])}{default}, "
+            f"reads files up to {r['max_read_bytes']} bytes")
+
+
+def list_roots(data: Data) -> str:
+    return "\n".join(_root_line(r) for r in data.get("roots", []))
+
+
+def reload_config(data: Data) -> str:
+    lines = [f"config reloaded (generation {data['generation']}); roots:"]
+    lines += ["  " + _root_line(r) for r in data.get("roots", [])]
+    lines.append("tools: " + ", ".join(data.get("tools", [])))
+    return "\n".join(lines)
