@@ -1,15 +1,15 @@
 """The roots file: pydantic models, loading (TOML or JSON) and validation.
 
 Every inconsistency stops the load with a message naming the field and the
-root; there is no degraded mode. Messages never quote a configured host path,
-because `reload_config` sends them to the client.
+root; there is no degraded mode. `validate` runs the checks against the disk
+(`app.config_checks`, one function per rule) in a fixed order. Messages never
+quote a configured host path, because `reload_config` sends them to the client.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,10 +17,19 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from app.config_checks import (
+    check_allow,
+    check_name,
+    check_overlaps,
+    check_own_files,
+    default_root_of,
+    expand,
+    resolve_links,
+    root_path,
+    root_permissions,
+)
 from app.errors import ConfigError
 from app.messages import sentence
-from app.security.deny import floor_pattern_of
-from app.security.policy import PERMISSION_ORDER, ROLE_CEILINGS
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -31,9 +40,7 @@ Role = Literal["reference", "sourcecode", "workspace"]
 Permission = Literal["read", "write", "delete"]
 Positive = Annotated[int, Field(strict=True, gt=0)]
 
-NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,31}$")
 DEFAULT_MAX_READ = {"reference": 1 << 20, "sourcecode": 2 << 20, "workspace": 8 << 20}
-SYSTEM_TREES = ("/proc", "/sys", "/dev")
 
 SENSITIVE_REFUSAL = (
     "allow_sensitive_files: true is refused: the built-in deny list cannot be switched "
@@ -154,13 +161,6 @@ class LoadedConfig:
         return (self.source, *logs)
 
 
-def expand(raw: str, base: Path) -> str:
-    path = os.path.expandvars(os.path.expanduser(raw))
-    if not os.path.isabs(path):
-        path = str(base / path)
-    return os.path.normpath(path)
-
-
 def default_audit_log() -> str:
     state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
     return os.path.join(state, "loom-fs-mcp", "audit.log")
@@ -208,48 +208,6 @@ def _format_validation(exc: ValidationError, data: dict[str, Any]) -> str:
     return "invalid config: " + "; ".join(lines)
 
 
-def resolve_links(path: str) -> tuple[str, tuple[str, ...]]:
-    """The real path of `path`, and where each symlink met on the way sits (its own
-    location, with its folder resolved). A link anywhere on the way to the config file
-    decides which file is read as much as the file does."""
-    # Not abspath: it would drop `link/..` lexically, where the system resolves the link first.
-    full = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
-    pending = [p for p in full.split(os.sep) if p]
-    cur = os.sep
-    links: list[str] = []
-    while pending:
-        name = pending.pop(0)
-        if name in ("", "."):
-            continue
-        if name == "..":
-            cur = os.path.dirname(cur)
-            continue
-        nxt = os.path.join(cur, name)
-        if not os.path.islink(nxt):
-            cur = nxt
-            continue
-        links.append(nxt)
-        if len(links) > 40:
-            raise ConfigError("config: too many levels of symbolic links on its path")
-        try:
-            target = os.readlink(nxt)
-        except OSError as exc:
-            raise ConfigError(
-                f"config: a link on its path cannot be read ({exc.strerror})"
-            ) from None
-        if os.path.isabs(target):
-            cur = os.sep
-        pending[:0] = [p for p in target.split(os.sep) if p]
-    return cur, tuple(links)
-
-
-def contains(parent: str, child: str) -> bool:
-    """Component-wise containment (never a string prefix)."""
-    a = [p for p in parent.split(os.sep) if p]
-    b = [p for p in child.split(os.sep) if p]
-    return b[: len(a)] == a
-
-
 def load(path: str | os.PathLike[str]) -> LoadedConfig:
     """Read and validate a config file; raise ConfigError naming field and root."""
     source, links = resolve_links(os.fspath(path))
@@ -282,13 +240,13 @@ def validate(model: Config, source: str, source_links: tuple[str, ...] = ()) -> 
     resolved: list[ResolvedRoot] = []
     for r in model.roots:
         where = f"invalid config: root '{r.name}'"
-        _check_name(r.name, seen, where)
+        check_name(r.name, seen, where)
         seen.add(r.name)
-        real = _root_path(r.path, base, where)
-        perms = _root_permissions(r, where)
+        real = root_path(r.path, base, where)
+        perms = root_permissions(r, where)
         allow = (*model.allow, *r.allow)
-        _check_allow(allow, where)
-        _check_own_files(real, perms, own_files, where)
+        check_allow(allow, where)
+        check_own_files(real, perms, own_files, where)
         resolved.append(
             ResolvedRoot(
                 name=r.name,
@@ -300,97 +258,8 @@ def validate(model: Config, source: str, source_links: tuple[str, ...] = ()) -> 
                 max_read_bytes=r.max_read_bytes or model.max_read_bytes or DEFAULT_MAX_READ[r.role],
             )
         )
-    _check_overlaps(resolved)
-    default = _default_root(model.default_root, seen, resolved)
+    check_overlaps(resolved)
+    default = default_root_of(model.default_root, seen, resolved)
     return LoadedConfig(source, model, tuple(resolved), audit_log, default, source_links)
 
 
-def _check_name(name: str, seen: set[str], where: str) -> None:
-    if not NAME_RE.match(name):
-        raise ConfigError(f"{where}: name must match ^[a-z0-9][a-z0-9._-]{{0,31}}$")
-    if name in seen:
-        raise ConfigError(f"{where}: name is used by two roots")
-
-
-def _root_path(path: str, base: Path, where: str) -> str:
-    """The root's real path: an existing directory, neither / nor a system tree."""
-    real = os.path.realpath(expand(path, base))
-    if not os.path.exists(real):
-        raise ConfigError(f"{where}: path does not exist")
-    if not os.path.isdir(real):
-        raise ConfigError(f"{where}: path is not a directory")
-    if real == os.path.abspath(os.sep) or any(contains(t, real) for t in SYSTEM_TREES):
-        raise ConfigError(f"{where}: path is / or a system tree (/proc, /sys, /dev)")
-    return real
-
-
-def _root_permissions(r: RootConfig, where: str) -> tuple[str, ...]:
-    """The granted permissions (the role's ceiling by default), in PERMISSION_ORDER."""
-    ceiling = ROLE_CEILINGS[r.role]
-    perms = tuple(ceiling) if r.permissions is None else tuple(r.permissions)
-    if not perms:
-        raise ConfigError(f"{where}: permissions is empty; a root must grant something")
-    for perm in perms:
-        if perm not in ceiling:
-            raise ConfigError(
-                f"invalid config: root '{r.name}' (role {r.role}) cannot be granted {perm}; "
-                f"its permissions may name only: {', '.join(ceiling)}"
-            )
-    return tuple(p for p in PERMISSION_ORDER if p in perms)
-
-
-def _check_allow(allow: tuple[str, ...], where: str) -> None:
-    for entry in allow:
-        floor = floor_pattern_of(entry)
-        if floor is not None:
-            raise ConfigError(
-                f"{where}: allow: '{entry}' would re-open the floor pattern '{floor}', "
-                "which nothing can re-open"
-            )
-
-
-def _check_own_files(
-    real: str,
-    perms: tuple[str, ...],
-    own_files: tuple[tuple[str, str, tuple[str, ...]], ...],
-    where: str,
-) -> None:
-    """A root that may change things must not hold the server's own files or links to them."""
-    changes = [p for p in perms if p != "read"]
-    if not changes:
-        return
-    # An agent that can change the file defining its own roots (or a link on the way
-    # to it) can swap it and reload: refused at start and on every reload.
-    for label, file, links in own_files:
-        if contains(real, file):
-            raise ConfigError(
-                f"{where}: grants {', '.join(changes)} and contains the server's {label}; "
-                "move it out of the root or make the root read-only"
-            )
-        if any(contains(real, link) for link in links):
-            raise ConfigError(
-                f"{where}: grants {', '.join(changes)} and holds a symbolic link on the "
-                f"path to the server's {label}, so an agent could swap the file; give "
-                "its real path, or make the root read-only"
-            )
-
-
-def _check_overlaps(resolved: list[ResolvedRoot]) -> None:
-    for i, a in enumerate(resolved):
-        for b in resolved[i + 1 :]:
-            if contains(a.real, b.real) or contains(b.real, a.real):
-                raise ConfigError(
-                    f"invalid config: roots '{a.name}' and '{b.name}' overlap: one path contains "
-                    "the other (after resolving links); the effective permission would be ambiguous"
-                )
-
-
-def _default_root(default: str | None, seen: set[str], resolved: list[ResolvedRoot]) -> str | None:
-    if default is not None and default not in seen:
-        raise ConfigError(
-            f"invalid config: default_root '{default}' is not a configured root "
-            f"(known: {', '.join(sorted(seen))})"
-        )
-    if default is None and len(resolved) == 1:
-        return resolved[0].name
-    return default

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from app import config as config_mod
 from app.audit import AuditLog
+from app.config_checks import contains
 from app.errors import ConfigError, UnknownRoot
 from app.fs.history.gitdir import has_repository
 from app.security.deny import DenyRules
@@ -86,7 +87,7 @@ def build(
         inside = [
             os.path.relpath(f, r.real).replace(os.sep, "/")
             for f in protected
-            if config_mod.contains(r.real, f) and f != r.real
+            if contains(r.real, f) and f != r.real
         ]
         rules = DenyRules(extra=r.deny, allow=r.allow, protected=inside, identities=identities)
         try:

@@ -18,7 +18,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("base", ("app", "app.errors", "app.messages", "app.audit")),
     ("security", ("app.security",)),
     ("fs", ("app.fs",)),
-    ("registry", ("app.config", "app.registry")),
+    ("registry", ("app.config", "app.config_checks", "app.registry")),
     ("corpus", ("app.corpus",)),
     ("calls", ("app.calls",)),
     ("tools", ("app.tools",)),

@@ -21,7 +21,6 @@ RUN = 6  # lines in a row that count as written twice
 
 # "path" or "path:function" -> why it is still over its limit. Delete an entry when it fits.
 OVER: dict[str, str] = {
-    "config.py": "396 lines; being split into named parts",
     "fs/edit.py": "377 lines; being split into named parts",
     "fs/edit.py:edit_file": "74 lines; being split into named parts",
     "fs/regex.py": "322 lines; being split into named parts",

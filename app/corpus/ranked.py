@@ -17,7 +17,7 @@ import os
 import time
 from collections.abc import Iterator
 
-from app import config as config_mod
+from app.config_checks import contains
 from app.fs import fts, tokens
 from app.fs import ranked as per_root
 from app.fs.paging import Control
@@ -38,7 +38,7 @@ def index_dir(snap: Snapshot) -> str:
 def dir_problem(snap: Snapshot) -> str | None:
     where = index_dir(snap)
     for root in snap.roots.values():
-        if config_mod.contains(root.real, where):
+        if contains(root.real, where):
             return f"the index directory would be inside root '{root.name}'"
     return None
 

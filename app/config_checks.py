@@ -1,0 +1,168 @@
+"""The checks a config must pass against the disk, one function per rule (`config.validate`).
+
+Each raises `ConfigError` naming the root and the field, never quoting a host path
+(`reload_config` sends the message to the client). `resolve_links` and `contains`
+are the path arithmetic the rules share: containment is by component, and a
+symlink on the way to a file counts as much as the file.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from app.errors import ConfigError
+from app.security.deny import floor_pattern_of
+from app.security.policy import PERMISSION_ORDER, ROLE_CEILINGS
+
+if TYPE_CHECKING:
+    from app.config import ResolvedRoot, RootConfig
+
+NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,31}$")
+SYSTEM_TREES = ("/proc", "/sys", "/dev")
+
+
+def expand(raw: str, base: Path) -> str:
+    path = os.path.expandvars(os.path.expanduser(raw))
+    if not os.path.isabs(path):
+        path = str(base / path)
+    return os.path.normpath(path)
+
+
+
+def resolve_links(path: str) -> tuple[str, tuple[str, ...]]:
+    """The real path of `path`, and where each symlink met on the way sits (its own
+    location, with its folder resolved). A link anywhere on the way to the config file
+    decides which file is read as much as the file does."""
+    # Not abspath: it would drop `link/..` lexically, where the system resolves the link first.
+    full = path if os.path.isabs(path) else os.path.join(os.getcwd(), path)
+    pending = [p for p in full.split(os.sep) if p]
+    cur = os.sep
+    links: list[str] = []
+    while pending:
+        name = pending.pop(0)
+        if name in ("", "."):
+            continue
+        if name == "..":
+            cur = os.path.dirname(cur)
+            continue
+        nxt = os.path.join(cur, name)
+        if not os.path.islink(nxt):
+            cur = nxt
+            continue
+        links.append(nxt)
+        if len(links) > 40:
+            raise ConfigError("config: too many levels of symbolic links on its path")
+        try:
+            target = os.readlink(nxt)
+        except OSError as exc:
+            raise ConfigError(
+                f"config: a link on its path cannot be read ({exc.strerror})"
+            ) from None
+        if os.path.isabs(target):
+            cur = os.sep
+        pending[:0] = [p for p in target.split(os.sep) if p]
+    return cur, tuple(links)
+
+
+def contains(parent: str, child: str) -> bool:
+    """Component-wise containment (never a string prefix)."""
+    a = [p for p in parent.split(os.sep) if p]
+    b = [p for p in child.split(os.sep) if p]
+    return b[: len(a)] == a
+
+
+def check_name(name: str, seen: set[str], where: str) -> None:
+    if not NAME_RE.match(name):
+        raise ConfigError(f"{where}: name must match ^[a-z0-9][a-z0-9._-]{{0,31}}$")
+    if name in seen:
+        raise ConfigError(f"{where}: name is used by two roots")
+
+
+def root_path(path: str, base: Path, where: str) -> str:
+    """The root's real path: an existing directory, neither / nor a system tree."""
+    real = os.path.realpath(expand(path, base))
+    if not os.path.exists(real):
+        raise ConfigError(f"{where}: path does not exist")
+    if not os.path.isdir(real):
+        raise ConfigError(f"{where}: path is not a directory")
+    if real == os.path.abspath(os.sep) or any(contains(t, real) for t in SYSTEM_TREES):
+        raise ConfigError(f"{where}: path is / or a system tree (/proc, /sys, /dev)")
+    return real
+
+
+def root_permissions(r: RootConfig, where: str) -> tuple[str, ...]:
+    """The granted permissions (the role's ceiling by default), in PERMISSION_ORDER."""
+    ceiling = ROLE_CEILINGS[r.role]
+    perms = tuple(ceiling) if r.permissions is None else tuple(r.permissions)
+    if not perms:
+        raise ConfigError(f"{where}: permissions is empty; a root must grant something")
+    for perm in perms:
+        if perm not in ceiling:
+            raise ConfigError(
+                f"invalid config: root '{r.name}' (role {r.role}) cannot be granted {perm}; "
+                f"its permissions may name only: {', '.join(ceiling)}"
+            )
+    return tuple(p for p in PERMISSION_ORDER if p in perms)
+
+
+def check_allow(allow: tuple[str, ...], where: str) -> None:
+    for entry in allow:
+        floor = floor_pattern_of(entry)
+        if floor is not None:
+            raise ConfigError(
+                f"{where}: allow: '{entry}' would re-open the floor pattern '{floor}', "
+                "which nothing can re-open"
+            )
+
+
+def check_own_files(
+    real: str,
+    perms: tuple[str, ...],
+    own_files: tuple[tuple[str, str, tuple[str, ...]], ...],
+    where: str,
+) -> None:
+    """A root that may change things must not hold the server's own files or links to them."""
+    changes = [p for p in perms if p != "read"]
+    if not changes:
+        return
+    # An agent that can change the file defining its own roots (or a link on the way
+    # to it) can swap it and reload: refused at start and on every reload.
+    for label, file, links in own_files:
+        if contains(real, file):
+            raise ConfigError(
+                f"{where}: grants {', '.join(changes)} and contains the server's {label}; "
+                "move it out of the root or make the root read-only"
+            )
+        if any(contains(real, link) for link in links):
+            raise ConfigError(
+                f"{where}: grants {', '.join(changes)} and holds a symbolic link on the "
+                f"path to the server's {label}, so an agent could swap the file; give "
+                "its real path, or make the root read-only"
+            )
+
+
+def check_overlaps(resolved: list[ResolvedRoot]) -> None:
+    for i, a in enumerate(resolved):
+        for b in resolved[i + 1 :]:
+            if contains(a.real, b.real) or contains(b.real, a.real):
+                raise ConfigError(
+                    f"invalid config: roots '{a.name}' and '{b.name}' overlap: one path contains "
+                    "the other (after resolving links); the effective permission would be ambiguous"
+                )
+
+
+def default_root_of(
+    default: str | None, seen: set[str], resolved: list[ResolvedRoot]
+) -> str | None:
+    """The default root: the one named, or the only root there is."""
+    if default is not None and default not in seen:
+        raise ConfigError(
+            f"invalid config: default_root '{default}' is not a configured root "
+            f"(known: {', '.join(sorted(seen))})"
+        )
+    if default is None and len(resolved) == 1:
+        return resolved[0].name
+    return default
