@@ -11,7 +11,6 @@ regions are aligned line by line and when they are shown whole.
 
 from __future__ import annotations
 
-import os
 import random
 import time
 import tracemalloc
@@ -27,8 +26,9 @@ from app.fs import edit as edit_mod
 from app.fs.paging import NoControl
 from app.fs.read import read_multiple_files, read_text_file
 from app.fs.search import search_text
-from app.security import DenyRules, SecureRoot
+from app.security import SecureRoot
 from app.tools.base import Cancelled
+from tests.kit import roots_toml, secure_root
 
 BUDGET = 1 << 20
 CAP = 65536
@@ -39,8 +39,7 @@ PEAK_BOUND = 48 << 20  # traced allocations (read budgets: 1 MiB; fetch: 8 MiB)
 @pytest.fixture(scope="module")
 def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureRoot]:
     folder = tmp_path_factory.mktemp("shapes")
-    yield SecureRoot(name="r", role="workspace", permissions=["read", "write"],
-                     real=os.path.realpath(folder), rules=DenyRules(), max_read_bytes=BUDGET)
+    yield secure_root(folder, permissions=["read", "write"], max_read_bytes=BUDGET)
 
 
 def bounded(fn: Callable[[], Any]) -> Any:
@@ -242,9 +241,8 @@ def test_fetch_of_a_file_of_control_characters_is_bounded(tmp_path: Path) -> Non
     folder.mkdir()
     (folder / "ctrl.txt").write_bytes(b"\x01" * (8 << 20))
     cfg = tmp_path / "roots.toml"
-    cfg.write_text(f'audit_log = "{tmp_path / "audit.log"}"\nsearch_fetch_tools = true\n'
-                   f'[[roots]]\nname = "d"\npath = "{folder}"\nrole = "reference"\n'
-                   "max_read_bytes = 8388608\n")
+    cfg.write_text(roots_toml(("d", folder, "reference", {"max_read_bytes": 8 << 20}),
+                              audit_log=tmp_path / "audit.log", extra="search_fetch_tools = true"))
     snap = Registry(str(cfg)).current
     doc = bounded(lambda: fetch(snap, "d/ctrl.txt"))
     assert doc["metadata"]["truncated"] is True
