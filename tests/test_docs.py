@@ -3,6 +3,7 @@ one), and README's 5-minute tour does what the README shows when it is run."""
 
 from __future__ import annotations
 
+import importlib
 import re
 import subprocess
 import sys
@@ -64,6 +65,39 @@ def test_a_broken_link_or_anchor_is_caught(tmp_path: Path) -> None:
         "# Here\n[gone](nope.md) [bad](a.md#nope)\n```\n[in a fence](nope.md)\n```\n"
     )
     assert broken_links(page) == ["nope.md: no such file", "a.md#nope: no heading with that anchor"]
+
+
+CODE_PATH = re.compile(r"`((?:app|tests|benchmarks|scripts)/[\w./-]*)`")
+DOTTED = re.compile(r"`(app(?:\.\w+)+)`")
+
+
+def stale_names(text: str) -> list[str]:
+    """Backticked repository paths that do not exist, dotted `app.` names that do not import."""
+    cited = [p for p in CODE_PATH.findall(text) if "*" not in p and "/." not in p]  # not caches
+    stale = [p for p in cited if not (REPO / p).exists()]
+    for dotted in DOTTED.findall(text):
+        parts = dotted.split(".")
+        for cut in range(len(parts), 0, -1):
+            try:
+                obj = importlib.import_module(".".join(parts[:cut]))
+                break
+            except ImportError:
+                continue
+        for attr in parts[cut:]:
+            obj = getattr(obj, attr, None)
+        if obj is None:
+            stale.append(dotted)
+    return stale
+
+
+@pytest.mark.parametrize("page", PAGES, ids=[p.name for p in PAGES])
+def test_every_module_and_name_the_docs_cite_exists(page: Path) -> None:
+    assert stale_names(page.read_text()) == []
+
+
+def test_a_moved_module_or_name_is_caught() -> None:
+    text = "`app/fs/read.py` `app/nope.py` `app.fs.read.read_text_file` `app.fs.read.gone`"
+    assert stale_names(text) == ["app/nope.py", "app.fs.read.gone"]
 
 
 # -- the tour, replayed ---------------------------------------------------------
