@@ -23,6 +23,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from app.fs import edit as edit_mod
+from app.fs import edit_diff
 from app.fs.paging import NoControl
 from app.fs.read import read_multiple_files, read_text_file
 from app.fs.search import search_text
@@ -152,21 +153,21 @@ def test_the_diff_turns_the_old_text_into_the_new(
         return
     after, spans = edit_mod.apply_tracked(before, edits, "f")
     assert after == text
-    saved = edit_mod.PAIR_LIMIT
-    edit_mod.PAIR_LIMIT = 0 if coarse else saved  # 0: every region shown whole
+    saved = edit_diff.PAIR_LIMIT
+    edit_diff.PAIR_LIMIT = 0 if coarse else saved  # 0: every region shown whole
     try:
-        diff, cut, _, _ = edit_mod.bounded_diff(before, after, spans, "f", 10**9, NoControl())
+        diff, cut, _, _ = edit_diff.bounded_diff(before, after, spans, "f", 10**9, NoControl())
     finally:
-        edit_mod.PAIR_LIMIT = saved
+        edit_diff.PAIR_LIMIT = saved
     assert not cut
     assert _patch(before, diff) == after
 
 
 def _patch(before: str, diff: str) -> str:
     """Apply a unified diff made by bounded_diff, checking every context and removed line."""
-    src = edit_mod._lines(before)
+    src = edit_diff._lines(before)
     rows: list[str] = []
-    for row in edit_mod._lines(diff)[2:]:  # "\n" only: lines may hold a lone "\r"
+    for row in edit_diff._lines(diff)[2:]:  # "\n" only: lines may hold a lone "\r"
         if row.startswith("\\ No newline"):
             rows[-1] = rows[-1][:-1]
         else:
