@@ -240,3 +240,126 @@ def test_whole_path_rules_prune_too(small: Path) -> None:
     paths = [e.path for e in Walker(root, ())]
     assert "a/x" not in paths and "a/x/two.py" not in paths
     assert "b/deep/three.py" not in paths and "b/deep" in paths
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [("file", "file"), ("dir", "dir"), ("fifo", "other"), ("to-file", "symlink"),
+     ("to-dir", "symlink"), ("to-fifo", "symlink"), ("dangling", "symlink")],
+)
+def test_an_entry_is_told_by_what_it_is_not_what_it_points_to(tmp_path: Path, name, kind) -> None:
+    (tmp_path / "file").write_text("x")
+    (tmp_path / "dir").mkdir()
+    os.mkfifo(tmp_path / "fifo")
+    for link, target in (("to-file", "file"), ("to-dir", "dir"), ("to-fifo", "fifo"),
+                         ("dangling", "nowhere")):
+        os.symlink(target, tmp_path / link)
+    # lstat while the entry is current (its parent's handle is open): the link's own status
+    got = {e.name: (e.kind, walk_mod.kind_of_mode(e.lstat().st_mode))
+           for e in Walker(make_root(tmp_path), ())}
+    assert got[name] == (kind, kind)
+
+
+def test_several_unreadable_directories_are_each_counted_and_skipped(
+    small: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two that fail to open, two that open and fail to list: four skipped, the rest walked."""
+    real_open, real_scandir = os.open, os.scandir
+
+    def refuse_open(path, flags, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if path in ("x", "deep"):
+            raise PermissionError(13, "denied")
+        return real_open(path, flags, *args, **kwargs)
+
+    def refuse_listing(fd):  # type: ignore[no-untyped-def]
+        if isinstance(fd, int) and os.readlink(f"/proc/self/fd/{fd}").endswith(("/a", "/b")):
+            raise PermissionError(13, "denied")
+        return real_scandir(fd)
+
+    monkeypatch.setattr(os, "open", refuse_open)
+    monkeypatch.setattr(os, "scandir", refuse_listing)
+    walker = Walker(make_root(small), ())
+    paths = [e.path for e in walker]
+    monkeypatch.undo()
+    assert walker.unreadable_dirs == 2  # a and b: opened, not listed (x, deep: never reached)
+    assert paths == ["a", "b", "c", "out", "z.txt", "c/fifo", "c/zlink"]
+    walker = Walker(make_root(small), ())
+    monkeypatch.setattr(os, "open", refuse_open)
+    paths = [e.path for e in walker]
+    monkeypatch.undo()
+    assert walker.unreadable_dirs == 2  # a/x and b/deep: listed as dirs, failed to open
+    assert "a/one.py" in paths and "c/fifo" in paths
+    assert not any(p.startswith(("a/x/", "b/deep/")) for p in paths)
+
+
+def test_the_keep_filter_drops_what_is_neither_yielded_nor_entered(small: Path) -> None:
+    seen: list[tuple[tuple[str, ...], int]] = []
+
+    def keep(parts, fd, entries):  # type: ignore[no-untyped-def]
+        # The filter gets the open directory it filters: the same folder as `parts`.
+        assert os.fstat(fd).st_ino == os.stat(small.joinpath(*parts)).st_ino
+        seen.append((parts, len(entries)))
+        return [e for e in entries if e.name not in ("a", "c")]
+
+    paths = [e.path for e in Walker(make_root(small), (), keep=keep)]
+    assert paths == ["b", "out", "z.txt", "b/deep", "b/deep/three.py"]
+    assert seen == [((), 5), (("b",), 1), (("b", "deep"), 1)]
+
+
+def test_a_subdirectory_opens_from_its_parents_handle(
+    small: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The root's step-by-step resolution runs once, for the start: every folder below is
+    opened from its parent's handle (O_NOFOLLOW), as long as fewer than MAX_HELD are held."""
+    root = make_root(small)
+    calls: list[tuple[str, ...]] = []
+    real = root.open_subdir
+
+    def spy(parts):  # type: ignore[no-untyped-def]
+        calls.append(parts)
+        return real(parts)
+
+    monkeypatch.setattr(root, "open_subdir", spy)
+    assert len(list(Walker(root, ()))) == 13
+    assert calls == [()]
+
+
+def test_a_parents_handle_is_closed_once_its_last_subdirectory_is_open(tmp_path: Path) -> None:
+    """Down a chain deeper than MAX_HELD, with a file beside each folder, the walk holds only
+    the folder it lists and the one it is about to open: never the whole chain."""
+    depth = walk_mod.MAX_HELD + 8
+    here = tmp_path
+    for i in range(depth):
+        here = here / f"d{i}"
+        here.mkdir()
+        (here / "f").write_text("x")
+    before = len(os.listdir("/proc/self/fd"))
+    peak = 0
+    count = 0
+    for _ in Walker(make_root(tmp_path), ()):
+        count += 1
+        peak = max(peak, len(os.listdir("/proc/self/fd")) - before)
+    assert count == 2 * depth
+    assert peak <= 2
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_the_servers_own_files_are_invisible_under_any_name(tmp_path: Path) -> None:
+    """A hard link to a protected file (same identity, another name) is neither listed nor
+    counted; its neighbours, and a copy with the same content, are."""
+    from app.security.deny import DenyRules
+    from app.security.protected import Protected
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "config.toml").write_text("token")
+    os.link(tmp_path / "config.toml", tmp_path / "sub" / "innocent.txt")
+    (tmp_path / "sub" / "copy.txt").write_text("token")
+    (tmp_path / "sub" / "other.txt").write_text("x")
+    ids = Protected()
+    ids.set_fixed([str(tmp_path / "config.toml")])
+    root = make_root(tmp_path)
+    root.rules = DenyRules(identities=ids)
+    walker = Walker(root, ())
+    paths = [e.path for e in walker]
+    assert paths == ["sub", "sub/copy.txt", "sub/other.txt"]
+    assert walker.examined_entries == 3
