@@ -58,8 +58,6 @@ class Matcher:
         self.regex: re.Pattern[bytes] | None = None
         if not case_sensitive and not query.isascii():
             self.regex = re.compile(b"".join(_variants(ch) for ch in query))
-        flags = 0 if case_sensitive else re.IGNORECASE
-        self.text_regex = re.compile(re.escape(query), flags)
 
     def find(self, data: bytes, pos: int = 0) -> int:
         """First offset >= pos of the needle in `data` (bytes already lowered if need be)."""
@@ -103,39 +101,28 @@ class Matcher:
                 at = fast(hay, pos) if whole else hay.find(self.needle, pos, n)  # type: ignore[arg-type]
                 return -1 if at < 0 or at + len(self.needle) > n else at
 
-        pos = find(hint)
-        line = 1
-        last = 0
-        while pos >= 0:
-            line += buf.count(b"\n", last, pos)
-            start = buf.rfind(b"\n", 0, pos) + 1
-            end = buf.find(b"\n", pos, n)
-            if end < 0:
-                end = n
-            yield line, start, end, pos
-            if end >= n:
-                return
-            last = end
-            pos = find(end + 1)
-            if pos >= 0:
-                line += 1  # the newline at `end`
-                last = end + 1
+        return line_hits(buf, n, find, find(hint))
 
-    def text_lines(self, text: str) -> Iterator[tuple[int, str, int]]:
-        """(line number, line, match column) in decoded text (UTF-16/32 files)."""
-        line = 1
-        last = 0
-        for m in self.text_regex.finditer(text):
-            pos = m.start()
-            if pos < last:
-                continue  # same line as the previous match
-            line += text.count("\n", last, pos)
-            start = text.rfind("\n", 0, pos) + 1
-            end = text.find("\n", pos)
-            end = len(text) if end < 0 else end
-            yield line, text[start:end], pos - start
-            line += 1
-            last = end + 1
+
+def line_hits(buf: bytes | bytearray, n: int, find: Callable[[int], int], pos: int
+              ) -> Iterator[tuple[int, int, int, int]]:
+    """(line number, line start, line end, match start) of each line of buf[:n] with a
+    match: `pos` is the first match's start, `find(i)` the next one's at or after i (-1:
+    none). Lines are counted only up to each match, and a line is reported once."""
+    line = 1
+    last = 0
+    while pos >= 0:
+        line += buf.count(b"\n", last, pos)
+        start = buf.rfind(b"\n", 0, pos) + 1
+        end = buf.find(b"\n", pos, n)
+        if end < 0:
+            end = n
+        yield line, start, end, pos
+        if end >= n:
+            return
+        line += 1  # the newline at `end`
+        last = end + 1
+        pos = find(last)
 
 
 def _variants(ch: str) -> bytes:
@@ -155,11 +142,3 @@ def preview(line: bytes, col: int) -> str:
         return ("..." if lo else "") + text.strip() + ("..." if hi < len(line) else "")
     text = line.decode("utf-8", "replace")
     return text.rstrip("\r").lstrip("\ufeff").strip()
-
-
-def preview_text(line: str, col: int) -> str:
-    if len(line) > PREVIEW_CHARS * 2:
-        lo = max(0, col - PREVIEW_CHARS // 3)
-        hi = min(len(line), lo + PREVIEW_CHARS)
-        return ("..." if lo else "") + line[lo:hi].strip() + ("..." if hi < len(line) else "")
-    return line.rstrip("\r").strip()

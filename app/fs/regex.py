@@ -24,7 +24,8 @@ from collections.abc import Callable, Iterator
 import re2
 
 from app.errors import BadArgument
-from app.fs.grep import _RANK, Matcher
+from app.fs.grep import _RANK, Matcher, line_hits
+from app.fs.literals import required_literal
 
 _ANCHOR = re2._Anchor.UNANCHORED
 _NULL = re2._NULL_SPAN
@@ -160,163 +161,10 @@ class RegexMatcher:
         `hint` as for `count_lines`."""
         search = self._match
         data = bytes(buf) if not isinstance(buf, bytes) else buf
-        line = 1
-        last = 0
-        pos = data.rfind(b"\n", 0, hint) + 1 if hint > 0 else 0
-        while pos <= n:
-            at = search(_ANCHOR, data, pos, n)[0][0]
-            if at < 0 or (at == n and (n == 0 or data[n - 1] == 10)):
-                return  # none, or only the empty "line" after the final newline
-            line += data.count(b"\n", last, at)
-            start = data.rfind(b"\n", 0, at) + 1
-            end = data.find(b"\n", at, n)
-            if end < 0:
-                end = n
-            yield line, start, end, at
-            if end >= n:
-                return
-            line += 1
-            last = pos = end + 1
 
+        def find(pos: int) -> int:
+            at = int(search(_ANCHOR, data, pos, n)[0][0])
+            # none, or only the empty "line" after the final newline
+            return -1 if at < 0 or (at == n and (n == 0 or data[n - 1] == 10)) else at
 
-_PUNCT = frozenset("\\.+*?()|[]{}^$-/#&~,:;<>=!@%'\"`_ ")
-_QUANT = re.compile(r"\{(\d+)(,(\d*))?\}")
-_START_FLAGS = re.compile(r"\(\?([imsU]+)\)")
-
-
-def _skip_class(p: str, i: int) -> int | None:
-    """Index after the class starting at p[i] == '[', or None when unsure."""
-    j = i + 1
-    if j < len(p) and p[j] == "^":
-        j += 1
-    if j < len(p) and p[j] == "]":
-        j += 1
-    while j < len(p):
-        c = p[j]
-        if c == "\\":
-            if j + 1 < len(p) and p[j + 1] in "xpPQ":
-                return None
-            j += 2
-        elif c == "[" and p.startswith("[:", j):
-            end = p.find(":]", j + 2)
-            if end < 0:
-                return None
-            j = end + 2
-        elif c == "]":
-            return j + 1
-        else:
-            j += 1
-    return None
-
-
-def _skip_group(p: str, i: int) -> int | None:
-    """Index after the group starting at p[i] == '(', or None when unsure."""
-    depth = 0
-    j = i
-    while j < len(p):
-        c = p[j]
-        if c == "\\":
-            if j + 1 < len(p) and p[j + 1] == "Q":
-                return None
-            j += 2
-            continue
-        if c == "[":
-            end = _skip_class(p, j)
-            if end is None:
-                return None
-            j = end
-            continue
-        if c == "(":
-            depth += 1
-        elif c == ")":
-            depth -= 1
-            if depth == 0:
-                return j + 1
-        j += 1
-    return None
-
-
-def required_literal(pattern: str) -> tuple[str, bool] | None:
-    """A string every match contains, and whether the pattern folds case; None when unsure.
-
-    Conservative by design: a pattern with `|`, `\\Q`, a flag change after the start,
-    or anything this scan does not recognise has none. Only literal characters at
-    the top level count, and one followed by a quantifier that allows zero is dropped.
-    """
-    fold = False
-    i = 0
-    m = _START_FLAGS.match(pattern)
-    if m:
-        fold = "i" in m.group(1)
-        i = m.end()
-    if "|" in pattern:
-        return None
-    runs: list[str] = []
-    run: list[str] = []
-
-    def cut() -> None:
-        if run:
-            runs.append("".join(run))
-            run.clear()
-
-    n = len(pattern)
-    while i < n:
-        c = pattern[i]
-        lit: str | None = None
-        if c == "\\":
-            if i + 1 >= n:
-                return None
-            e = pattern[i + 1]
-            if e in _PUNCT:
-                lit = e
-            elif e.isalpha() and e in "wWdDsSbBAzaftrv":
-                lit = None
-            else:
-                return None  # \x.., \p{..}, \Q, octal, ...: not worth parsing
-            i += 2
-        elif c == "[":
-            end = _skip_class(pattern, i)
-            if end is None:
-                return None
-            i = end
-        elif c == "(":
-            if pattern.startswith("(?", i) and not pattern.startswith(("(?:", "(?P<"), i):
-                return None  # a flag change mid-pattern
-            end = _skip_group(pattern, i)
-            if end is None:
-                return None
-            i = end
-        elif c in ".^$":
-            i += 1
-        elif c in ")]}*+?{":
-            return None  # a quantifier here belongs to something already handled below
-        else:
-            lit = c
-            i += 1
-        # The quantifier, if any, of the atom just read.
-        optional = repeated = False
-        if i < n and pattern[i] in "*?+{":
-            q = pattern[i]
-            if q == "{":
-                qm = _QUANT.match(pattern, i)
-                if qm is None:
-                    return None
-                optional = int(qm.group(1)) == 0
-                repeated = True
-                i = qm.end()
-            else:
-                optional = q in "*?"
-                repeated = True
-                i += 1
-            if i < n and pattern[i] == "?":
-                i += 1  # lazy
-        if lit is None or optional:
-            cut()
-            continue
-        run.append(lit)
-        if repeated:
-            cut()
-    cut()
-    if not runs:
-        return None
-    return max(runs, key=lambda r: len(r.encode("utf-8"))), fold
+        return line_hits(data, n, find, find(data.rfind(b"\n", 0, hint) + 1 if hint > 0 else 0))

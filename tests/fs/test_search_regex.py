@@ -332,7 +332,7 @@ _hay = st.text(alphabet="ab\nAé ", max_size=60).map(str.encode)
 def test_count_mode_counts_the_lines_content_mode_lists(data: bytes, query: str, fold: bool,
                                                         regex: bool) -> None:
     from app.fs.grep import Matcher
-    from app.fs.search import _count_lines
+    from app.fs.textscan import count_lines as _count_lines
     matchers: list[Any] = []
     if "\n" not in query:  # refused for regexes; a folded literal with one keeps Matcher
         matchers.append(RegexMatcher(query, not fold, literal=not regex))

@@ -1,0 +1,151 @@
+"""The literal every match of a regex holds: what `search_text` looks for before RE2 runs.
+
+A file without that literal cannot match, so it is passed over at memchr speed
+(`app.fs.regex`). The scan is conservative: unsure of a construct, it answers
+None and the pattern runs without a prefilter, which costs speed only. A literal
+it does answer must be in every match, or matches would be lost: the tests pin that.
+"""
+
+from __future__ import annotations
+
+import re
+
+_PUNCT = frozenset("\\.+*?()|[]{}^$-/#&~,:;<>=!@%'\"`_ ")
+_QUANT = re.compile(r"\{(\d+)(,(\d*))?\}")
+_START_FLAGS = re.compile(r"\(\?([imsU]+)\)")
+_UNSURE = -1  # an atom or quantifier the scan does not read: no literal
+
+
+def _skip_class(p: str, i: int) -> int | None:
+    """Index after the class starting at p[i] == '[', or None when unsure."""
+    j = i + 1
+    if j < len(p) and p[j] == "^":
+        j += 1
+    if j < len(p) and p[j] == "]":
+        j += 1
+    while j < len(p):
+        c = p[j]
+        if c == "\\":
+            if j + 1 < len(p) and p[j + 1] in "xpPQ":
+                return None
+            j += 2
+        elif c == "[" and p.startswith("[:", j):
+            end = p.find(":]", j + 2)
+            if end < 0:
+                return None
+            j = end + 2
+        elif c == "]":
+            return j + 1
+        else:
+            j += 1
+    return None
+
+
+def _skip_group(p: str, i: int) -> int | None:
+    """Index after the group starting at p[i] == '(', or None when unsure."""
+    depth = 0
+    j = i
+    while j < len(p):
+        c = p[j]
+        if c == "\\":
+            if j + 1 < len(p) and p[j + 1] == "Q":
+                return None
+            j += 2
+            continue
+        if c == "[":
+            end = _skip_class(p, j)
+            if end is None:
+                return None
+            j = end
+            continue
+        if c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                return j + 1
+        j += 1
+    return None
+
+
+def _atom(p: str, i: int) -> tuple[str | None, int]:
+    """The atom at p[i]: (its literal character or None, index after it); index
+    `_UNSURE` when the scan does not read it."""
+    c = p[i]
+    if c == "\\":
+        if i + 1 >= len(p):
+            return None, _UNSURE
+        e = p[i + 1]
+        if e in _PUNCT:
+            return e, i + 2
+        if e.isalpha() and e in "wWdDsSbBAzaftrv":
+            return None, i + 2
+        return None, _UNSURE  # \x.., \p{..}, \Q, octal, ...: not worth parsing
+    if c == "[":
+        end = _skip_class(p, i)
+        return None, _UNSURE if end is None else end
+    if c == "(":
+        if p.startswith("(?", i) and not p.startswith(("(?:", "(?P<"), i):
+            return None, _UNSURE  # a flag change mid-pattern
+        end = _skip_group(p, i)
+        return None, _UNSURE if end is None else end
+    if c in ".^$":
+        return None, i + 1
+    if c in ")]}*+?{":
+        return None, _UNSURE  # a quantifier here belongs to something already handled
+    return c, i + 1
+
+
+def _quantifier(p: str, i: int) -> tuple[bool, bool, int]:
+    """The quantifier at p[i], if any: (allows zero, repeats, index after it);
+    index `_UNSURE` when the scan does not read it."""
+    if i >= len(p) or p[i] not in "*?+{":
+        return False, False, i
+    if p[i] == "{":
+        qm = _QUANT.match(p, i)
+        if qm is None:
+            return False, False, _UNSURE
+        optional = int(qm.group(1)) == 0
+        i = qm.end()
+    else:
+        optional = p[i] in "*?"
+        i += 1
+    if i < len(p) and p[i] == "?":
+        i += 1  # lazy
+    return optional, True, i
+
+
+def required_literal(pattern: str) -> tuple[str, bool] | None:
+    """A string every match contains, and whether the pattern folds case; None when unsure.
+
+    Conservative by design: a pattern with `|`, `\\Q`, a flag change after the start,
+    or anything this scan does not recognise has none. Only literal characters at
+    the top level count, and one followed by a quantifier that allows zero is dropped.
+    """
+    fold = False
+    i = 0
+    m = _START_FLAGS.match(pattern)
+    if m:
+        fold = "i" in m.group(1)
+        i = m.end()
+    if "|" in pattern:
+        return None
+    runs: list[str] = []
+    run: list[str] = []
+    while i < len(pattern):
+        lit, i = _atom(pattern, i)
+        if i == _UNSURE:
+            return None
+        optional, repeated, i = _quantifier(pattern, i)
+        if i == _UNSURE:
+            return None
+        if lit is not None and not optional:
+            run.append(lit)
+        if run and (lit is None or optional or repeated):
+            runs.append("".join(run))
+            run.clear()
+    if run:
+        runs.append("".join(run))
+    if not runs:
+        return None
+    return max(runs, key=lambda r: len(r.encode("utf-8"))), fold

@@ -1,0 +1,227 @@
+"""One `search_text` call's pass over its files: read each once, match, spend the budget.
+
+`TextScan.read` opens a candidate file by its directory's descriptor, reads it
+into memory in one call when it is small (no fstat), and applies the guards:
+its size against the per-file limit, a NUL in its first 4 KiB (binary), and
+the call's byte budget. `TextScan.search` then finds its matching lines with
+the call's matcher (`app.fs.grep` or `app.fs.regex`) and records what the
+output mode lists. Each matching line costs `LINE_COST` budget bytes on top of
+the bytes read; where the budget runs out, the scan records the file and line.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_mod
+from collections.abc import Callable, Iterator
+
+from app.fs.grep import Matcher, preview, wide_encoding
+from app.fs.paging import Control
+from app.fs.regex import RegexMatcher
+from app.fs.textio import HEAD, WIDE_BOMS
+from app.security.resolve import FILE_FLAGS
+
+WHOLE = 1 << 16  # files up to this size are read in one call, with no fstat
+WIDE_FIRST = frozenset(bom[:1] for bom, _ in WIDE_BOMS)  # first bytes of UTF-16/32 BOMs
+CONTENT, FILES, COUNT = "content", "files_with_matches", "count"
+# What one matching line costs the call's byte budget on top of the bytes read:
+# each is found, counted and maybe previewed in Python, so a file of millions of
+# one-character matching lines must not be millions of steps (tens of seconds).
+LINE_COST = 128
+
+
+class TextScan:
+    """What one call has found and spent so far, and where it stopped."""
+
+    def __init__(self, matcher: Matcher | RegexMatcher, mode: str, context: int, offset: int,
+                 want: int, file_limit: int, budget: int, control: Control,
+                 name_of: Callable[[str], str]) -> None:
+        self.matcher, self.mode, self.context = matcher, mode, context
+        self.offset, self.want = offset, want  # want: one more than the page (has_more)
+        self.file_limit, self.budget, self.control, self.name_of = (
+            file_limit, budget, control, name_of)
+        self.first = min(WHOLE, file_limit)
+        self.hits: list[dict[str, object]] = []
+        self.found = 0
+        self.examined = self.scanned = self.too_large = self.binary = 0
+        self.charged = 0  # LINE_COST per matching line
+        self.stopped_at: str | None = None  # the first file the byte budget left out
+        self.stopped_in: tuple[str, int] | None = None  # (file, line) where lines used it up
+
+    @property
+    def spent(self) -> int:
+        return self.scanned + self.charged
+
+    def read(self, dir_fd: int, name: str, path: str) -> bytes | None:
+        """The file's text as UTF-8 bytes, or None: skipped (gone, a guard), or the
+        budget is spent (`stopped_at` says so)."""
+        # Per file one open, one read, one close: system calls are what a search costs.
+        try:
+            fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
+        except OSError:  # gone, swapped for a link, or unreadable: skipped
+            return None
+        try:
+            # One read answers for most files, with no fstat: a regular file gives
+            # what it has, up to `first`. Only a larger one is stat'ed, for its
+            # size guard, and read on unless its head is binary.
+            data = os.read(fd, self.first + 1)
+            if len(data) > self.first:
+                st = os.fstat(fd)
+                if not stat_mod.S_ISREG(st.st_mode):
+                    return None
+                if st.st_size > self.file_limit:
+                    self.too_large += 1
+                    return None
+                if self.spent + st.st_size > self.budget:
+                    self.stopped_at = path
+                    return None
+                if data.find(b"\0", 0, HEAD) < 0 or wide_encoding(data):
+                    data += os.read(fd, st.st_size - len(data))
+            elif self.spent + len(data) > self.budget:
+                self.stopped_at = path
+                return None
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+        wide = wide_encoding(data) if data[:1] in WIDE_FIRST else None
+        self.examined += 1
+        self.scanned += len(data)
+        self.control.check()
+        if wide is None and data.find(b"\0", 0, HEAD) >= 0:
+            self.binary += 1
+            return None
+        if wide is not None:  # UTF-16/32: searched as the UTF-8 of its text
+            data = data[wide[1]:].decode(wide[0], "replace").encode("utf-8")
+        return data
+
+    def search(self, data: bytes, path: str) -> bool:
+        """Records the matches in one file's text; True when the call stops here
+        (the page is full, or matching lines used up the budget)."""
+        # Where the required literal is first: no matching line comes before its line.
+        hint = self.matcher.find(data) if self.matcher.plain else 0
+        if hint < 0:
+            return False
+        if self.mode == CONTENT:
+            line = self._lines(data, hint, path)
+        else:
+            line = self._tally(data, hint, path)
+        if self.found < self.want and self.spent > self.budget:
+            self.stopped_in = (path, line)
+        return self.found >= self.want or self.stopped_in is not None
+
+    def _lines(self, data: bytes, hint: int, path: str) -> int:
+        """Content mode: the matching lines (with context); the last line looked at."""
+        n = len(data)
+        it = self.matcher.lines(data, n, hint)
+        line = 0
+        if not self.context and self.found < self.offset:  # before the page: counted only
+            for hit in it:
+                line = hit[0]
+                self.found += 1
+                self.charged += LINE_COST
+                if self.found >= self.offset or self.spent > self.budget:
+                    break
+        # A match with context shows up to 2 x context more lines: they cost too.
+        cost = LINE_COST * (1 + 2 * self.context)
+        rel = None
+        if self.spent <= self.budget:
+            for item in _content(it, data, n, self.context):
+                if self.found >= self.offset:
+                    if rel is None:
+                        rel = self.name_of(path)
+                    item["path"] = rel
+                    self.hits.append(item)
+                self.found += 1
+                self.charged += cost
+                line = item["line"]  # type: ignore[assignment]
+                if self.found >= self.want or self.spent > self.budget:
+                    break
+        return line
+
+    def _tally(self, data: bytes, hint: int, path: str) -> int:
+        """Files and count modes: whether, or on how many lines, the file matches;
+        the last line looked at when the budget runs out in it."""
+        n = len(data)
+        count = -1
+        line = 0
+        if self.mode == COUNT:
+            count = count_lines(self.matcher, data, n, hint)  # no line numbers worked out
+            if self.spent + count * LINE_COST <= self.budget:
+                self.charged += count * LINE_COST
+            else:
+                count = -1  # the budget runs out in this file: find where, below
+        if count < 0:
+            count = 0
+            for hit in self.matcher.lines(data, n, hint):
+                line = hit[0]
+                count += 1
+                self.charged += LINE_COST
+                if self.mode == FILES or self.spent > self.budget:
+                    break
+        if count and self.spent <= self.budget:
+            if self.found >= self.offset:
+                rel = self.name_of(path)
+                self.hits.append({"path": rel, "count": count} if self.mode == COUNT
+                                 else {"path": rel})
+            self.found += 1
+        return line
+
+
+def count_lines(matcher: Matcher | RegexMatcher, data: bytes, n: int, hint: int = 0) -> int:
+    """Matching lines of data[:n], with no line numbers worked out; `hint` as `lines` takes it."""
+    if isinstance(matcher, RegexMatcher):
+        return matcher.count_lines(data, n, hint)
+    if not matcher.plain:  # a folded literal with a line break in it: the general path
+        return sum(1 for _ in matcher.lines(data, n))
+    find = matcher.find
+    needle = len(matcher.needle)
+    count = 0
+    at = hint if hint > 0 else find(data, 0)
+    while at >= 0 and at + needle <= n:
+        count += 1
+        end = data.find(b"\n", at, n)  # as `lines` does: the line the match starts on
+        if end < 0:
+            break
+        at = find(data, end + 1)
+    return count
+
+
+def _content(found: Iterator[tuple[int, int, int, int]], buf: bytes, n: int, context: int
+             ) -> Iterator[dict[str, object]]:
+    """One item per matching line; with context, the lines around it no neighbour shows.
+
+    As ripgrep prints them: a line is shown once, as a match if it is one, else as
+    the after-context of the match above it or the before-context of the one below.
+    """
+    if not context:
+        for line, ls, le, pos in found:
+            yield {"path": "", "line": line, "preview": preview(buf[ls:le], pos - ls)}
+        return
+    shown = 0  # last line number already shown (a match or its after-context)
+    cur = next(found, None)
+    while cur is not None:
+        nxt = next(found, None)
+        line, ls, le, pos = cur
+        before: list[str] = []
+        s = ls
+        for _ in range(min(context, line - 1 - shown)):
+            e = s - 1
+            s = buf.rfind(b"\n", 0, e) + 1
+            before.append(preview(buf[s:e], 0))
+        before.reverse()
+        after: list[str] = []
+        room = context if nxt is None else min(context, nxt[0] - line - 1)
+        e = le
+        for _ in range(room):
+            s = e + 1
+            if s >= n:
+                break
+            e = buf.find(b"\n", s, n)
+            if e < 0:
+                e = n
+            after.append(preview(buf[s:e], 0))
+        shown = line + len(after)
+        yield {"path": "", "line": line, "preview": preview(buf[ls:le], pos - ls),
+               "before": before, "after": after}
+        cur = nxt
