@@ -136,8 +136,9 @@ class RegexMatcher:
         at = self.search(buf, 0, n)
         return at >= 0 and not (at == n and (n == 0 or buf[n - 1] == 10))
 
-    def count_lines(self, data: bytes, n: int, hint: int = 0) -> int:
-        """How many lines of data[:n] match (no line numbers worked out).
+    def count_lines(self, data: bytes, n: int, hint: int = 0, most: int = -1) -> int:
+        """How many lines of data[:n] match (no line numbers worked out); with `most`
+        >= 0, the count stops past it (the call's budget allows no more lines).
 
         `hint`: where `find` saw the required literal first, so the search starts at its
         line (a match never spans lines, and each holds the literal): RE2 is not run over
@@ -150,6 +151,8 @@ class RegexMatcher:
             if at < 0 or (at == n and (n == 0 or data[n - 1] == 10)):
                 break
             count += 1
+            if count == most + 1:
+                break
             pos = data.find(b"\n", at, n) + 1
             if not pos:
                 break

@@ -11,6 +11,7 @@ the bytes read; where the budget runs out, the scan records the file and line.
 
 from __future__ import annotations
 
+import itertools
 import os
 import stat as stat_mod
 from collections.abc import Callable, Iterator
@@ -146,7 +147,9 @@ class TextScan:
         count = -1
         line = 0
         if self.mode == COUNT:
-            count = count_lines(self.matcher, data, n, hint)  # no line numbers worked out
+            # No line numbers worked out, and no more lines counted than the budget allows.
+            most = max(0, (self.budget - self.spent) // LINE_COST)
+            count = count_lines(self.matcher, data, n, hint, most)
             if self.spent + count * LINE_COST <= self.budget:
                 self.charged += count * LINE_COST
             else:
@@ -168,18 +171,23 @@ class TextScan:
         return line
 
 
-def count_lines(matcher: Matcher | RegexMatcher, data: bytes, n: int, hint: int = 0) -> int:
-    """Matching lines of data[:n], with no line numbers worked out; `hint` as `lines` takes it."""
+def count_lines(matcher: Matcher | RegexMatcher, data: bytes, n: int, hint: int = 0,
+                most: int = -1) -> int:
+    """Matching lines of data[:n], with no line numbers worked out; `hint` as `lines` takes
+    it; with `most` >= 0, counting stops past it."""
     if isinstance(matcher, RegexMatcher):
-        return matcher.count_lines(data, n, hint)
+        return matcher.count_lines(data, n, hint, most)
     if not matcher.plain:  # a folded literal with a line break in it: the general path
-        return sum(1 for _ in matcher.lines(data, n))
+        return sum(1 for _ in itertools.islice(matcher.lines(data, n),
+                                               most + 1 if most >= 0 else None))
     find = matcher.find
     needle = len(matcher.needle)
     count = 0
     at = hint if hint > 0 else find(data, 0)
     while at >= 0 and at + needle <= n:
         count += 1
+        if count == most + 1:
+            break
         end = data.find(b"\n", at, n)  # as `lines` does: the line the match starts on
         if end < 0:
             break

@@ -342,6 +342,21 @@ def test_count_mode_counts_the_lines_content_mode_lists(data: bytes, query: str,
         assert _count_lines(m, data, len(data)) == len(list(m.lines(data, len(data))))
 
 
+@pytest.mark.parametrize("make", [
+    lambda: RegexMatcher(r"\r$", True), lambda: RegexMatcher("a", False, literal=True),
+    lambda: __import__("app.fs.grep").fs.grep.Matcher("a", True),
+    lambda: __import__("app.fs.grep").fs.grep.Matcher("\r\n", False),
+], ids=["regex", "folded literal", "literal", "folded literal with a line break"])
+def test_counting_stops_past_the_lines_the_budget_allows(make: Any) -> None:
+    # A dense file in count mode costs what its budget allows, not a step per line.
+    from app.fs.textscan import count_lines
+    m = make()
+    data = b"a\r\n" * 100_000
+    assert count_lines(m, data, len(data), 0, 10) == 11
+    assert count_lines(m, data, len(data), 0, 0) == 1
+    assert count_lines(m, data[:27], 27, 0, 10) == 9  # fewer than `most`: all of them
+
+
 @pytest.mark.parametrize("mode", ["content", "count"])
 def test_matching_lines_use_up_the_budget_alike_in_count_and_content_modes(
     tmp_path: Path, mode: str,
