@@ -7,6 +7,7 @@ import os
 import textwrap
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from app.security import DenyRules, SecureRoot
 
@@ -51,6 +52,15 @@ def secure_root(
 TomlValue = str | int | bool | Path | Sequence[str]
 RootOptions = Mapping[str, TomlValue]
 Root = tuple[str, Path | str, str] | tuple[str, Path | str, str, RootOptions]
+
+
+def dump(x: Any) -> Any:
+    """A tool result as JSON data (pydantic models dumped, tuples as lists), for comparing."""
+    if hasattr(x, "model_dump"):
+        return x.model_dump(mode="json")
+    if isinstance(x, tuple):
+        return [dump(v) for v in x]
+    return x
 
 
 def toml_value(value: TomlValue) -> str:

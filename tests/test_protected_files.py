@@ -23,21 +23,14 @@ from app.corpus import deep_research
 from app.errors import ConfigError, DeniedName, LoomError, RootGone
 from app.fs import listing, move, search, trash, write
 from app.fs import read as read_mod
+from app.fs.paging import NoControl
 from app.registry import Registry, Snapshot
 from tests.kit import roots_toml
 
 EXE = str(Path(sys.executable).parent / "loom-fs-mcp")
 
 
-class _Control:
-    def check(self) -> None:
-        pass
-
-    def progress(self, *_: Any, **__: Any) -> None:
-        pass
-
-
-CTL = _Control()
+CTL = NoControl()
 
 
 def toml(*roots: tuple[str, Path, str], audit: Path, extra: str = "") -> str:

@@ -31,8 +31,10 @@ from app.fs import edit, listing, media, move, search, trash, write
 from app.fs import read as read_mod
 from app.fs.edit import TextEdit
 from app.fs.history import ops as git_ops
+from app.fs.paging import NoControl
 from app.registry import Registry
 from app.security.paths import split_request
+from tests.kit import dump
 
 SECRET = "S3CRET"
 # Where secrets are planted; each path is denied by one kind of rule.
@@ -53,23 +55,7 @@ path_st = st.lists(st.sampled_from(NAMES), min_size=1, max_size=3).map("/".join)
 text_st = st.text(alphabet="abc xyz\n", max_size=40)
 
 
-class _Control:
-    def check(self) -> None:
-        pass
-
-    def progress(self, *_: Any, **__: Any) -> None:
-        pass
-
-
-CTL = _Control()
-
-
-def _dump(x: Any) -> Any:
-    if hasattr(x, "model_dump"):
-        return x.model_dump(mode="json")
-    if isinstance(x, tuple):
-        return [_dump(v) for v in x]
-    return x
+CTL = NoControl()
 
 
 class NeverDenied(RuleBasedStateMachine):
@@ -103,7 +89,7 @@ class NeverDenied(RuleBasedStateMachine):
 
     def _answer(self, fn: Any) -> Any:
         try:
-            out = _dump(fn())
+            out = dump(fn())
         except LoomError as exc:
             out = {"error": exc.message}
         text = json.dumps(out, ensure_ascii=False)

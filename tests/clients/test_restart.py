@@ -32,44 +32,52 @@ def config(tmp_path: Path) -> Path:
     return cfg
 
 
+class Restartable:
+    """The console script on one fixed port; `restart()` stops it and starts it again there."""
+
+    def __init__(self, config: Path) -> None:
+        self.config = config
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}/mcp"
+        self._running = contextlib.ExitStack()
+
+    def __enter__(self) -> Restartable:
+        self._running.enter_context(run_server(self.config, port=self.port))
+        return self
+
+    def restart(self) -> None:
+        self._running.close()
+        self.__enter__()
+
+    def __exit__(self, *exc: object) -> None:
+        self._running.close()
+
+
 async def test_a_session_is_refused_after_a_restart_and_a_new_one_works(config: Path) -> None:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    first = run_server(config, port=port)
-    first.__enter__()
-    try:
-        async with streamable_http_client(url) as (read, write), ClientSession(read, write) as s:
+    with Restartable(config) as srv:
+        async with (
+            streamable_http_client(srv.url) as (read, write),
+            ClientSession(read, write) as s,
+        ):
             await s.initialize()
             assert not (await s.call_tool("list_roots", {})).is_error
-            first.__exit__(None, None, None)
-            first = contextlib.nullcontext()  # type: ignore[assignment]
-            with run_server(config, port=port):
-                with pytest.raises(MCPError, match="Session not found"):
-                    await s.call_tool("list_roots", {})
-                with pytest.raises(MCPError, match="Session not found"):
-                    await s.call_tool("list_roots", {})  # and it stays broken
-                # Reconnecting (a new session) is the recovery.
-                async with (
-                    streamable_http_client(url) as (read2, write2),
-                    ClientSession(read2, write2) as again,
-                ):
-                    await again.initialize()
-                    assert not (await again.call_tool("list_roots", {})).is_error
-    finally:
-        first.__exit__(None, None, None)
+            srv.restart()
+            with pytest.raises(MCPError, match="Session not found"):
+                await s.call_tool("list_roots", {})
+            with pytest.raises(MCPError, match="Session not found"):
+                await s.call_tool("list_roots", {})  # and it stays broken
+            # Reconnecting (a new session) is the recovery.
+            async with (
+                streamable_http_client(srv.url) as (read2, write2),
+                ClientSession(read2, write2) as again,
+            ):
+                await again.initialize()
+                assert not (await again.call_tool("list_roots", {})).is_error
 
 
 async def test_a_2026_client_does_not_notice_a_restart(config: Path) -> None:
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    first = run_server(config, port=port)
-    first.__enter__()
-    try:
-        async with Client(url) as c:
+    with Restartable(config) as srv:
+        async with Client(srv.url) as c:
             assert not (await c.call_tool("list_roots", {})).is_error
-            first.__exit__(None, None, None)
-            first = contextlib.nullcontext()  # type: ignore[assignment]
-            with run_server(config, port=port):
-                assert not (await c.call_tool("list_roots", {})).is_error
-    finally:
-        first.__exit__(None, None, None)
+            srv.restart()
+            assert not (await c.call_tool("list_roots", {})).is_error

@@ -274,13 +274,19 @@ async def test_fetch_answer_fits_max_output_chars(write_config: WriteConfig, tre
     assert data["metadata"]["truncated"] is True
 
 
-async def test_the_index_covers_the_root_beyond_the_scan_budget(
-    write_config: WriteConfig, tree: Path
-) -> None:
+def needles_beyond_the_budget(write_config: WriteConfig, tree: Path) -> Path:
+    """Five files of 108 bytes holding `needle`, one with it only in its name, and a
+    `max_search_bytes` of 250."""
     for i in range(5):
         (tree / f"f{i}.txt").write_text("needle " + "x" * 100 + "\n")
     (tree / "needle-in-name.txt").write_text("nothing\n")
-    cfg = budget_config(write_config, tree, "max_search_bytes = 250")
+    return budget_config(write_config, tree, "max_search_bytes = 250")
+
+
+async def test_the_index_covers_the_root_beyond_the_scan_budget(
+    write_config: WriteConfig, tree: Path
+) -> None:
+    cfg = needles_beyond_the_budget(write_config, tree)
     with live_server(cfg) as srv:
         data = payload(await call(srv, "search", query="needle"))
     jsonschema.validate(data, SEARCH_SCHEMA)
@@ -294,10 +300,7 @@ async def test_the_scan_says_when_the_content_budget_ran_out(
     from app.fs import fts
 
     monkeypatch.setattr(fts, "_fts5", "this Python's SQLite has no FTS5 (no such module: fts5)")
-    for i in range(5):
-        (tree / f"f{i}.txt").write_text("needle " + "x" * 100 + "\n")
-    (tree / "needle-in-name.txt").write_text("nothing\n")
-    cfg = budget_config(write_config, tree, "max_search_bytes = 250")
+    cfg = needles_beyond_the_budget(write_config, tree)
     with live_server(cfg) as srv:
         data = payload(await call(srv, "search", query="needle"))
     jsonschema.validate(data, SEARCH_SCHEMA)

@@ -28,7 +28,9 @@ from app.corpus import deep_research
 from app.fs import listing, media, search
 from app.fs import read as read_mod
 from app.fs.history import ops as git_ops
+from app.fs.paging import NoControl
 from app.registry import Registry
+from tests.kit import dump, roots_toml
 from tests.live import live_server
 
 THREADS = 8
@@ -37,14 +39,6 @@ SESSIONS = 6
 PNG = base64.b64decode(
     "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
 )
-
-
-class _Control:
-    def check(self) -> None:
-        pass
-
-    def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
-        pass
 
 
 def _tree(base: Path) -> Path:
@@ -91,25 +85,16 @@ def config(tmp_path: Path) -> Path:
     top = _tree(tmp_path)
     cfg = tmp_path / "cfg" / "loom.toml"
     cfg.parent.mkdir()
-    cfg.write_text(
-        f'audit_log = "{tmp_path / "state" / "audit.log"}"\n'
-        "search_fetch_tools = true\nmax_search_results = 1000\nmax_output_chars = 1000000\n"
-        f'[[roots]]\nname = "r"\npath = "{top}"\nrole = "reference"\n'
-    )
+    cfg.write_text(roots_toml(
+        ("r", top, "reference"), audit_log=tmp_path / "state" / "audit.log",
+        extra="search_fetch_tools = true\nmax_search_results = 1000\nmax_output_chars = 1000000",
+    ))
     return cfg
-
-
-def _dump(x: Any) -> Any:
-    if hasattr(x, "model_dump"):
-        return x.model_dump(mode="json")
-    if isinstance(x, tuple):
-        return [_dump(v) for v in x]
-    return x
 
 
 def _fs_calls(reg: Registry) -> dict[str, Callable[[], Any]]:
     """Every read and search tool's fs-layer call, by a label."""
-    ctl = _Control()
+    ctl = NoControl()
 
     def snap():
         return reg.current
@@ -170,7 +155,7 @@ def _fs_calls(reg: Registry) -> dict[str, Callable[[], Any]]:
 
 
 def _differences(calls: dict[str, Callable[[], Any]]) -> tuple[int, int, list[str]]:
-    serial = {k: json.dumps(_dump(fn()), sort_keys=True) for k, fn in calls.items()}
+    serial = {k: json.dumps(dump(fn()), sort_keys=True) for k, fn in calls.items()}
     assert all(serial.values())
     wrong: list[str] = []
     total = [0]
@@ -183,7 +168,7 @@ def _differences(calls: dict[str, Callable[[], Any]]) -> tuple[int, int, list[st
         barrier.wait()
         for k in order:
             try:
-                got = json.dumps(_dump(calls[k]()), sort_keys=True)
+                got = json.dumps(dump(calls[k]()), sort_keys=True)
             except Exception as exc:  # an error where the serial call answered is wrong too
                 got = f"error: {exc!r}"
             with lock:
