@@ -16,8 +16,13 @@ class LoomError(Exception):
     """A refusal whose message is safe to show to the client."""
 
     rule = "error"
+    default: str | None = None  # the message of a refusal that always says the same
 
-    def __init__(self, message: str) -> None:
+    def __init__(self, message: str | None = None) -> None:
+        if message is None:
+            if self.default is None:
+                raise TypeError(f"{type(self).__name__} needs a message")
+            message = self.default
         super().__init__(message)
         self.message = message
 
@@ -42,14 +47,11 @@ class PermissionRefused(LoomError):
 
 class EscapesRoot(LoomError):
     rule = "confinement"
-
-    def __init__(self, message: str = "path escapes the root") -> None:
-        super().__init__(message)
+    default = "path escapes the root"
 
 
 class SymlinkLoop(EscapesRoot):
-    def __init__(self) -> None:
-        super().__init__("too many levels of symbolic links")
+    default = "too many levels of symbolic links"
 
 
 class DeniedName(LoomError):
@@ -90,23 +92,17 @@ class NotFound(LoomError):
 
 class NotARegularFile(LoomError):
     rule = "type"
-
-    def __init__(self, message: str = "not a regular file") -> None:
-        super().__init__(message)
+    default = "not a regular file"
 
 
 class NotADirectory(LoomError):
     rule = "type"
-
-    def __init__(self, message: str = "not a directory") -> None:
-        super().__init__(message)
+    default = "not a directory"
 
 
 class IsSymlink(LoomError):
     rule = "type"
-
-    def __init__(self) -> None:
-        super().__init__("is a symbolic link")
+    default = "is a symbolic link"
 
 
 class TooLarge(LoomError):
@@ -123,9 +119,7 @@ class AlreadyExists(LoomError):
 
 class FileChanged(LoomError):
     rule = "changed"
-
-    def __init__(self) -> None:
-        super().__init__("file changed since it was read")
+    default = "file changed since it was read"
 
 
 class BadArgument(LoomError):

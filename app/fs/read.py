@@ -168,17 +168,26 @@ def _fit_window(lines: list[textio.RawLine], enc: str, room: int) -> list[str]:
         # Which limit cut it: the output when more was kept than fits, else the read budget.
         mark = OUTPUT_MARK if line.cut or line.complete else READ_MARK
         entry = f"{line.number} | {text}"
-        size = escaped_len(entry) + (2 if shown else 0)
         if (line.cut or not line.complete) and not shown:
             shown.append(cut_to(entry, room - len(mark)) + mark)
             break
-        if used + size > room:
-            if not shown:
-                shown.append(cut_to(entry, room - len(mark)) + mark)
+        taken = _take(shown, entry, used, room, mark)
+        if taken is None:
             break
-        shown.append(entry)
-        used += size
+        used = taken
     return shown
+
+
+def _take(shown: list[str], entry: str, used: int, room: int, mark: str) -> int | None:
+    """Add `entry` to `shown` when it fits in `room` after `used` characters: the new
+    `used`, or None when it does not (a first entry is shown anyway, cut, with `mark`)."""
+    size = escaped_len(entry) + (2 if shown else 0)
+    if used + size > room:
+        if not shown:
+            shown.append(cut_to(entry, room - len(mark)) + mark)
+        return None
+    shown.append(entry)
+    return used + size
 
 
 def _tail(
@@ -213,13 +222,10 @@ def _tail(
         entry = f"{line.number} | {text}"
         if line.cut:  # the scan never saw its start: show its end
             entry = f"{line.number} | {FRONT_MARK}{_cut_front(text, room - 60)}"
-        size = escaped_len(entry) + (2 if shown else 0)
-        if used + size > room:
-            if not shown:
-                shown.append(cut_to(entry, room - len(OUTPUT_MARK)) + OUTPUT_MARK)
+        taken = _take(shown, entry, used, room, OUTPUT_MARK)
+        if taken is None:
             break
-        shown.append(entry)
-        used += size
+        used = taken
     shown.reverse()
     first = t.lines[len(t.lines) - len(shown)]
     notes = []

@@ -33,7 +33,7 @@ from pydantic import BaseModel, Field
 from app.calls import Call as Call
 from app.calls import Cancelled as Cancelled
 from app.calls import InFlight, request_key
-from app.errors import LoomError
+from app.errors import BadArgument, LoomError
 from app.tools.render import render
 
 if TYPE_CHECKING:
@@ -58,6 +58,15 @@ PathArg = Annotated[
 Offset = Annotated[
     int, Field(ge=0, le=10_000_000, description="Entries to skip (from next_offset).")
 ]
+MAX_LINE = 1_000_000_000
+StartLine = Annotated[int, Field(ge=1, le=MAX_LINE, description="First line (1-based).")]
+EndLine = Annotated[int, Field(ge=1, le=MAX_LINE, description="Last line, inclusive.")]
+
+
+def check_window(start_line: int, end_line: int) -> None:
+    """A line window (`StartLine`..`EndLine`) that is not empty."""
+    if end_line < start_line:
+        raise BadArgument(f"end_line ({end_line}) is before start_line ({start_line})")
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,18 @@ from typing import Annotated
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from app.errors import BadArgument
 from app.fs.history import ops
 from app.fs.paging import clamp_limit
-from app.tools.base import Call, Offset, RootArg, run, tool
-
-MAX_LINE = 1_000_000_000
+from app.tools.base import (
+    Call,
+    EndLine,
+    Offset,
+    RootArg,
+    StartLine,
+    check_window,
+    run,
+    tool,
+)
 
 RevArg = Annotated[
     str,
@@ -33,6 +39,7 @@ HistoryPath = Annotated[
     str,
     Field(max_length=4096, description="Limit to this path relative to the root; '' is all."),
 ]
+LogLimit = Annotated[int, Field(ge=1, le=1000, description="Most commits to return (capped).")]
 
 
 @tool(perm="git", title="Git log", read_only=True, idempotent=True)
@@ -41,9 +48,7 @@ async def git_log(
     root: RootArg = None,
     path: HistoryPath = "",
     offset: Offset = 0,
-    limit: Annotated[
-        int, Field(ge=1, le=1000, description="Most commits to return (capped).")
-    ] = 20,
+    limit: LogLimit = 20,
     commit: Annotated[
         str, Field(min_length=1, max_length=256, description="Where the log starts.")
     ] = "HEAD",
@@ -78,8 +83,8 @@ async def git_show(
         str | None,
         Field(default=None, max_length=4096, description="A file to read at that commit."),
     ] = None,
-    start_line: Annotated[int, Field(ge=1, le=MAX_LINE, description="First line (1-based).")] = 1,
-    end_line: Annotated[int, Field(ge=1, le=MAX_LINE, description="Last line, inclusive.")] = 300,
+    start_line: StartLine = 1,
+    end_line: EndLine = 300,
     offset: Offset = 0,
 ) -> ops.ShowResult:
     """One commit: id, author, date, message, parents and the files it changed (path,
@@ -89,8 +94,7 @@ async def git_show(
     them) and cannot be read at any commit."""
 
     def work(call: Call) -> ops.ShowResult:
-        if end_line < start_line:
-            raise BadArgument(f"end_line ({end_line}) is before start_line ({start_line})")
+        check_window(start_line, end_line)
         return ops.git_show(
             call.root(root), commit=commit, path=path, start_line=start_line,
             end_line=end_line, offset=offset, cap=call.snapshot.limits.max_output_chars,

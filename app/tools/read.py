@@ -9,13 +9,22 @@ from mcp.server.mcpserver import Context
 from mcp.types import AudioContent, CallToolResult, ImageContent
 from pydantic import Field
 
-from app.errors import BadArgument
 from app.fs import listing, media
 from app.fs import read as read_mod
 from app.fs.paging import clamp_limit
-from app.tools.base import Call, Offset, PathArg, RootArg, ok_result, run, tool
+from app.tools.base import (
+    Call,
+    EndLine,
+    Offset,
+    PathArg,
+    RootArg,
+    StartLine,
+    check_window,
+    ok_result,
+    run,
+    tool,
+)
 
-MAX_LINE = 1_000_000_000
 DEFAULT_DEPTH = 2
 
 DirPathArg = Annotated[
@@ -92,8 +101,8 @@ async def read_text_file(
     ctx: Context,
     path: PathArg,
     root: RootArg = None,
-    start_line: Annotated[int, Field(ge=1, le=MAX_LINE, description="First line (1-based).")] = 1,
-    end_line: Annotated[int, Field(ge=1, le=MAX_LINE, description="Last line, inclusive.")] = 300,
+    start_line: StartLine = 1,
+    end_line: EndLine = 300,
     tail: Annotated[
         int | None,
         Field(default=None, ge=1, le=100_000, description="Return the last N lines instead."),
@@ -109,8 +118,8 @@ async def read_text_file(
     file's, for write tools' expected_sha256."""
 
     def work(call: Call) -> read_mod.ReadTextResult:
-        if tail is None and end_line < start_line:
-            raise BadArgument(f"end_line ({end_line}) is before start_line ({start_line})")
+        if tail is None:
+            check_window(start_line, end_line)
         return read_mod.read_text_file(
             call.root(root), path, start=start_line, end=end_line, tail=tail,
             cap=call.snapshot.limits.max_output_chars,
