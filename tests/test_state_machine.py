@@ -34,7 +34,7 @@ from app.fs.history import ops as git_ops
 from app.fs.paging import NoControl
 from app.registry import Registry
 from app.security.paths import split_request
-from tests.kit import dump
+from tests.kit import dump, roots_toml
 
 SECRET = "S3CRET"
 # Where secrets are planted; each path is denied by one kind of rule.
@@ -72,12 +72,11 @@ class NeverDenied(RuleBasedStateMachine):
         (ws / "a" / "ok.txt").write_text("fine\n")
         self.git = _commit_everything(ws, self.tmp / "home")
         cfg = self.tmp / "loom.toml"
-        cfg.write_text(
-            'deny = ["*.secret", "vault/*/y.txt"]\nsearch_fetch_tools = true\n'
-            f'audit_log = "{self.tmp / "state" / "audit.log"}"\n'
-            f'[[roots]]\nname = "ws"\npath = "{ws}"\nrole = "workspace"\n'
-            'deny = ["private.md", "config/prod.yaml", "a/b"]\n'
-        )
+        cfg.write_text(roots_toml(
+            ("ws", ws, "workspace", {"deny": ["private.md", "config/prod.yaml", "a/b"]}),
+            audit_log=self.tmp / "state" / "audit.log",
+            extra='deny = ["*.secret", "vault/*/y.txt"]\nsearch_fetch_tools = true',
+        ))
         self.reg = Registry(str(cfg), audit=False)
         self.root = self.reg.current.root("ws")
 

@@ -199,16 +199,6 @@ def small_root(
     write = _writer(top)
     for rel, data in files.items():
         write(rel, data)
-    cfg = tmp / "cfg"
-    cfg.mkdir(exist_ok=True)
-    path = cfg / "roots.toml"
-    path.write_text(textwrap.dedent(f"""
-        audit_log = "{tmp / "state" / "audit.log"}"
-        {extra}
-        [[roots]]
-        name = "r"
-        path = "{top}"
-        role = "reference"
-        max_read_bytes = {max_read}
-    """))
+    path = config_file(tmp, roots_toml(("r", top, "reference", {"max_read_bytes": max_read}),
+                                       audit_log=tmp / "state" / "audit.log", extra=extra))
     return root_of(path, "r")

@@ -30,24 +30,16 @@ from app.corpus import ranked
 from app.fs import fts, tokens
 from app.fs.paging import NoControl
 from app.registry import Registry
+from tests.kit import RootOptions, roots_toml
 
 WriteConfig = Callable[..., Path]
 
 
 def config_for(
-    write_config: WriteConfig, root: Path, root_extra: str = "", extra: str = ""
+    write_config: WriteConfig, root: Path, root_options: RootOptions | None = None, extra: str = ""
 ) -> Path:
-    return write_config(
-        f"""
-        search_fetch_tools = true
-        {extra}
-        [[roots]]
-        name = "main"
-        path = "{root}"
-        role = "reference"
-        {root_extra}
-        """
-    )
+    return write_config(roots_toml(("main", root, "reference", root_options or {}), audit_log=None,
+                                   extra=f"search_fetch_tools = true\n{extra}"))
 
 
 def found(reg: Registry, query: str) -> list[str]:
@@ -241,15 +233,8 @@ def test_a_write_through_the_tools_is_seen_by_the_next_search(
 
     root = tmp_path / "ws"
     root.mkdir()
-    cfg = write_config(
-        f"""
-        search_fetch_tools = true
-        [[roots]]
-        name = "main"
-        path = "{root}"
-        role = "workspace"
-        """
-    )
+    cfg = write_config(roots_toml(("main", root, "workspace"), audit_log=None,
+                                  extra="search_fetch_tools = true"))
     reg = Registry(str(cfg), audit=False)
     assert found(reg, "zebra") == []
     write_file(reg.current.root("main"), "new.md", "a zebra\n")
@@ -289,7 +274,7 @@ def test_a_rule_added_on_reload_hides_indexed_files_and_rebuilds(
             return con.execute("SELECT value FROM meta WHERE key = 'identity'").fetchone()[0]
 
     before = identity()
-    config_for(write_config, tree, root_extra='deny = ["*.txt"]')
+    config_for(write_config, tree, {"deny": ["*.txt"]})
     reg.reload()
     assert found(reg, "budget") == ["main/plan.md"]
     with contextlib.closing(sqlite3.connect(index_files(tmp_path)[0])) as con:
@@ -303,7 +288,7 @@ def test_a_name_allowed_on_reload_is_found(
     settle(monkeypatch)
     reg = Registry(str(config_for(write_config, tree)), audit=False)
     assert found(reg, "secret") == []  # only .env holds it
-    config_for(write_config, tree, root_extra='allow = [".env"]')
+    config_for(write_config, tree, {"allow": [".env"]})
     reg.reload()
     assert found(reg, "secret") == ["main/.env"]
 
@@ -495,16 +480,9 @@ def test_search_falls_back_to_the_scan_with_a_note(
 def test_an_index_directory_inside_a_root_is_not_used(
     write_config: WriteConfig, tree: Path
 ) -> None:
-    cfg = write_config(
-        f"""
-        audit_log = "{tree / "logs" / "audit.log"}"
-        search_fetch_tools = true
-        [[roots]]
-        name = "main"
-        path = "{tree}"
-        role = "reference"
-        """
-    )
+    cfg = write_config(roots_toml(("main", tree, "reference"),
+                                  audit_log=tree / "logs" / "audit.log",
+                                  extra="search_fetch_tools = true"))
     reg = Registry(str(cfg), audit=False)
     data = dr.search(reg.current, "title", NoControl())
     assert [r["id"] for r in data["results"]] == ["main/README.md"]

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.fs.readkit import NEEDLE, build
+from tests.kit import config_file, roots_toml
 from tests.live import LiveServer, live_server
 
 ABSOLUTE = re.compile(r"(?<![\w.])/(?:tmp|home|root|private|var|proc|etc)/")
@@ -31,30 +32,13 @@ def world(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[LiveServer
     writer_only = base / "wo"
     writer_only.mkdir()
     (writer_only / "a.txt").write_text("x\n")
-    cfg = base / "cfg"
-    cfg.mkdir(exist_ok=True)
-    config = cfg / "roots.toml"
-    config.write_text(f"""
-audit_log = "{base / "state" / "audit.log"}"
-default_root = "main"
-max_read_bytes = 65536
-
-[[roots]]
-name = "main"
-path = "{paths["main"]}"
-role = "reference"
-
-[[roots]]
-name = "ws"
-path = "{paths["ws"]}"
-role = "workspace"
-
-[[roots]]
-name = "wo"
-path = "{writer_only}"
-role = "sourcecode"
-permissions = ["write"]
-""")
+    config = config_file(base, roots_toml(
+        ("main", paths["main"], "reference"), ("ws", paths["ws"], "workspace"),
+        ("wo", writer_only, "sourcecode", {"permissions": ["write"]}),
+        audit_log=base / "state" / "audit.log",
+        extra='default_root = "main"\nmax_read_bytes = 65536',
+    ))
+    cfg = config.parent
     secrets = {str(p) for p in (base, *paths.values(), writer_only, cfg, config)}
     secrets |= {os.path.realpath(s) for s in secrets}
     secrets.add(str(tmp_path_factory.getbasetemp()))

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from tests.fs.conftest import MAX_READ, call, temp_leftovers, umask
+from tests.kit import roots_toml
 from tests.live import live_server
 
 WRITE_TOOLS = {"write_file", "edit_file", "create_directory", "move_file"}
@@ -238,14 +239,8 @@ async def test_write_tools_exist_only_where_some_root_grants_them(
     write_config, tmp_path: Path, role, permissions, present, absent
 ):
     (tmp_path / "r").mkdir()
-    perms = f"permissions = {permissions!r}".replace("'", '"') if permissions else ""
-    cfg = write_config(f"""
-        [[roots]]
-        name = "r"
-        path = "{tmp_path / "r"}"
-        role = "{role}"
-        {perms}
-        """)
+    options = {"permissions": permissions} if permissions else {}
+    cfg = write_config(roots_toml(("r", tmp_path / "r", role, options), audit_log=None))
     with live_server(cfg) as srv:
         async with srv.session() as s:
             tools = {t.name: t for t in (await s.list_tools()).tools}

@@ -23,6 +23,7 @@ from app.fs.history import ops
 from app.fs.history.store import RepoRefused
 from app.fs.paging import NoControl
 from tests.git.conftest import build_history, make_root
+from tests.kit import roots_toml
 
 SPAWN_EVENTS = {"subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn",
                 "os.fork", "os.forkpty", "pty.spawn"}
@@ -198,8 +199,7 @@ async def test_an_armed_repository_runs_nothing_through_a_live_server(tmp_path: 
     arm(repo.path, marker)
     (repo.path / "README.md").write_text("changed in the working tree\n")
     cfg = tmp_path / "cfg.toml"
-    cfg.write_text(f'audit_log = "{tmp_path / "audit.log"}"\n[[roots]]\nname = "repo"\n'
-                   f'path = "{repo.path}"\nrole = "reference"\n')
+    cfg.write_text(roots_toml(("repo", repo.path, "reference"), audit_log=tmp_path / "audit.log"))
     calls = [
         ("git_log", {}), ("git_log", {"path": "README.md"}), ("git_show", {"commit": "HEAD~1"}),
         ("git_show", {"commit": "v1", "path": "README.md"}),

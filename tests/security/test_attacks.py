@@ -28,6 +28,7 @@ import pytest
 
 from app import config as config_mod
 from app.errors import ConfigError, LoomError
+from tests.kit import roots_toml
 from tests.security.conftest import make_root
 
 ESC = "path escapes the root"
@@ -555,11 +556,8 @@ def test_allow_through_the_config_reopens_a_base_name(tmp_path: Path) -> None:
     (tmp_path / "proj" / "node_modules").mkdir()  # base list: re-openable
     (tmp_path / "proj" / "node_modules" / "x.js").write_text("X")
     cfg = tmp_path / "roots.toml"
-    cfg.write_text(
-        f'audit_log = "{tmp_path / "audit.log"}"\n'
-        '[[roots]]\nname = "proj"\npath = "proj"\nrole = "reference"\n'
-        'allow = ["node_modules"]\n'
-    )
+    cfg.write_text(roots_toml(("proj", "proj", "reference", {"allow": ["node_modules"]}),
+                              audit_log=tmp_path / "audit.log"))
     loaded = config_mod.load(cfg)
     assert loaded.roots[0].allow == ("node_modules",)
     root = make_root(tmp_path / "proj", allow=loaded.roots[0].allow)
@@ -583,11 +581,8 @@ def test_allow_through_the_config_reopens_a_base_name(tmp_path: Path) -> None:
 def test_allow_of_a_floor_name_is_a_load_error(tmp_path: Path, entry: str, floor: str) -> None:
     (tmp_path / "proj").mkdir()
     cfg = tmp_path / "roots.toml"
-    cfg.write_text(
-        f'audit_log = "{tmp_path / "audit.log"}"\n'
-        '[[roots]]\nname = "proj"\npath = "proj"\nrole = "reference"\n'
-        f'allow = ["{entry}"]\n'
-    )
+    cfg.write_text(roots_toml(("proj", "proj", "reference", {"allow": [entry]}),
+                              audit_log=tmp_path / "audit.log"))
     with pytest.raises(ConfigError) as err:
         config_mod.load(cfg)
     assert err.value.message == (

@@ -20,6 +20,7 @@ from app.errors import DeniedName
 from app.fs import move, trash
 from app.fs import read as read_mod
 from app.security.deny import DenyRules
+from tests.kit import roots_toml
 from tests.live import live_server
 from tests.security.conftest import make_root
 
@@ -89,11 +90,8 @@ def test_the_issue_sequence_over_http(tmp_path: Path) -> None:
     (top / "config").mkdir(parents=True)
     (top / "config" / "prod.yaml").write_text("password: SECRET\n")
     cfg = tmp_path / "loom.toml"
-    cfg.write_text(
-        f'audit_log = "{tmp_path / "state" / "audit.log"}"\n'
-        f'[[roots]]\nname = "src"\npath = "{top}"\nrole = "sourcecode"\n'
-        'deny = ["config/prod.yaml"]\n'
-    )
+    cfg.write_text(roots_toml(("src", top, "sourcecode", {"deny": ["config/prod.yaml"]}),
+                              audit_log=tmp_path / "state" / "audit.log"))
     with live_server(cfg) as srv:
 
         async def main() -> list[tuple[bool, str]]:

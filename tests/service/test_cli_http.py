@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.kit import roots_toml
 from tests.live import free_port
 
 EXE = str(Path(sys.executable).parent / "loom-fs-mcp")
@@ -134,9 +135,7 @@ def test_sighup_reloads_the_config(one_root_config, tmp_path) -> None:
     try:
         wait_healthy(port, proc)
         assert httpx.get(f"http://127.0.0.1:{port}/healthz").json()["roots"] == 1
-        cfg.write_text(
-            cfg.read_text() + f'\n[[roots]]\nname = "extra"\npath = "{extra}"\nrole = "workspace"\n'
-        )
+        cfg.write_text(cfg.read_text() + roots_toml(("extra", extra, "workspace"), audit_log=None))
         proc.send_signal(signal.SIGHUP)
         end = time.monotonic() + 10
         while httpx.get(f"http://127.0.0.1:{port}/healthz").json()["roots"] != 2:

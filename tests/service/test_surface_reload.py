@@ -10,15 +10,14 @@ import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
+from tests.kit import roots_toml
 from tests.live import live_server
 
 WRITE_TOOLS = {"write_file", "edit_file", "create_directory", "move_file"}
 
 
 def add_root(cfg: Path, path: Path, name: str, role: str) -> None:
-    cfg.write_text(
-        cfg.read_text() + f'\n[[roots]]\nname = "{name}"\npath = "{path}"\nrole = "{role}"\n'
-    )
+    cfg.write_text(cfg.read_text() + roots_toml((name, path, role), audit_log=None))
 
 
 async def tool_names(s) -> set[str]:  # type: ignore[no-untyped-def]
