@@ -49,6 +49,13 @@ def secure_root(
     return root
 
 
+def loaded_root(config: Path | str, name: str = "main") -> SecureRoot:
+    """A `SecureRoot` exactly as the server builds it from `config` (no audit log)."""
+    from app.registry import Registry
+
+    return Registry(str(config), audit=False).current.root(name)
+
+
 TomlValue = str | int | bool | Path | Sequence[str]
 RootOptions = Mapping[str, TomlValue]
 Root = tuple[str, Path | str, str] | tuple[str, Path | str, str, RootOptions]

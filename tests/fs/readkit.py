@@ -22,9 +22,8 @@ from typing import Any
 import pytest
 from mcp import ClientSession
 
-from app.registry import Registry
 from app.security.resolve import SecureRoot
-from tests.kit import config_file, roots_toml
+from tests.kit import config_file, loaded_root, roots_toml
 from tests.live import LiveServer, live_server
 
 MAX_READ = 65536  # main's max_read_bytes: big.log is over it
@@ -159,11 +158,6 @@ def config(base: Path, paths: dict[str, Path], extra: str = "", name: str = "roo
     ), name)
 
 
-def root_of(config_path: Path, name: str = "main") -> SecureRoot:
-    """A SecureRoot exactly as the server builds it (no audit log)."""
-    return Registry(str(config_path), audit=False).current.root(name)
-
-
 async def call(s: ClientSession, tool: str, **args: Any) -> tuple[bool, Any]:
     """(is_error, structured result or error text); a result has both (its text is for a model)."""
     res = await s.call_tool(tool, args)
@@ -201,4 +195,4 @@ def small_root(
         write(rel, data)
     path = config_file(tmp, roots_toml(("r", top, "reference", {"max_read_bytes": max_read}),
                                        audit_log=tmp / "state" / "audit.log", extra=extra))
-    return root_of(path, "r")
+    return loaded_root(path, "r")

@@ -21,9 +21,9 @@ from pathlib import Path
 import pytest
 
 from app.fs.sweep import sweep_temp_files
-from app.registry import Registry
 from app.security.walk import Walker
 from tests.fs.conftest import make_disk, populate, roots_config
+from tests.kit import loaded_root
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork and SIGKILL")
 
@@ -102,7 +102,7 @@ def test_sigkill_at_random_moments_never_leaves_a_torn_file(tmp_path: Path) -> N
     rng = random.Random(20261130)
     leftovers_seen = 0
     changed_rounds = 0
-    root = Registry(cfg, audit=False).current.root("ws")
+    root = loaded_root(cfg, "ws")
     try:
         assert helper.stdout.readline().strip() == "ready"
         deadline = time.monotonic() + 90

@@ -11,9 +11,9 @@ from datetime import datetime, timezone
 import pytest
 
 from app.fs import trash
-from app.registry import Registry
 from app.security.walk import Walker
 from tests.fs.conftest import call, make_disk, populate, roots_config
+from tests.kit import loaded_root
 
 STAMP = re.compile(r"^\.mcp-trash/\d{8}T\d{6}Z(-\d+)?/")
 
@@ -111,7 +111,7 @@ def test_deletes_in_the_same_second_never_collide(tmp_path):
     """Twelve threads delete same-named files at the very same (pinned) second."""
     disk = make_disk(tmp_path)
     populate(disk)
-    root = Registry(str(roots_config(disk)), audit=False).current.root("ws")
+    root = loaded_root(roots_config(disk), "ws")
     now = datetime(2026, 11, 30, 7, 15, 0, tzinfo=timezone.utc)
     n = 12
     for i in range(n):

@@ -8,8 +8,8 @@ import os
 import pytest
 
 from app.fs import atomic
-from app.registry import Registry
 from tests.fs.conftest import call, make_disk, populate, roots_config
+from tests.kit import loaded_root
 
 MOVE_REFUSALS = [
     # permission per root and role
@@ -119,7 +119,7 @@ def test_no_replace_holds_when_the_destination_appears_first(tmp_path, monkeypat
         monkeypatch.setattr(atomic, "_renameat2", lambda: None)
     disk = make_disk(tmp_path)
     populate(disk)
-    root = Registry(str(roots_config(disk)), audit=False).current.root("ws")
+    root = loaded_root(roots_config(disk), "ws")
     with root.open_parent("notes.txt", op="t", perm="write") as src, root.open_parent(
         "dir/a.txt", op="t", perm="write"
     ) as dst, pytest.raises(FileExistsError):
@@ -188,7 +188,7 @@ def test_a_destination_that_appears_after_any_check_is_never_overwritten(
     monkeypatch.setattr(atomic, "os", spy)
     real_lstat_at = atomic.lstat_at
     monkeypatch.setattr(atomic, "lstat_at", spy._wrap(real_lstat_at, at=1))
-    root = Registry(str(roots_config(disk)), audit=False).current.root("ws")
+    root = loaded_root(roots_config(disk), "ws")
     with root.open_parent("notes.txt", op="t", perm="write") as src, root.open_parent(
         "dir/late.txt", op="t", perm="write"
     ) as dst:

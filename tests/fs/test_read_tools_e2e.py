@@ -507,9 +507,9 @@ async def test_pages_add_up_to_the_unpaginated_result(
 ) -> None:
     from app.fs import listing, search
     from app.fs.paging import NoControl
-    from tests.fs.readkit import root_of
+    from tests.kit import loaded_root
 
-    root = root_of(config(rtree[0], rtree[1], name="direct.toml"))
+    root = loaded_root(config(rtree[0], rtree[1], name="direct.toml"))
     whole_list = listing.list_directory(
         root, "", recursive=True, max_depth=64, offset=0, limit=10**6, cap=10**8,
         control=NoControl())

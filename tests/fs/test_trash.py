@@ -14,8 +14,8 @@ import pytest
 
 from app.errors import LoomError, OSRefusal
 from app.fs import trash
-from app.registry import Registry
 from tests.fs.conftest import make_disk, populate, roots_config, umask
+from tests.kit import loaded_root
 from tests.security.conftest import make_root
 
 NOW = datetime(2026, 11, 30, 7, 15, 0, tzinfo=timezone.utc)
@@ -27,7 +27,7 @@ def ws(tmp_path: Path):  # type: ignore[no-untyped-def]
     populate(disk)
     (disk.ws / "dir" / "sub" / "deep").mkdir()
     (disk.ws / "dir" / "sub" / "deep" / "c.txt").write_text("C\n")
-    root = Registry(str(roots_config(disk)), audit=False).current.root("ws")
+    root = loaded_root(roots_config(disk), "ws")
     return disk.ws, root
 
 

@@ -22,9 +22,9 @@ from app.fs import move as move_mod
 from app.fs import trash
 from app.fs import write as write_mod
 from app.fs.edit import TextEdit
-from app.registry import Registry
 from app.security import openat2
 from tests.fs.conftest import make_disk, populate, roots_config
+from tests.kit import loaded_root
 
 RACE_SECONDS = 1.2
 
@@ -122,7 +122,7 @@ def test_swapping_a_parent_for_an_outside_link_never_reaches_outside(
     (box / "a.txt").write_text("moving\n")
     bait(disk.outside)
     before = outside_state(disk.outside)
-    root = Registry(str(roots_config(disk)), audit=False).current.root("ws")
+    root = loaded_root(roots_config(disk), "ws")
     root._use_openat2 = use_openat2
 
     stop = threading.Event()
@@ -180,7 +180,7 @@ def _race(n: int, action) -> tuple[list[int], list[str]]:  # type: ignore[no-unt
 def test_concurrent_creates_of_one_name_leave_exactly_one_winner(tmp_path: Path, attempt):
     disk = make_disk(tmp_path)
     populate(disk)
-    root = Registry(str(roots_config(disk)), audit=False).current.root("ws")
+    root = loaded_root(roots_config(disk), "ws")
     n = 8
     won, refused = _race(n, lambda i: write_mod.write_file(root, "new/same.txt", f"writer {i}\n"))
     assert len(won) == 1, (won, refused)
@@ -193,7 +193,7 @@ def test_concurrent_creates_of_one_name_leave_exactly_one_winner(tmp_path: Path,
 def test_concurrent_moves_onto_one_name_never_overwrite(tmp_path: Path, attempt):
     disk = make_disk(tmp_path)
     populate(disk)
-    root = Registry(str(roots_config(disk)), audit=False).current.root("ws")
+    root = loaded_root(roots_config(disk), "ws")
     n = 8
     for i in range(n):
         (disk.ws / f"src{i}.txt").write_text(f"source {i}\n")
