@@ -125,6 +125,15 @@ def server(_module_server: tuple[Disk, LiveServer], disk: Disk) -> LiveServer:
     return _module_server[1]
 
 
+async def refusal(disk: Disk, via: ClientSession | LiveServer, tool: str, **args: Any) -> str:
+    """The error text of a call that must be refused and leave the disk as it was."""
+    before = disk.snapshot()
+    is_error, text = await call(via, tool, **args)
+    assert is_error, text
+    assert disk.snapshot() == before
+    return str(text)
+
+
 # Sessions are opened inside the tests: an async-generator fixture would enter the
 # SDK client's cancel scopes in one task and leave them in another.
 async def call(via: ClientSession | LiveServer, tool: str, **args: Any) -> tuple[bool, Any]:

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from app.errors import BadArgument
 from app.fs.edit import TextEdit, apply_edits, decode
-from tests.fs.conftest import MAX_OUTPUT, MAX_READ, call, temp_leftovers
+from tests.fs.conftest import MAX_OUTPUT, MAX_READ, call, refusal, temp_leftovers
 
 
 def edits(*pairs: tuple[str, str]) -> list[dict[str, str]]:
@@ -91,11 +91,7 @@ def add_edit_fixtures(disk) -> None:
 @pytest.mark.parametrize(("args", "message"), EDIT_REFUSALS)
 async def test_edit_refusal_names_the_problem_and_changes_nothing(disk, server, args, message):
     add_edit_fixtures(disk)
-    before = disk.snapshot()
-    is_error, text = await call(server, "edit_file", **args)
-    assert is_error, text
-    assert message in text
-    assert disk.snapshot() == before
+    assert message in await refusal(disk, server, "edit_file", **args)
 
 
 async def test_edit_of_a_file_changed_by_someone_else_is_refused(disk, server):

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from app.fs import atomic
-from tests.fs.conftest import call, make_disk, populate, roots_config
+from tests.fs.conftest import call, make_disk, populate, refusal, roots_config
 from tests.kit import loaded_root
 
 MOVE_REFUSALS = [
@@ -59,11 +59,7 @@ MOVE_REFUSALS = [
 
 @pytest.mark.parametrize(("args", "message"), MOVE_REFUSALS)
 async def test_move_refusal_names_the_rule_and_changes_nothing(disk, server, args, message):
-    before = disk.snapshot()
-    is_error, text = await call(server, "move_file", **args)
-    assert is_error, text
-    assert message in text
-    assert disk.snapshot() == before
+    assert message in await refusal(disk, server, "move_file", **args)
 
 
 async def test_rename_a_file(disk, server):

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fs.conftest import MAX_READ, call, temp_leftovers, umask
+from tests.fs.conftest import MAX_READ, call, refusal, temp_leftovers, umask
 from tests.kit import roots_toml
 from tests.live import live_server
 
@@ -75,12 +75,9 @@ WRITE_REFUSALS = [
 
 @pytest.mark.parametrize(("args", "message"), WRITE_REFUSALS)
 async def test_write_file_refusal_names_the_rule_and_changes_nothing(disk, server, args, message):
-    before = disk.snapshot()
-    is_error, text = await call(server, "write_file", **{"content": "new\n", **args})
-    assert is_error, text
+    text = await refusal(disk, server, "write_file", **{"content": "new\n", **args})
     assert message in text
     assert str(disk.base) not in text
-    assert disk.snapshot() == before
 
 
 async def test_stale_hash_is_refused_even_with_overwrite_and_the_right_size(disk, server):
@@ -202,11 +199,7 @@ MKDIR_REFUSALS = [
 
 @pytest.mark.parametrize(("args", "message"), MKDIR_REFUSALS)
 async def test_create_directory_refusal_changes_nothing(disk, server, args, message):
-    before = disk.snapshot()
-    is_error, text = await call(server, "create_directory", **args)
-    assert is_error, text
-    assert message in text
-    assert disk.snapshot() == before
+    assert message in await refusal(disk, server, "create_directory", **args)
 
 
 async def test_create_directory_is_mkdir_p_and_idempotent(disk, server):
