@@ -19,7 +19,8 @@ from typing import Any
 import pytest
 from mcp import ClientSession
 
-from tests.kit import config_file, roots_toml
+from app.security import SecureRoot
+from tests.kit import config_file, loaded_root, roots_toml
 from tests.live import LiveServer, live_server
 
 MAX_READ = 65536
@@ -102,6 +103,13 @@ def roots_config(disk: Disk, extra: str = "", max_read: int = MAX_READ) -> Path:
         audit_log=disk.base / "state" / "audit.log",
         extra=f'default_root = "ws"\nmax_output_chars = {MAX_OUTPUT}\n{extra}',
     ))
+
+
+def populated_ws(base: Path) -> tuple[Disk, SecureRoot]:
+    """A populated disk under `base` and its `ws` root as the server loads it."""
+    disk = make_disk(base)
+    populate(disk)
+    return disk, loaded_root(roots_config(disk), "ws")
 
 
 @pytest.fixture(scope="module")

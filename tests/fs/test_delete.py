@@ -12,8 +12,7 @@ import pytest
 
 from app.fs import trash
 from app.security.walk import Walker
-from tests.fs.conftest import call, make_disk, populate, refusal, roots_config
-from tests.kit import loaded_root
+from tests.fs.conftest import call, populated_ws, refusal
 
 STAMP = re.compile(r"^\.mcp-trash/\d{8}T\d{6}Z(-\d+)?/")
 
@@ -105,9 +104,7 @@ async def test_same_name_deleted_twice_both_survive(disk, server):
 
 def test_deletes_in_the_same_second_never_collide(tmp_path):
     """Twelve threads delete same-named files at the very same (pinned) second."""
-    disk = make_disk(tmp_path)
-    populate(disk)
-    root = loaded_root(roots_config(disk), "ws")
+    disk, root = populated_ws(tmp_path)
     now = datetime(2026, 11, 30, 7, 15, 0, tzinfo=timezone.utc)
     n = 12
     for i in range(n):

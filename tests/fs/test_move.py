@@ -8,7 +8,7 @@ import os
 import pytest
 
 from app.fs import atomic
-from tests.fs.conftest import call, make_disk, populate, refusal, roots_config
+from tests.fs.conftest import call, make_disk, populate, populated_ws, refusal, roots_config
 from tests.kit import loaded_root
 
 MOVE_REFUSALS = [
@@ -113,9 +113,7 @@ def test_no_replace_holds_when_the_destination_appears_first(tmp_path, monkeypat
     """The no-overwrite decision is made by the kernel at the rename, not by our check."""
     if fallback:  # as on a kernel or file system without RENAME_NOREPLACE
         monkeypatch.setattr(atomic, "_renameat2", lambda: None)
-    disk = make_disk(tmp_path)
-    populate(disk)
-    root = loaded_root(roots_config(disk), "ws")
+    disk, root = populated_ws(tmp_path)
     with root.open_parent("notes.txt", op="t", perm="write") as src, root.open_parent(
         "dir/a.txt", op="t", perm="write"
     ) as dst, pytest.raises(FileExistsError):

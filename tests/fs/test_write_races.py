@@ -23,7 +23,7 @@ from app.fs import trash
 from app.fs import write as write_mod
 from app.fs.edit import TextEdit
 from app.security import openat2
-from tests.fs.conftest import make_disk, populate, roots_config
+from tests.fs.conftest import make_disk, populate, populated_ws, roots_config
 from tests.kit import loaded_root
 
 RACE_SECONDS = 1.2
@@ -178,9 +178,7 @@ def _race(n: int, action) -> tuple[list[int], list[str]]:  # type: ignore[no-unt
 
 @pytest.mark.parametrize("attempt", range(3))
 def test_concurrent_creates_of_one_name_leave_exactly_one_winner(tmp_path: Path, attempt):
-    disk = make_disk(tmp_path)
-    populate(disk)
-    root = loaded_root(roots_config(disk), "ws")
+    disk, root = populated_ws(tmp_path)
     n = 8
     won, refused = _race(n, lambda i: write_mod.write_file(root, "new/same.txt", f"writer {i}\n"))
     assert len(won) == 1, (won, refused)
@@ -191,9 +189,7 @@ def test_concurrent_creates_of_one_name_leave_exactly_one_winner(tmp_path: Path,
 
 @pytest.mark.parametrize("attempt", range(3))
 def test_concurrent_moves_onto_one_name_never_overwrite(tmp_path: Path, attempt):
-    disk = make_disk(tmp_path)
-    populate(disk)
-    root = loaded_root(roots_config(disk), "ws")
+    disk, root = populated_ws(tmp_path)
     n = 8
     for i in range(n):
         (disk.ws / f"src{i}.txt").write_text(f"source {i}\n")
