@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import time
 
@@ -49,6 +50,15 @@ MATCHES = [
     ("src/a**z", "src/a/b/z", True),  # '**' inside a segment still crosses
     ("a**z", "x/abz", True),  # ...but a pattern without '/' sees only base names
     ("./pkg/*.py", "pkg/a.py", True),
+    # several wildcards (the linear matcher): each block starts where the one before ended
+    ("a/a**a**a", "a/aaa", True),
+    ("a/a**a**a", "a/aa", False),  # the middle `a` cannot reuse the first block's `a`
+    ("a/**a*a", "a/aa", True),  # a segment's tail after a gap: `a*a` on `aa`
+    ("a/**a*a", "a/a", False),
+    ("a/**a*b*a", "a/aba", True),  # ...with a chunk between its first and last
+    ("a/**a*b*a", "a/aa", False),
+    ("a/**b**a", "a/ba", True),  # a block between two gaps, inside one segment
+    ("a/**b**a", "a/ab", False),
     # case-sensitive, like the filesystems it mirrors
     ("*.PY", "a.py", False),
     # regex metacharacters are literal
@@ -133,6 +143,68 @@ def test_linear_matcher_agrees_with_the_regex_translation(pattern: str, path: st
     want = reference.fullmatch(subject) is not None
     assert bool(linear_match(pattern)(subject)) is want
     assert g.matches(path, name) is want
+
+
+FILL = {"**": "ab./", "*": "ab.", "?": "ab.", "[ab]": "ab", "[!a]": "b.", "[]a]": "]a"}
+
+
+@st.composite
+def near_matches(draw: st.DrawFn) -> tuple[str, str]:
+    """A pattern and a path made from it (each wildcard filled in), then maybe one character
+    changed: about half match, and the other half miss by one, where a matcher's edges are."""
+    pieces = draw(st.lists(st.sampled_from(PIECES), min_size=1, max_size=10))
+    out = []
+    for piece in pieces:
+        for part in re.split(r"(\*\*|\*|\?|\[ab\]|\[!a\]|\[\]a\])", piece):
+            if part in FILL:
+                width = 1 if part not in ("*", "**") else draw(st.integers(0, 4))
+                out.append("".join(draw(st.sampled_from(FILL[part])) for _ in range(width)))
+            else:
+                out.append(part)
+    path = "".join(out)
+    if path and draw(st.booleans()):
+        i = draw(st.integers(0, len(path) - 1))
+        path = path[:i] + draw(st.sampled_from(["", "a", "b", ".", "/"])) + path[i + 1 :]
+    return "".join(pieces), path
+
+
+@settings(max_examples=1500, deadline=None)
+@given(case=near_matches())
+def test_linear_matcher_agrees_on_near_matches(case: tuple[str, str]) -> None:
+    pattern, path = case
+    reference = _reference(pattern)
+    assume(reference is not None)
+    assume(path and "//" not in path and not path.startswith("/") and not path.endswith("/"))
+    assert reference is not None
+    name = path.rsplit("/", 1)[-1]
+    g = compile_glob(pattern)
+    subject = name if g.basename else path
+    want = reference.fullmatch(subject) is not None
+    assert bool(linear_match(pattern)(subject)) is want
+    assert g.matches(path, name) is want
+
+
+def test_linear_matcher_agrees_on_every_small_pattern_and_path() -> None:
+    """Exhaustive in the small: every pattern of up to 6 characters from `a*/?` against every
+    path of up to 4 characters from `ab/` (no empty segment). Small cases hold the edges: a
+    block ending inside a segment, a gap of nothing, a literal where a wildcard just stopped."""
+    subjects = [
+        "".join(p) for n in range(1, 5) for p in itertools.product("ab/", repeat=n)
+        if "" not in "".join(p).split("/")
+    ]
+    names = sorted({p.rsplit("/", 1)[-1] for p in subjects})
+    checked = wrong = 0
+    for n in range(1, 7):
+        for chars in itertools.product("a*/?", repeat=n):
+            pattern = "".join(chars)
+            reference = _reference(pattern)
+            if reference is None:
+                continue
+            match = linear_match(pattern)
+            for subject in names if "/" not in pattern else subjects:
+                checked += 1
+                wrong += bool(match(subject)) is not (reference.fullmatch(subject) is not None)
+    assert checked > 100_000 and wrong == 0
 
 
 # Patterns that make a backtracking regex exponential (or polynomial of high
