@@ -158,11 +158,10 @@ def pread_all(fd: int, limit: int) -> bytes:
     return b"".join(parts)
 
 
-def find_break(buf: bytes, token: bytes, unit: int, pos: int, end: int | None = None) -> int:
+def find_break(buf: bytes, token: bytes, unit: int, pos: int) -> int:
     """Next line break at or after `pos` that sits on a code-unit boundary."""
-    stop = len(buf) if end is None else end
     while True:
-        i = buf.find(token, pos, stop)
+        i = buf.find(token, pos)
         if i < 0 or unit == 1 or i % unit == 0:
             return i
         pos = i + 1

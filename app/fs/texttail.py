@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.fs.textio import CHUNK, RawLine, Sniff, Source, count_breaks, find_break
+from app.fs import textio
+from app.fs.textio import RawLine, Sniff, Source, count_breaks, find_break
 
 
 def rfind_break(buf: bytes, token: bytes, unit: int, end: int) -> int:
@@ -45,7 +46,7 @@ def tail(src: Source, sn: Sniff, want: int, keep_total: int) -> Tail:
     cut_at: int | None = None  # file offset where the wanted lines begin
     looked = 0
     while lo > base and cut_at is None:
-        new_lo = lo - min(CHUNK, lo - base, limit - looked)
+        new_lo = lo - min(textio.CHUNK, lo - base, limit - looked)
         new_lo += -(new_lo - base) % unit  # stay on a code-unit boundary
         if new_lo >= lo:
             break
