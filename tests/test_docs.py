@@ -144,3 +144,12 @@ def test_the_tour_prints_what_the_readme_shows(tmp_path: Path) -> None:
     assert got.count("> ") == shown.count("> ")
     assert not (home / "scratch" / "plan.md").exists()
     assert not (home / "notes" / "new.md").exists()
+    # The trash command the tour gives, as written (a fresh delete is kept: younger than 30 days).
+    readme = " ".join((REPO / "README.md").read_text().split())
+    m = re.search(r"`\.venv/bin/loom-fs-mcp (--config \S+ --empty-trash [^`]*)`", readme)
+    assert m is not None
+    args = m[1].replace("config/roots.toml", str(config)).split()
+    empty = subprocess.run([str(Path(sys.executable).parent / "loom-fs-mcp"), *args],
+                           capture_output=True, text=True, timeout=60)
+    assert empty.returncode == 0, empty.stderr
+    assert empty.stdout.startswith("removed 0 delete(s), 0 bytes; kept 1 newer"), empty.stdout
