@@ -111,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.empty_trash is not None:
         return empty_trash_command(loaded, args.empty_trash, args.older_than, args.dry_run)
-    from app.serve import serve
+    from app.startup import serve
 
     return serve(args, path, loaded)
 

@@ -59,8 +59,8 @@ def serve(variant: str, port: int, config: str) -> None:
 
     from app.http import build_app
     from app.registry import Registry
-    from app.serve import listening_socket
     from app.server import LoomServer
+    from app.startup import listening_socket
 
     v = VARIANTS[variant]
     server = LoomServer(Registry(config))

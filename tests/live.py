@@ -60,7 +60,7 @@ class LiveServer:
         self.server = LoomServer(self.registry)
         self.token = token
         self.app = build_app(self.server, token=token, **app_kwargs)
-        # IPPROTO_TCP so asyncio sets TCP_NODELAY on accepted connections (see app/serve.py).
+        # IPPROTO_TCP so asyncio sets TCP_NODELAY on accepted connections (see app/startup.py).
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._sock.bind(("127.0.0.1", 0))
         self._sock.listen(128)
@@ -74,9 +74,9 @@ class LiveServer:
                 access_log=False,
                 lifespan="on",
                 timeout_graceful_shutdown=2,
-                proxy_headers=False,  # as app/serve.py: forwarded-for is never trusted
+                proxy_headers=False,  # as app/startup.py: forwarded-for is never trusted
                 forwarded_allow_ips="",
-                # The shipped limits (app/serve.py), unless a test asks for others.
+                # The shipped limits (app/startup.py), unless a test asks for others.
                 **(uvicorn_limits() if uvicorn_options is None else uvicorn_options),
             )
         )

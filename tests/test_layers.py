@@ -24,7 +24,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("tools", ("app.tools",)),
     ("server", ("app.server",)),
     ("transport", ("app.http", "app.stdio")),
-    ("process", ("app.serve", "app.settings", "app.cli", "app.__main__")),
+    ("process", ("app.startup", "app.settings", "app.cli", "app.__main__")),
 ]
 
 # Arrows that go the wrong way today, each with why it is not fixed yet.
@@ -139,7 +139,7 @@ def test_every_listed_exception_still_occurs() -> None:
          {"app.registry"}),
         ("app.fs.history.store", "from ... import registry", {"app.registry"}),
         ("app.tools.base", "from app.http import build_app", {"app.http"}),
-        ("app.tools.read", "from app.serve import serve", {"app.serve"}),
+        ("app.tools.read", "from app.startup import serve", {"app.startup"}),
         ("app.calls", "from app.tools import base", {"app.tools.base"}),
         ("app.http", "from app.cli import main", {"app.cli"}),
         # the right way round: nothing to report
@@ -163,12 +163,12 @@ def test_the_bom_table_has_one_home() -> None:
 
 
 def test_serve_loads_the_http_stack_only_for_http() -> None:
-    """`app.serve` imports `app.http` (Starlette, the SDK's HTTP app) lazily, like uvicorn."""
+    """`app.startup` imports `app.http` (Starlette, the SDK's HTTP app) lazily, like uvicorn."""
     import subprocess
     import sys
 
     probe = (
-        "import sys, app.serve; "
+        "import sys, app.startup; "
         "print(sorted(m for m in ('app.http', 'starlette', 'uvicorn') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,

@@ -7,7 +7,7 @@
 - `limits.py`: the limits uvicorn and the SDK lack (head size, read deadlines,
   connections, sessions).
 
-Imported only when serving HTTP (`app.serve`): stdio never loads Starlette.
+Imported only when serving HTTP (`app.startup`): stdio never loads Starlette.
 """
 
 from app.http.factory import build_app

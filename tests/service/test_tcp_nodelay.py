@@ -12,7 +12,7 @@ import socket
 
 import pytest
 
-from app.serve import listening_socket
+from app.startup import listening_socket
 from tests.live import LiveServer
 
 
