@@ -4,6 +4,7 @@
 #   scripts/mutation.sh                      # every core module
 #   scripts/mutation.sh app/fs/atomic.py     # one or more modules
 #   MAX_CHILDREN=1 scripts/mutation.sh ...   # parallel test processes (default 2)
+#   MAX_VMEM_KB=...                          # address space per process (default 4 GiB)
 #   SURVIVORS=1 scripts/mutation.sh app/fs/atomic.py
 #                                            # re-test only the last run's survivors
 #
@@ -92,7 +93,11 @@ import json, sys
 codes = json.load(open(sys.argv[1]))["exit_code_by_key"]
 print("\n".join(n for n, c in sorted(codes.items()) if c not in (1, 3)))' "$work/mutants/$module.meta")
     fi
-    if ! (cd "$work" && "$here/.venv/bin/mutmut" run --max-children "$max_children" "${names[@]}" \
+    # At most 4 GiB of address space per process (MAX_VMEM_KB): a mutant that loops appending
+    # to a list then fails with MemoryError, caught like any failure, instead of eating the
+    # shared machine's memory until the timeout.
+    if ! (cd "$work" && ulimit -v "${MAX_VMEM_KB:-4194304}" \
+            && "$here/.venv/bin/mutmut" run --max-children "$max_children" "${names[@]}" \
             >mutmut.log 2>&1); then
         echo "   mutmut failed; see $work/mutmut.log" >&2
         tail -20 "$work/mutmut.log" >&2

@@ -3,13 +3,17 @@ follow, what the root itself is, the handles it hands out and what each call aud
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
+import stat
+from functools import partial
 from pathlib import Path
 
 import pytest
 
-from app.errors import EscapesRoot
-from app.security.resolve import MAX_SYMLINK_HOPS
+from app.errors import EscapesRoot, LoomError, RootGone
+from app.security.resolve import MAX_SYMLINK_HOPS, SecureRoot
 from tests.security.conftest import make_root
 
 
@@ -36,3 +40,161 @@ def test_a_path_follows_at_most_40_links(tmp_path: Path, engine: str, links: int
         with pytest.raises(EscapesRoot) as exc:
             root.open_file(first, op="read")
         assert exc.value.message == "too many levels of symbolic links"
+
+
+# -- absolute links that stay inside: the walk restarts from the root's handle -------------
+
+
+@pytest.fixture
+def abs_tree(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    (root / "sub" / "deeper").mkdir(parents=True)
+    (root / "other").mkdir()
+    (root / "a.txt").write_text("A")
+    (root / "other" / "o.txt").write_text("O")
+    real = os.path.realpath(root)
+    os.symlink(f"{real}/a.txt", root / "sub" / "deeper" / "to_a")
+    os.symlink(f"{real}/other", root / "sub" / "deeper" / "to_other")
+    os.symlink(f"{real}//sub/./deeper/../../other/", root / "sub" / "odd_spelling")
+    os.symlink(f"{real}-evil/x", root / "sub" / "evil")  # a sibling whose name extends ours
+    os.symlink(real, root / "sub" / "to_root")
+    (tmp_path / "root-evil").mkdir()
+    (tmp_path / "root-evil" / "x").write_text("X")
+    return root
+
+
+@pytest.mark.parametrize(("path", "target", "content"), [
+    ("sub/deeper/to_a", "a.txt", b"A"),
+    ("sub/deeper/to_other/o.txt", "other/o.txt", b"O"),
+    ("sub/odd_spelling/o.txt", "other/o.txt", b"O"),
+    ("sub/to_root/sub/deeper/to_a", "a.txt", b"A"),
+    ("sub/deeper/to_other/../to_a", "a.txt", b"A"),  # `..` in a request is lexical
+])
+def test_an_absolute_link_inside_the_root_is_followed_from_the_top(
+    abs_tree: Path, engine: str, path: str, target: str, content: bytes
+) -> None:
+    root = make_root(abs_tree, engine=engine)
+    with root.open_file(path, op="read") as f:
+        assert (f.rel, f.target, os.read(f.fd, 10)) == (os.path.normpath(path), target,
+                                                         content)
+        assert os.readlink(f"/proc/self/fd/{f.fd}") == os.path.join(root.real, target)
+
+
+@pytest.mark.parametrize("path", ["sub/evil", "sub/to_root/sub/evil"])
+def test_an_absolute_link_to_a_sibling_named_like_the_root_escapes(
+    abs_tree: Path, engine: str, path: str
+) -> None:
+    root = make_root(abs_tree, engine=engine)
+    with pytest.raises(EscapesRoot) as exc:
+        root.open_file(path, op="read")
+    assert exc.value.message == "path escapes the root"
+
+
+def test_the_directory_an_absolute_link_reaches(abs_tree: Path, engine: str) -> None:
+    root = make_root(abs_tree, engine=engine)
+    with root.open_dir("sub/deeper/to_other", op="list") as d:
+        assert (d.target, sorted(os.listdir(d.fd))) == ("other", ["o.txt"])
+    with root.open_parent("sub/deeper/to_other/new.txt", op="write", perm="write") as p:
+        assert (p.name, p.parent_parts, p.target) == ("new.txt", ("other",), "other/new.txt")
+
+
+# -- a root whose folder went away ----------------------------------------------------------
+
+
+def _gone(tmp_path: Path, how: str) -> tuple[Path, SecureRoot, list[tuple[object, ...]]]:
+    folder = tmp_path / "root"
+    folder.mkdir()
+    (folder / "a.txt").write_text("A")
+    lines: list[tuple[object, ...]] = []
+    root = make_root(folder, name="docs", audit=lambda *line: lines.append(line))
+    if how == "deleted":
+        shutil.rmtree(folder)
+    else:  # replaced: same path, another directory
+        folder.rename(tmp_path / "old")
+        folder.mkdir()
+        (folder / "a.txt").write_text("new")
+    return folder, root, lines
+
+
+@pytest.mark.parametrize("how", ["deleted", "replaced"])
+def test_every_way_in_refuses_a_root_whose_folder_is_gone(tmp_path: Path, how: str) -> None:
+    _, root, lines = _gone(tmp_path, how)
+    calls = [
+        lambda: root.open_file("a.txt", op="read"),
+        lambda: root.open_dir("", op="list"),
+        lambda: root.open_parent("b.txt", op="write", perm="write"),
+    ]
+    for call in calls:
+        with pytest.raises(RootGone) as exc:
+            call()
+        assert exc.value.message.startswith("root 'docs' is gone: its folder was deleted")
+    assert [(d, rel, rule) for d, _, rel, _, rule in lines] == [
+        ("DENY", rel, f"root: {exc.value.message}") for rel in ("a.txt", "", "b.txt")
+    ]
+
+
+def test_a_root_left_in_place_is_alive(tmp_path: Path) -> None:
+    root = make_root(tmp_path)
+    root.check_alive()
+    (tmp_path / "new").mkdir()  # its content changing is not its identity
+    root.check_alive()
+
+
+def test_a_request_that_is_not_text_is_audited_as_a_question_mark(tmp_path: Path) -> None:
+    lines: list[tuple[object, ...]] = []
+    root = make_root(tmp_path, audit=lambda *line: lines.append(line))
+    with pytest.raises(LoomError):
+        root.open_file(None, op="read")  # type: ignore[arg-type]
+    with pytest.raises(LoomError):
+        root.open_file("../x", op="read")
+    assert [(d, rel) for d, _, rel, _, _ in lines] == [("DENY", "?"), ("DENY", "../x")]
+
+
+# -- descriptors: every one opened on the way is closed, whatever the outcome -----------------
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+def test_no_descriptor_outlives_its_resolution(abs_tree: Path, engine: str) -> None:
+    (abs_tree / "sub" / "loop").symlink_to("loop")
+    (abs_tree / "sub" / "up").symlink_to("..")
+    (abs_tree / "sub" / "deeper" / "esc").symlink_to("../../../root-evil/x")
+    root = make_root(abs_tree, engine=engine)
+    paths = [
+        "a.txt", "sub", "sub/deeper/to_a", "sub/deeper/to_other/o.txt", "sub/odd_spelling",
+        "sub/to_root/sub/deeper", "sub/up/a.txt", "sub/up/sub/up/other", "sub/evil",
+        "sub/loop", "sub/deeper/esc", "missing/x", "a.txt/x", "sub/deeper/to_a/x",
+        "sub/to_root/sub/to_root/other/o.txt",
+    ]
+    before = _open_fds()
+    for path in paths:
+        calls = [
+            partial(root.open_file, path, op="read"),
+            partial(root.open_dir, path, op="list"),
+            partial(root.open_parent, path + "/new", op="write", perm="write"),
+            partial(root.open_parent, path + "/n1/n2", op="write", perm="write",
+                    create_parents=True),
+        ]
+        for call in calls:
+            with contextlib.suppress(LoomError):
+                call().close()
+    assert _open_fds() == before
+
+
+def test_create_parents_makes_the_missing_folders(tmp_path: Path, engine: str) -> None:
+    root = make_root(tmp_path, engine=engine)
+    old = os.umask(0o022)
+    try:
+        with root.open_parent("p1/p2/f.txt", op="write", perm="write",
+                              create_parents=True) as p:
+            assert (p.name, p.parent_parts) == ("f.txt", ("p1", "p2"))
+    finally:
+        os.umask(old)
+    for d in ("p1", "p1/p2"):
+        assert (tmp_path / d).is_dir()
+        assert stat.S_IMODE((tmp_path / d).stat().st_mode) == 0o755
+    with pytest.raises(LoomError):
+        root.open_parent("q1/f.txt", op="write", perm="write")
+    assert not (tmp_path / "q1").exists()
