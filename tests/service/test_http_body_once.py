@@ -3,8 +3,9 @@
 At the ASGI level, below the SDK: a body sent in several chunks is pulled from the
 server once, reaches the app as one message holding the very bytes object that the
 response-mode guard and the disconnect watcher decided from; a client that leaves
-before its body reaches the app as a disconnect, with no body to decide from. The
-same stack under uvicorn is tested in test_response_mode.py and test_cancel.py.
+before its body reaches the app as a disconnect, with no body to decide from. Then
+the same under uvicorn: a body sent in chunks (`Transfer-Encoding: chunked`), its
+`progressToken` split across two of them, still decides the answer's format.
 """
 
 from __future__ import annotations
@@ -13,11 +14,13 @@ import json
 from typing import Any
 
 import anyio
+import httpx
 import pytest
 
 from app.http.body import BodyLimit, body_of
 from app.http.disconnect import CancelOnDisconnect
 from app.http.response_mode import JsonWhenNothingStreams, PerRequestJSON
+from tests.live import INIT_REQUEST, MCP_POST_HEADERS
 
 
 class Inflight:
@@ -108,3 +111,28 @@ async def test_a_client_gone_before_its_body_reaches_the_app_as_a_disconnect() -
         await stack(app, server)(scope(), receive, lambda m: anyio.sleep(0))
     assert seen == [{"type": "http.disconnect"}, None, False]
     assert pulled == ["http.disconnect"] and server.inflight.cancelled == []
+
+
+@pytest.mark.parametrize("progress", [False, True])
+def test_a_chunked_request_over_http_is_read_whole(live: Any, progress: bool) -> None:
+    with httpx.Client(base_url=live.base, headers=MCP_POST_HEADERS, timeout=30) as http:
+        opened = http.post("/mcp", json=INIT_REQUEST)
+        http.headers.update({"mcp-session-id": opened.headers["mcp-session-id"],
+                             "mcp-protocol-version": "2025-11-25"})
+        assert http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}
+                         ).status_code == 202
+        params: dict[str, Any] = {"name": "read_text_file", "arguments": {"path": "README.md"}}
+        if progress:
+            params["_meta"] = {"progressToken": "p1"}
+        raw = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params})
+        body = raw.encode()
+        cut = body.find(b"Token") if progress else len(body) // 2
+        chunks = [body[:5], body[5:cut], body[cut:]]  # the token's name split in two
+        r = http.post("/mcp", content=iter(chunks))
+    assert r.status_code == 200, r.text
+    assert r.request.headers.get("transfer-encoding") == "chunked"
+    kind = "text/event-stream" if progress else "application/json"
+    assert r.headers["content-type"].startswith(kind)
+    data = [line[5:] for line in r.text.splitlines() if line.startswith("data:")]
+    answer = json.loads(data[-1]) if progress else r.json()
+    assert answer["id"] == 9 and answer["result"]["structuredContent"]["path"] == "README.md"
