@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 import re2
 
 from app.errors import BadArgument
-from app.fs.grep import _RANK, Matcher, line_hits
+from app.fs.grep import _RANK, Caseless, Matcher, hyperscan, line_hits
 from app.fs.literals import required_literal
 
 _ANCHOR = re2._Anchor.UNANCHORED
@@ -54,10 +54,21 @@ def _refusal(pattern: str, message: str) -> BadArgument:
 _ORBIT_LEAVES_ASCII = frozenset(b"kKsS")
 
 
+def _folded_piece(raw: bytes) -> bytes | None:
+    """The longest piece of `raw` (3 bytes or more) with no byte whose case orbit leaves
+    ASCII: a folded match of `raw` holds it in some ASCII case. None when there is none."""
+    best = max(re.split(rb"[kKsS\x80-\xff]+", raw), key=len)
+    return best if len(best) >= 3 else None
+
+
 def _folded_prefilter(lit: str, opts: re2.Options | None) -> Callable[[bytes], int] | None:
-    """For a literal matched without case: a file holding neither case of its rarest
-    ASCII byte cannot match (two memchr); else, with `opts`, RE2 on the bare literal."""
+    """For a literal matched without case: where its longest ASCII piece is first, in any
+    case (`Caseless`); failing that, a file holding neither case of its rarest ASCII byte
+    cannot match (two memchr), and with `opts`, RE2 on the bare literal says where."""
     raw = lit.encode("utf-8", "surrogateescape")
+    piece = _folded_piece(raw)
+    if piece is not None and hyperscan is not None:
+        return Caseless(piece)
     candidates = [b for b in raw if b < 0x80 and b not in _ORBIT_LEAVES_ASCII]
     pair = None
     if candidates:
@@ -110,6 +121,9 @@ class RegexMatcher:
         # A literal every match holds: a file without it is passed over at memchr speed
         # (case-sensitive) or with RE2 on the bare literal (folded), before the pattern runs.
         self.prefilter: Callable[[bytes], int] | None = None
+        # Where the literal is next from a position: after each matching line, RE2 starts
+        # again at the line of the literal's next occurrence, not at the next line.
+        self.seek: Callable[[bytes, int], int] | None = None
         req = (query, True) if literal else required_literal(query)
         if req is not None:
             lit, fold = req
@@ -117,9 +131,11 @@ class RegexMatcher:
             if not fold and query.startswith(lit):
                 pass  # RE2 itself skips ahead with memchr to a literal prefix: faster
             elif not fold:
-                self.prefilter = Matcher(lit, True).find
+                self.prefilter = self.seek = Matcher(lit, True).find
             else:
                 self.prefilter = _folded_prefilter(lit, None if literal else opts)
+                if isinstance(self.prefilter, Caseless):
+                    self.seek = self.prefilter
         self.plain = self.prefilter is not None
 
     def find(self, data: bytes) -> int:
@@ -143,10 +159,15 @@ class RegexMatcher:
         `hint`: where `find` saw the required literal first, so the search starts at its
         line (a match never spans lines, and each holds the literal): RE2 is not run over
         the lines before it, which `find` has already passed over at memchr speed."""
-        search = self._match
+        search, seek = self._match, self.seek
         count = 0
         pos = data.rfind(b"\n", 0, hint) + 1 if hint > 0 else 0
         while pos <= n:
+            if count and seek is not None:  # pos starts a line: so does the literal's line
+                lit = seek(data, pos)
+                if lit < 0 or lit >= n:
+                    break
+                pos = data.rfind(b"\n", 0, lit) + 1
             at = search(_ANCHOR, data, pos, n)[0][0]
             if at < 0 or (at == n and (n == 0 or data[n - 1] == 10)):
                 break
@@ -162,10 +183,15 @@ class RegexMatcher:
               ) -> Iterator[tuple[int, int, int, int]]:
         """(line number, line start, line end, match start) of each matching line;
         `hint` as for `count_lines`."""
-        search = self._match
+        search, seek = self._match, self.seek
         data = bytes(buf) if not isinstance(buf, bytes) else buf
 
         def find(pos: int) -> int:
+            if seek is not None:  # as in count_lines
+                lit = seek(data, pos)
+                if lit < 0 or lit >= n:
+                    return -1
+                pos = data.rfind(b"\n", 0, lit) + 1
             at = int(search(_ANCHOR, data, pos, n)[0][0])
             # none, or only the empty "line" after the final newline
             return -1 if at < 0 or (at == n and (n == 0 or data[n - 1] == 10)) else at

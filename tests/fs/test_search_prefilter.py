@@ -1,0 +1,109 @@
+"""The prefilters of search_text say where a match may start, never later than the first one.
+
+`FirstOf` (a SIMD multi-string scan, in growing windows) must agree with `bytes.find`
+wherever its windows fall; the case spellings of a folded literal must be found in every
+text RE2 matches without case. A prefilter that answered later than the first match would
+lose lines, so these are generated cases against the plain definitions.
+"""
+
+from __future__ import annotations
+
+import pytest
+import re2
+from hypothesis import example, given, settings
+from hypothesis import strategies as st
+
+from app.fs import grep
+from app.fs.grep import Caseless, FirstOf, Matcher, hyperscan
+from app.fs.regex import RegexMatcher, _folded_piece
+
+_bytes = st.binary(max_size=300) | st.lists(st.sampled_from([b"ab", b"a", b"b", b"\n", b"xy"]),
+                                            max_size=120).map(b"".join)
+_needles = st.lists(st.sampled_from([b"ab", b"aab", b"b\na", b"xyx", b"bb", b"abab"]),
+                    min_size=1, max_size=3)
+
+
+@settings(max_examples=400, deadline=None)
+@given(data=_bytes, needles=_needles, pos=st.integers(0, 40), window=st.sampled_from([1, 2, 3, 7]))
+def test_first_of_finds_what_find_finds_wherever_its_windows_fall(
+    data: bytes, needles: list[bytes], pos: int, window: int,
+) -> None:
+    old = grep.FIRST_WINDOW
+    grep.FIRST_WINDOW = window  # small windows: matches straddle their edges
+    try:
+        got = FirstOf(needles)(data, pos)
+    finally:
+        grep.FIRST_WINDOW = old
+    starts = [i for i in (data.find(x, pos) for x in needles) if i >= 0]
+    assert got == (min(starts) if starts else -1)
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=_bytes, needle=st.sampled_from([b"ab", b"aab", b"abab", b"xyx"]),
+       pos=st.integers(0, 40))
+@example(data=b"x" * 9 + b"xyx", needle=b"xyx", pos=0)  # the match right after the 9th miss
+def test_a_literal_whose_anchor_byte_is_common_is_still_found_first(
+    data: bytes, needle: bytes, pos: int,
+) -> None:
+    m = Matcher(needle.decode(), True)
+    for _ in range(3):  # past MAX_FALSE_CANDIDATES the matcher stops anchoring: both ways
+        assert m.find(data, pos) == data.find(needle, pos)
+
+
+_letters = "abdeKkSsé _.tO"
+
+
+@settings(max_examples=500, deadline=None)
+@given(lit=st.text(alphabet=_letters, min_size=1, max_size=12),
+       flips=st.lists(st.booleans(), max_size=12), before=st.text(alphabet=_letters + "\n"),
+       kelvin=st.booleans())
+@pytest.mark.skipif(hyperscan is None, reason="no hyperscan wheel for this machine")
+def test_a_folded_literal_holds_its_ascii_piece_in_some_case(
+    lit: str, flips: list[bool], before: str, kelvin: bool,
+) -> None:
+    piece = _folded_piece(lit.encode())
+    if piece is None:
+        return
+    # A text RE2 matches without case: the literal in mixed case, K and S maybe spelled
+    # by their non-ASCII case partners (KELVIN SIGN, LONG S).
+    shown = "".join(c.swapcase() if i < len(flips) and flips[i] else c for i, c in enumerate(lit))
+    if kelvin:
+        shown = shown.replace("k", "\u212a").replace("s", "\u017f")
+    text = (before + shown + before).encode()
+    m = re2.search(b"(?i)" + re2.escape(lit.encode()), text)
+    assert m is not None
+    first = Caseless(piece)(text)
+    assert 0 <= first < m.end()
+
+
+def test_a_case_insensitive_literal_is_found_by_its_spellings(tmp_path: object) -> None:
+    m = RegexMatcher("Deprecated Since", False, literal=True)
+    text = b"x\n" * 5000 + b"it is DEPRECATED since 2.0\n"
+    hint = m.find(text)
+    assert hint >= 0 and text.rfind(b"\n", 0, hint) + 1 == 10000
+    assert m.count_lines(text, len(text), hint) == 1
+    assert m.find(b"x\n" * 5000) == -1
+
+
+_PATTERNS = [r"\bab\b", r"(?i)xyx", r"a+bab", "bxy", "(?i)ab.?x", r"[a-z]+xyx\b"]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=_bytes, pattern=st.sampled_from(_PATTERNS), literal=st.booleans(),
+       fold=st.booleans())
+def test_lines_that_match_are_those_re2_matches_line_by_line(
+    data: bytes, pattern: str, literal: bool, fold: bool,
+) -> None:
+    # After each matching line RE2 restarts at the next occurrence of the required
+    # literal: no line between them may be skipped that RE2 alone would match.
+    m = RegexMatcher(pattern, not fold, literal=literal)
+    flags = ("" if not fold else "(?i)")
+    one = re2.compile((flags + (re2.escape(pattern) if literal else pattern)).encode())
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()  # the "line" after a final newline is not one
+    want = [i + 1 for i, line in enumerate(lines) if one.search(line)]
+    hint = m.find(data) if m.plain else 0
+    got = [] if hint < 0 else [line for line, *_ in m.lines(data, len(data), hint)]
+    assert got == want
+    assert (0 if hint < 0 else m.count_lines(data, len(data), hint)) == len(want)
