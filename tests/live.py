@@ -8,6 +8,7 @@ httpx and the MCP SDK's own clients.
 from __future__ import annotations
 
 import contextlib
+import os
 import socket
 import threading
 import time
@@ -42,6 +43,14 @@ MCP_POST_HEADERS = {
     "Accept": "application/json, text/event-stream",
     "Content-Type": "application/json",
 }
+
+
+def env_without_loomfs(**extra: str) -> dict[str, str]:
+    """This process's environment without any LOOMFS_* setting (a token, a port, a config
+    the developer exported), plus `extra`: what a spawned server sees."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOMFS_")}
+    env.update(extra)
+    return env
 
 
 def free_port() -> int:

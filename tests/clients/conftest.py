@@ -23,6 +23,7 @@ import httpx
 import pytest
 
 from tests.kit import roots_toml
+from tests.live import env_without_loomfs
 
 REPO = Path(__file__).resolve().parents[2]
 INSTALL = REPO / "scripts" / "install_node.sh"
@@ -92,9 +93,7 @@ class ServerProcess:
 def run_server(
     config: Path, *, token: str | None = None, port: int = 0
 ) -> Iterator[ServerProcess]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOMFS_")}
-    if token:
-        env["LOOMFS_TOKEN"] = token
+    env = env_without_loomfs(**({"LOOMFS_TOKEN": token} if token else {}))
     proc = subprocess.Popen(
         [console_script(), "--config", str(config), "--transport", "http", "--port", str(port)],
         stdin=subprocess.DEVNULL,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import signal
 import socket
 import subprocess
@@ -14,15 +13,9 @@ import httpx
 import pytest
 
 from tests.kit import roots_toml
-from tests.live import free_port
+from tests.live import env_without_loomfs, free_port
 
 EXE = str(Path(sys.executable).parent / "loom-fs-mcp")
-
-
-def env_without_token(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOMFS_")}
-    env.update(extra)
-    return env
 
 
 def spawn_http(cfg: Path, *args: str, **env: str) -> subprocess.Popen[str]:
@@ -31,7 +24,7 @@ def spawn_http(cfg: Path, *args: str, **env: str) -> subprocess.Popen[str]:
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-        env=env_without_token(**env),
+        env=env_without_loomfs(**env),
         stdin=subprocess.DEVNULL,
     )
 
@@ -67,7 +60,7 @@ def test_non_loopback_bind_is_refused_with_what_is_missing(
         capture_output=True,
         text=True,
         timeout=60,
-        env=env_without_token(**env),
+        env=env_without_loomfs(**env),
         stdin=subprocess.DEVNULL,
     )
     assert proc.returncode != 0
@@ -102,7 +95,7 @@ def test_port_in_use_gives_a_clear_message(one_root_config) -> None:
             capture_output=True,
             text=True,
             timeout=60,
-            env=env_without_token(),
+            env=env_without_loomfs(),
             stdin=subprocess.DEVNULL,
         )
     assert proc.returncode == 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import shutil
 import signal
 import subprocess
@@ -13,7 +12,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.live import free_port
+from tests.live import env_without_loomfs, free_port
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -37,7 +36,7 @@ def fresh_copy(dest: Path) -> Path:
 
 def run_until_healthy(copy: Path, env: dict[str, str], deadline: float) -> tuple[int, str]:
     port = free_port()
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("LOOMFS_")}, **env}
+    env = env_without_loomfs(**env)
     env["LOOMFS_PORT"] = str(port)
     env["XDG_STATE_HOME"] = str(copy / ".state")
     proc = subprocess.Popen(
