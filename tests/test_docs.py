@@ -78,11 +78,13 @@ def stale_names(text: str) -> list[str]:
     for dotted in DOTTED.findall(text):
         parts = dotted.split(".")
         for cut in range(len(parts), 0, -1):
+            module = ".".join(parts[:cut])
             try:
-                obj = importlib.import_module(".".join(parts[:cut]))
+                obj = importlib.import_module(module)
                 break
-            except ImportError:
-                continue
+            except ModuleNotFoundError as err:
+                if not module.startswith(err.name or "\0"):
+                    raise  # a dependency is missing here, not a stale name in the docs
         for attr in parts[cut:]:
             obj = getattr(obj, attr, None)
         if obj is None:
