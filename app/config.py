@@ -76,7 +76,7 @@ class Config(BaseModel):
     deny: list[str] = []
     allow: list[str] = []  # re-opens base names in every root (local-readonly-mcp)
     search_fetch_tools: bool = False
-    text_format: Literal["text", "json"] = "text"  # the tool result's text item (README)
+    text_format: Literal["text", "json"] = "text"  # the tool result's text item (docs/tools.md)
     public_base_url: str | None = None
     allow_sensitive_files: Literal[False] = False
     roots: list[RootConfig]

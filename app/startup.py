@@ -169,7 +169,7 @@ def _serve_http(server, host: str, port: int, token: str | None, settings: Setti
     )
     server_class = _uvicorn_server_class()
     # httptools (uvicorn's C parser; 5-20% less server CPU per small call than h11,
-    # benchmarks/http_modes.py, README "Measured") with the header cap, read
+    # benchmarks/http_modes.py, docs/measured.md) with the header cap, read
     # timeouts and connection cap that app.http.limits adds.
     # proxy_headers=False: uvicorn otherwise trusts X-Forwarded-For from 127.0.0.1, which is
     # every local client, and the audit log would record whatever address a client claims.

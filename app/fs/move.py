@@ -18,7 +18,7 @@ pattern no longer matches. Such a move is refused, naming the pattern, when
 something below the source is denied by a whole-path rule (or is one of the
 server's own files) and would not be denied at its new path. Refusing keeps the
 rule auditable (the denied file stays where the operator's pattern says); see
-README "Deny patterns that name a path". Only directories that a pattern could
+docs/security.md "Deny patterns that name a path". Only directories that a pattern could
 reach are looked at (the literal text before its first wildcard decides).
 """
 

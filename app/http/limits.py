@@ -8,7 +8,7 @@ trickled one byte at a time held its socket forever, and 10,000 sessions that
 were never closed locked every new client out for 30 minutes.
 
 - `LimitedHttpToolsProtocol`: uvicorn's httptools protocol (its C parser is
-  what keeps a call cheap, README "Measured") with a cap on the bytes of a
+  what keeps a call cheap, docs/measured.md) with a cap on the bytes of a
   request's head (431 and close), a deadline for the head (408 and close,
   counted from the connection or from the first byte of a keep-alive request)
   and one for the body (408, or close once a response started). The checks are

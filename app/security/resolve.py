@@ -87,7 +87,7 @@ class SecureRoot(RootPolicy):
 
         The handle still points at the old directory, where listings are empty and
         creates fail: a wrong answer, not an error, unless caught here. One stat of
-        the root's path per call (README "Measured").
+        the root's path per call (docs/measured.md).
         """
         try:
             st = os.stat(self.real)
