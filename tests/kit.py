@@ -76,17 +76,18 @@ def toml_value(value: TomlValue) -> str:
     if isinstance(value, int):
         return str(value)
     if isinstance(value, str | Path):
-        return json.dumps(str(value))  # a TOML basic string for the paths and names tests use
+        return json.dumps(str(value))  # JSON's string escapes are TOML basic-string escapes
     return "[" + ", ".join(json.dumps(v) for v in value) + "]"
 
 
 def roots_toml(*roots: Root, audit_log: Path | str | None, extra: str = "") -> str:
     """A TOML config: `audit_log` (None: no line), the `extra` top-level lines, then one
     `[[roots]]` table per (name, path, role) or (name, path, role, {key: value, ...})."""
-    lines = [] if audit_log is None else [f'audit_log = "{audit_log}"']
+    lines = [] if audit_log is None else [f"audit_log = {toml_value(audit_log)}"]
     lines.append(extra)
     for name, path, role, *options in roots:
-        lines += ["[[roots]]", f'name = "{name}"', f'path = "{path}"', f'role = "{role}"']
+        lines += ["[[roots]]", f"name = {toml_value(name)}", f"path = {toml_value(path)}",
+                  f"role = {toml_value(role)}"]
         for opts in options:
             lines += [f"{key} = {toml_value(value)}" for key, value in opts.items()]
     return "\n".join(lines) + "\n"
