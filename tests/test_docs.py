@@ -113,6 +113,20 @@ def readme_block(lang: str, after: str) -> str:
     return m[1]
 
 
+def test_the_tours_commands_are_the_client_guides_checked_ones() -> None:
+    """The token, start and `claude mcp add` lines of the tour are those docs/clients.md
+    gives, which tests/clients/test_client_guides.py replays against a running server."""
+    guide = (REPO / "docs" / "clients.md").read_text()
+    guide_lines = {
+        line.strip() for m in re.finditer(r"```bash\n(.*?)```", guide, re.S)
+        for line in m[1].splitlines()
+    }
+    tour = readme_block("bash", "## A 5-minute tour")
+    lines = [line.strip() for line in tour.splitlines() if line.strip()]
+    assert len(lines) == 3
+    assert set(lines) <= guide_lines, set(lines) - guide_lines
+
+
 def variable_free(text: str) -> str:
     """What does not change from one run to the next (hashes and trash stamps do)."""
     text = re.sub(r"\b[0-9a-f]{64}\b", "<sha256>", text)
