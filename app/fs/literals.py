@@ -4,6 +4,8 @@ A file without that literal cannot match, so it is passed over at memchr speed
 (`app.fs.regex`). The scan is conservative: unsure of a construct, it answers
 None and the pattern runs without a prefilter, which costs speed only. A literal
 it does answer must be in every match, or matches would be lost: the tests pin that.
+A pattern with alternation has no one such literal; `required_alternatives` finds a
+few strings one of which every match holds, for the common shapes (`a|b`, `x (a|b)`).
 """
 
 from __future__ import annotations
@@ -149,3 +151,53 @@ def required_literal(pattern: str) -> tuple[str, bool] | None:
     if not runs:
         return None
     return max(runs, key=lambda r: len(r.encode("utf-8"))), fold
+
+
+_PLAIN_WORD = re.compile(r"[^\\.+*?()\[\]{}^$|]+")
+
+
+def _words(group: str) -> list[str] | None:
+    """The alternatives of `(a|b)` or `(?:a|b)` when each is plain text, else None."""
+    inner = group[3:-1] if group.startswith("(?:") else group[1:-1]
+    if inner.startswith("?"):
+        return None  # a named group or a flag change
+    words = inner.split("|")
+    return words if all(_PLAIN_WORD.fullmatch(w) for w in words) else None
+
+
+def required_alternatives(pattern: str) -> list[str] | None:
+    """Strings one of which every match contains, for a pattern whose only alternation is
+    one group of plain words, or all of it: the literal run right before the group joined
+    to each word (`\\bvalue (error|path)` holds "value error" or "value path"). None when
+    unsure, when the pattern folds case, or when one of them is under 3 bytes."""
+    if "|" not in pattern or "\\|" in pattern or pattern.startswith("(?"):
+        return None  # no alternation, an escaped bar, or flags: not this scan's business
+    top = pattern.split("|")
+    if all(_PLAIN_WORD.fullmatch(w) for w in top):
+        found: list[str] | None = top
+    else:
+        found = None
+        run: list[str] = []
+        i = 0
+        while i < len(pattern):
+            start = i
+            lit, i = _atom(pattern, i)
+            if i == _UNSURE:
+                return None
+            optional, repeated, i = _quantifier(pattern, i)
+            if i == _UNSURE:
+                return None
+            if pattern[start] == "(" and "|" in pattern[start:i]:
+                words = _words(pattern[start:i].rstrip("*+?{}0123456789,"))
+                if words is None or optional or found is not None:
+                    return None
+                if pattern.count("|") != len(words) - 1:
+                    return None  # another bar elsewhere
+                found = ["".join(run) + w for w in words]
+            if lit is None or optional or repeated:
+                run.clear()
+            else:
+                run.append(lit)
+    if found is None or min(len(w.encode("utf-8")) for w in found) < 3:
+        return None
+    return found

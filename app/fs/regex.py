@@ -24,8 +24,8 @@ from collections.abc import Callable, Iterator
 import re2
 
 from app.errors import BadArgument
-from app.fs.grep import _RANK, Caseless, Matcher, hyperscan, line_hits
-from app.fs.literals import required_literal
+from app.fs.grep import _RANK, Caseless, FirstOf, Matcher, hyperscan, line_hits
+from app.fs.literals import required_alternatives, required_literal
 
 _ANCHOR = re2._Anchor.UNANCHORED
 _NULL = re2._NULL_SPAN
@@ -136,6 +136,9 @@ class RegexMatcher:
                 self.prefilter = _folded_prefilter(lit, None if literal else opts)
                 if isinstance(self.prefilter, Caseless):
                     self.seek = self.prefilter
+        elif case_sensitive and (words := required_alternatives(query)) is not None:
+            self.prefilter = self.seek = FirstOf([w.encode("utf-8", "surrogateescape")
+                                                  for w in words])
         self.plain = self.prefilter is not None
 
     def find(self, data: bytes) -> int:

@@ -15,10 +15,11 @@ from hypothesis import strategies as st
 
 from app.fs import grep
 from app.fs.grep import Caseless, FirstOf, Matcher, hyperscan
+from app.fs.literals import required_alternatives
 from app.fs.regex import RegexMatcher, _folded_piece
 
-_bytes = st.binary(max_size=300) | st.lists(st.sampled_from([b"ab", b"a", b"b", b"\n", b"xy"]),
-                                            max_size=120).map(b"".join)
+_pieces = st.sampled_from([b"ab", b"a", b"b", b"\n", b"xy", b" "])
+_bytes = st.binary(max_size=300) | st.lists(_pieces, max_size=120).map(b"".join)
 _needles = st.lists(st.sampled_from([b"ab", b"aab", b"b\na", b"xyx", b"bb", b"abab"]),
                     min_size=1, max_size=3)
 
@@ -85,12 +86,15 @@ def test_a_case_insensitive_literal_is_found_by_its_spellings(tmp_path: object) 
     assert m.find(b"x\n" * 5000) == -1
 
 
-_PATTERNS = [r"\bab\b", r"(?i)xyx", r"a+bab", "bxy", "(?i)ab.?x", r"[a-z]+xyx\b"]
+_PATTERNS = [r"\bab\b", r"(?i)xyx", r"a+bab", "bxy", "(?i)ab.?x", r"[a-z]+xyx\b",
+             r"\bab (xy|ba)\b", "aab|xyx", r"b(?:aab|xyx)+", r"ab (xy|ba)?a", "x(ab|ba)|yy"]
 
 
 @settings(max_examples=300, deadline=None)
 @given(data=_bytes, pattern=st.sampled_from(_PATTERNS), literal=st.booleans(),
        fold=st.booleans())
+@example(data=b"ab a\nab xya\n", pattern=r"ab (xy|ba)?a", literal=False, fold=False)
+@example(data=b"yy\nxab\n", pattern="x(ab|ba)|yy", literal=False, fold=False)
 def test_lines_that_match_are_those_re2_matches_line_by_line(
     data: bytes, pattern: str, literal: bool, fold: bool,
 ) -> None:
@@ -107,3 +111,18 @@ def test_lines_that_match_are_those_re2_matches_line_by_line(
     got = [] if hint < 0 else [line for line, *_ in m.lines(data, len(data), hint)]
     assert got == want
     assert (0 if hint < 0 else m.count_lines(data, len(data), hint)) == len(want)
+
+
+@pytest.mark.parametrize(("pattern", "words"), [
+    (r"\bvalue (error|path)\b", ["value error", "value path"]),
+    ("foo|bar", ["foo", "bar"]),
+    (r"x(?:abc|def)+y", ["xabc", "xdef"]),
+    (r"\w+ (abc|de)", [" abc", " de"]),
+    # None: a group that may be absent, two groups, a bar elsewhere, flags, escapes,
+    # classes, a word under 3 bytes, a named group.
+    (r"value (error|path)?", None), (r"(abc|def)(ghi|jkl)", None), (r"(abc|def)|ghi", None),
+    (r"(?i)foo|bar", None), (r"foo\|bar", None), (r"[|]abc|def", None), ("fo|b", None),
+    (r"(?P<n>abc|def)", None), (r"v (e.r|pqr)", None), (r"abc\.d|efg", None),
+])
+def test_the_words_one_of_which_every_match_holds(pattern: str, words: list[str] | None) -> None:
+    assert required_alternatives(pattern) == words
