@@ -139,21 +139,21 @@ class RegexMatcher:
         elif case_sensitive and (words := required_alternatives(query)) is not None:
             self.prefilter = self.seek = FirstOf([w.encode("utf-8", "surrogateescape")
                                                   for w in words])
-        self.plain = self.prefilter is not None
+        self.plain = True  # `find` always answers: the literal's place, or RE2's first match
 
     def find(self, data: bytes) -> int:
-        """-1 when `data` cannot match (it lacks the required literal); only with `plain`."""
-        assert self.prefilter is not None
-        return self.prefilter(data)
+        """Where the first match may start at the earliest: where the required literal is
+        first, else where RE2 matches first; -1 when `data` cannot match. A file without a
+        match costs one call, with no line loop set up for it."""
+        if self.prefilter is not None:
+            return self.prefilter(data)
+        n = len(data)
+        at = int(self._match(_ANCHOR, data, 0, n)[0][0])
+        return -1 if at < 0 or (at == n and (n == 0 or data[n - 1] == 10)) else at
 
     def search(self, buf: bytes, pos: int, end: int) -> int:
         """Start of the first match in buf[pos:end], or -1."""
         return int(self._match(_ANCHOR, buf, pos, end)[0][0])
-
-    def first_line(self, buf: bytes, n: int) -> bool:
-        """Whether any line of buf[:n] matches (cheaper than `lines` for files-only answers)."""
-        at = self.search(buf, 0, n)
-        return at >= 0 and not (at == n and (n == 0 or buf[n - 1] == 10))
 
     def count_lines(self, data: bytes, n: int, hint: int = 0, most: int = -1) -> int:
         """How many lines of data[:n] match (no line numbers worked out); with `most`

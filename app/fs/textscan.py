@@ -73,12 +73,12 @@ class TextScan:
                 if st.st_size > self.file_limit:
                     self.too_large += 1
                     return None
-                if self.spent + st.st_size > self.budget:
+                if self.scanned + self.charged + st.st_size > self.budget:
                     self.stopped_at = path
                     return None
                 if data.find(b"\0", 0, HEAD) < 0 or wide_encoding(data):
                     data += os.read(fd, st.st_size - len(data))
-            elif self.spent + len(data) > self.budget:
+            elif self.scanned + self.charged + len(data) > self.budget:
                 self.stopped_at = path
                 return None
         except OSError:
