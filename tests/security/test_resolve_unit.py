@@ -198,3 +198,31 @@ def test_create_parents_makes_the_missing_folders(tmp_path: Path, engine: str) -
     with pytest.raises(LoomError):
         root.open_parent("q1/f.txt", op="write", perm="write")
     assert not (tmp_path / "q1").exists()
+
+
+def test_each_way_in_audits_its_outcome_with_the_path_and_the_operation(
+    abs_tree: Path, engine: str
+) -> None:
+    lines: list[tuple[object, ...]] = []
+    root = make_root(abs_tree, name="docs", engine=engine,
+                     audit=lambda *line: lines.append(line))
+    root.open_file("sub/deeper/to_a", op="read_text_file").close()
+    root.open_dir("sub/./deeper", op="list_directory").close()
+    root.open_parent("other/new.txt", op="write_file", perm="write").close()
+    for call in (
+        partial(root.open_file, "../x", op="read_text_file"),  # refused before the disk
+        partial(root.open_dir, ".env", op="list_directory"),
+        partial(root.open_dir, "a.txt", op="list_directory"),  # refused on the disk
+        partial(root.open_parent, "", op="delete", perm="delete"),
+    ):
+        with pytest.raises(LoomError):
+            call()
+    assert [(d, name, rel, op) for d, name, rel, op, _ in lines] == [
+        ("ALLOW", "docs", "sub/deeper/to_a", "read_text_file"),
+        ("ALLOW", "docs", "sub/deeper", "list_directory"),
+        ("ALLOW", "docs", "other/new.txt", "write_file"),
+        ("DENY", "docs", "../x", "read_text_file"),
+        ("DENY", "docs", ".env", "list_directory"),
+        ("DENY", "docs", "a.txt", "list_directory"),
+        ("DENY", "docs", "", "delete"),
+    ]
