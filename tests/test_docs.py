@@ -102,6 +102,24 @@ def test_a_moved_module_or_name_is_caught() -> None:
     assert stale_names(text) == ["app/nope.py", "app.fs.read.gone"]
 
 
+def test_every_dependency_is_named_where_its_reason_is_given() -> None:
+    """Each runtime and test dependency in pyproject.toml is named in docs/dependencies.md,
+    and each runtime one in the README's Dependencies section."""
+    import tomllib
+
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+
+    def names(specs: list[str]) -> set[str]:
+        return {re.split(r"[<>=!~;\[ ]", spec, maxsplit=1)[0] for spec in specs}
+
+    runtime = names(project["dependencies"])
+    tests = names(project["optional-dependencies"]["test"])
+    readme = (REPO / "README.md").read_text().split("\n## Dependencies\n", 1)[1]
+    reasons = (REPO / "docs" / "dependencies.md").read_text()
+    assert {n for n in runtime if f"`{n}`" not in readme} == set()
+    assert {n for n in runtime | tests if f"`{n}`" not in reasons} == set()
+
+
 # -- the tour, replayed ---------------------------------------------------------
 
 
