@@ -51,9 +51,12 @@ class FirstOf:
         self._scan = ahocorasick_rs.BytesAhoCorasick(list(needles)).find_matches_as_indexes
 
     def __call__(self, data: bytes, pos: int = 0) -> int:
-        view = memoryview(data)
         n = len(data)
         width = FIRST_WINDOW
+        if n - pos <= width:  # most files: one window, no loop
+            found = self._scan(data if pos == 0 else memoryview(data)[pos:])
+            return pos + found[0][1] if found else -1
+        view = memoryview(data)
         while pos < n:
             end = min(n, pos + width)
             # The window reaches past `end` by a needle's length less one: a match
