@@ -52,6 +52,7 @@ def _refusal(pattern: str, message: str) -> BadArgument:
 # ASCII letters whose Unicode case orbit leaves ASCII: K (U+212A KELVIN SIGN) and
 # S (U+017F LONG S). A folded match of any other ASCII byte holds that byte in one case.
 _ORBIT_LEAVES_ASCII = frozenset(b"kKsS")
+MAX_LINE_MISSES = 16  # lines with the literal but no match, in a row, before RE2 runs on
 
 
 def _folded_piece(raw: bytes) -> bytes | None:
@@ -162,17 +163,11 @@ class RegexMatcher:
         `hint`: where `find` saw the required literal first, so the search starts at its
         line (a match never spans lines, and each holds the literal): RE2 is not run over
         the lines before it, which `find` has already passed over at memchr speed."""
-        search, seek = self._match, self.seek
         count = 0
         pos = data.rfind(b"\n", 0, hint) + 1 if hint > 0 else 0
         while pos <= n:
-            if count and seek is not None:  # pos starts a line: so does the literal's line
-                lit = seek(data, pos)
-                if lit < 0 or lit >= n:
-                    break
-                pos = data.rfind(b"\n", 0, lit) + 1
-            at = search(_ANCHOR, data, pos, n)[0][0]
-            if at < 0 or (at == n and (n == 0 or data[n - 1] == 10)):
+            at = self._next(data, pos, n)
+            if at < 0:
                 break
             count += 1
             if count == most + 1:
@@ -186,17 +181,38 @@ class RegexMatcher:
               ) -> Iterator[tuple[int, int, int, int]]:
         """(line number, line start, line end, match start) of each matching line;
         `hint` as for `count_lines`."""
-        search, seek = self._match, self.seek
         data = bytes(buf) if not isinstance(buf, bytes) else buf
 
         def find(pos: int) -> int:
-            if seek is not None:  # as in count_lines
-                lit = seek(data, pos)
-                if lit < 0 or lit >= n:
-                    return -1
-                pos = data.rfind(b"\n", 0, lit) + 1
-            at = int(search(_ANCHOR, data, pos, n)[0][0])
-            # none, or only the empty "line" after the final newline
-            return -1 if at < 0 or (at == n and (n == 0 or data[n - 1] == 10)) else at
+            return self._next(data, pos, n)
 
         return line_hits(data, n, find, find(data.rfind(b"\n", 0, hint) + 1 if hint > 0 else 0))
+
+    def _next(self, data: bytes, pos: int, n: int) -> int:
+        """Start of the first match in data[pos:n] (`pos` starts a line), or -1.
+
+        With a literal to seek, RE2 runs on the lines that hold it, one by one, and not
+        over the lines between; after MAX_LINE_MISSES such lines without a match in a
+        row, over the rest of the text (a file dense with the literal costs no more
+        Python steps than matches)."""
+        search, seek = self._match, self.seek
+        misses = 0
+        while seek is not None and misses < MAX_LINE_MISSES:
+            lit = seek(data, pos)
+            if lit < 0 or lit >= n:
+                return -1
+            pos = data.rfind(b"\n", 0, lit) + 1
+            end = data.find(b"\n", lit, n)
+            if end < 0:
+                end = n
+            # Bounded at line ends: ^, $ and \b read the same there as in the whole text.
+            at = int(search(_ANCHOR, data, pos, end)[0][0])
+            if at >= 0:
+                return at
+            misses += 1
+            pos = end + 1
+            if pos > n:
+                return -1
+        at = int(search(_ANCHOR, data, pos, n)[0][0])
+        # none, or only the empty "line" after the final newline
+        return -1 if at < 0 or (at == n and (n == 0 or data[n - 1] == 10)) else at

@@ -95,6 +95,9 @@ _PATTERNS = [r"\bab\b", r"(?i)xyx", r"a+bab", "bxy", "(?i)ab.?x", r"[a-z]+xyx\b"
        fold=st.booleans())
 @example(data=b"ab a\nab xya\n", pattern=r"ab (xy|ba)?a", literal=False, fold=False)
 @example(data=b"yy\nxab\n", pattern="x(ab|ba)|yy", literal=False, fold=False)
+@example(data=b"ab xyab\nab xy\n", pattern=r"\bab (xy|ba)\b", literal=False, fold=False)
+@example(data=b"ab xyab\n" * 20 + b"ab xy\nab ba\n", pattern=r"\bab (xy|ba)\b", literal=False,
+         fold=False)  # more lines with the words but no match than RE2 is run on one by one
 def test_lines_that_match_are_those_re2_matches_line_by_line(
     data: bytes, pattern: str, literal: bool, fold: bool,
 ) -> None:
