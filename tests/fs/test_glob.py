@@ -59,6 +59,15 @@ MATCHES = [
     ("a/**a*b*a", "a/aa", False),
     ("a/**b**a", "a/ba", True),  # a block between two gaps, inside one segment
     ("a/**b**a", "a/ab", False),
+    ("a/**a*b", "a/acb", True),
+    ("a/**a*b", "a/abc", False),  # the tail chunk must end the segment
+    ("**/b**c", "x/b/yc", True),
+    ("**/b**c", "xb/yc", False),  # after `**/` a block starts a segment
+    ("a/**/b/c/d/**/e", "a/b/c/d/e", True),  # a block of several segments, in order
+    ("a/**/b/c/**/d", "a/x/b/c/y/d", True),
+    ("a/**/b/c/**/d", "a/xb/c/d", False),  # ...each one whole
+    ("a/**/b/c**c", "a/b/cc", True),
+    ("a/**/b/c**c", "a/b/c", False),  # the last block starts where the one before ended
     # case-sensitive, like the filesystems it mirrors
     ("*.PY", "a.py", False),
     # regex metacharacters are literal
