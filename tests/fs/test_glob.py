@@ -68,6 +68,9 @@ MATCHES = [
     ("a/**/b/c/**/d", "a/xb/c/d", False),  # ...each one whole
     ("a/**/b/c**c", "a/b/cc", True),
     ("a/**/b/c**c", "a/b/c", False),  # the last block starts where the one before ended
+    ("x/a*b*c**", "x/abc", True),  # a head segment with a middle chunk, then a gap
+    ("x/a*b*c**", "x/ac", False),  # ...whose middle chunk is missing
+    ("x/*a**", "x/ba", True),  # a head segment that starts with a star
     # case-sensitive, like the filesystems it mirrors
     ("*.PY", "a.py", False),
     # regex metacharacters are literal
