@@ -15,6 +15,14 @@ from app.fs.glob import compile_glob
 from app.fs.glob_linear import linear_match
 from app.fs.glob_syntax import translate
 
+
+@pytest.fixture(autouse=True)
+def fresh_patterns() -> None:
+    """Each test compiles its own patterns: the memo would carry a pattern compiled by an
+    earlier test (or an earlier version of the code) into this one."""
+    compile_glob.cache_clear()
+
+
 MATCHES = [
     # a pattern without '/' matches the base name at any depth
     ("*.py", "a.py", True),
