@@ -224,7 +224,9 @@ def forward(
             # A whole chunk before the window: one C-level count, nothing kept.
             n = count_breaks(chunk, token, unit)
             if number + n < start:
-                open_ = not chunk.endswith(token) if n else True
+                # bytes follow the last break unless the chunk ends on a break on the unit grid
+                ends_on_break = chunk.endswith(token) and (len(chunk) - tlen) % unit == 0
+                open_ = not ends_on_break if n else True
                 number += n
                 scan.lines_seen = number - 1
                 continue
