@@ -8,6 +8,9 @@ lose lines, so these are generated cases against the plain definitions.
 
 from __future__ import annotations
 
+import time
+from typing import Any
+
 import pytest
 import re2
 from hypothesis import example, given, settings
@@ -17,6 +20,7 @@ from app.fs import grep
 from app.fs.grep import Caseless, FirstOf, Matcher, hyperscan
 from app.fs.literals import required_alternatives
 from app.fs.regex import RegexMatcher, _folded_piece
+from app.fs.textscan import count_lines
 
 _pieces = st.sampled_from([b"ab", b"a", b"b", b"\n", b"xy", b" "])
 _bytes = st.binary(max_size=300) | st.lists(_pieces, max_size=120).map(b"".join)
@@ -129,3 +133,19 @@ def test_lines_that_match_are_those_re2_matches_line_by_line(
 ])
 def test_the_words_one_of_which_every_match_holds(pattern: str, words: list[str] | None) -> None:
     assert required_alternatives(pattern) == words
+
+
+@pytest.mark.parametrize("make", [
+    lambda: Matcher("ab", True), lambda: RegexMatcher(r"\bvalue (error|path)\b", True),
+], ids=["literal", "alternation"])
+def test_a_text_dense_with_the_literal_costs_time_linear_in_its_length(make: Any) -> None:
+    # Each line's search for the next match looks a short way first: listing every match
+    # of a whole window per line was quadratic (6.8 s of CPU for 30 KB of "ab" lines).
+    m = make()
+    if isinstance(m, Matcher):
+        m.anchored = False  # as after a tree where its anchor byte was common
+    data = (b"ab\n" if isinstance(m, Matcher) else b"value error\n") * 50_000
+    t0 = time.process_time()
+    count = count_lines(m, data, len(data), m.find(data))
+    assert count == 50_000
+    assert time.process_time() - t0 < 2.0
