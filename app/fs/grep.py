@@ -35,7 +35,7 @@ _COMMON = (
 )
 _RANK = {b: len(_COMMON) - i for i, b in enumerate(_COMMON)}
 MAX_FALSE_CANDIDATES = 8  # then a file is searched for the whole needle instead
-FIRST_WINDOW = 256  # bytes `FirstOf` looks at first, then 8 times more each time, to 1 MiB
+FIRST_WINDOW = 256  # bytes `FirstOf` looks at first, then 16 times more each time, to 1 MiB
 
 
 class FirstOf:
@@ -44,7 +44,7 @@ class FirstOf:
     slows down on a needle made of frequent bytes.
 
     It lists every match of the text it is given, so it is given windows growing
-    from `FIRST_WINDOW` by 8 times: a call costs in proportion to the distance to the
+    from `FIRST_WINDOW` by 16 times: a call costs in proportion to the distance to the
     match it finds, and a text dense with matches costs no more than its length. One
     needle is first looked for with `bytes.find` in the first window (cheaper there)."""
 
@@ -60,8 +60,10 @@ class FirstOf:
             at = data.find(self.single, pos, pos + width + self.longest - 1)
             if at >= 0 or pos + width >= n:
                 return at
+            # None that near: at least `width` bytes to the next, so a window of 64
+            # times that lists at most 64 matches, and one call scans most files.
             pos += width
-            width *= 8
+            width *= 64
         view = memoryview(data)
         while pos < n:
             end = min(n, pos + width)
@@ -72,7 +74,7 @@ class FirstOf:
             if found:
                 return pos + found[0][1]
             pos = end
-            width = min(width * 8, 1 << 20)
+            width = min(width * 16, 1 << 20)
         return -1
 
 
