@@ -134,3 +134,18 @@ def test_opening_a_terminal_does_not_make_it_the_servers(tmp_path: Path) -> None
     _, status = os.waitpid(pid, 0)
     os.close(master)
     assert os.waitstatus_to_exitcode(status) == 0
+
+
+def test_descriptor_zero_is_a_descriptor_too(tree: Path) -> None:
+    """A server started with stdin closed gets fd 0 for an open: it closes like any other."""
+    saved = os.dup(0)
+    try:
+        os.close(0)
+        fd = os.open(tree / "d" / "f.txt", os.O_RDONLY)
+        assert fd == 0
+        f = OpenedFile(fd, "d/f.txt", "d/f.txt", os.fstat(fd))
+        f.close()
+        assert f.fd == -1 and _closed(0)
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
