@@ -4,7 +4,6 @@ follow, what the root itself is, the handles it hands out and what each call aud
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import shutil
 import stat
@@ -154,8 +153,17 @@ def test_a_request_that_is_not_text_is_audited_as_a_question_mark(tmp_path: Path
 # -- descriptors: every one opened on the way is closed, whatever the outcome -----------------
 
 
-def _open_fds() -> set[str]:
-    return set(os.listdir("/proc/self/fd"))
+def _fds_into(real: str) -> set[int]:
+    """This process's descriptors on the tree (other tests' threads may open their own)."""
+    found = set()
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            where = os.readlink(f"/proc/self/fd/{name}")
+        except OSError:
+            continue
+        if where == real or where.startswith(real + "/"):
+            found.add(int(name))
+    return found
 
 
 def test_no_descriptor_outlives_its_resolution(abs_tree: Path, engine: str) -> None:
@@ -169,15 +177,9 @@ def test_no_descriptor_outlives_its_resolution(abs_tree: Path, engine: str) -> N
         "sub/loop", "sub/deeper/esc", "missing/x", "a.txt/x", "sub/deeper/to_a/x",
         "sub/to_root/sub/to_root/other/o.txt",
     ]
-    # No collection meanwhile: a finalizer of an earlier test's handle would close its fd.
-    gc.collect()
-    gc.disable()
-    try:
-        before = _open_fds()
-        _resolve_all(root, paths)
-        assert _open_fds() == before
-    finally:
-        gc.enable()
+    assert _fds_into(root.real) == {root.handle.fd}
+    _resolve_all(root, paths)
+    assert _fds_into(root.real) == {root.handle.fd}
 
 
 def _resolve_all(root: SecureRoot, paths: list[str]) -> None:
