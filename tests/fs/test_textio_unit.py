@@ -481,6 +481,31 @@ def test_tail_of_a_streamed_file_counts_from_its_end(chunk: int, encoding: str,
     dec = [textio.decode(x.data, encoding) for x in t.lines]
     assert dec == ["row 1998", "row 1999", "row 2000"] and t.total is None
     assert [x.number for x in t.lines] == [-3, -2, -1]
+    if chunk == 4:
+        # Block by block from the end, and no further once the lines are found: the three
+        # lines and the break before them, not the whole budget.
+        assert src.used - len(src.head) <= len(("row 1998\n" * 4).encode(
+            textio.codec_of(encoding)))
+
+
+def test_tail_of_a_file_that_shrank_since_its_size_was_taken() -> None:
+    data = b"x\n" * 5000
+    with memfile(data) as fd:
+        src = textio.Source.open(fd, 20000, 8192)  # fstat said 20000 bytes
+        t = texttail.tail(src, textio.sniff(src.head), 3, 1 << 20)
+    assert (t.lines, t.total) == ([], None)
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+def test_a_tail_splits_wide_text_only_at_whole_code_units(encoding: str) -> None:
+    # U+0A41 U+4E00 in UTF-16-LE is 41 0a 00 4e: a newline's bytes, off the grid.
+    text = "first\n\u0a41\u4e00\u0a00\u4e0a\n"
+    data = BOM_OF[encoding] + text.encode(encoding)
+    with memfile(data) as fd:
+        src = textio.Source.open(fd, len(data), 1 << 20)
+        t = texttail.tail(src, textio.sniff(data), 5, 1 << 20)
+    assert [textio.decode(x.data, encoding) for x in t.lines] == [
+        "first", "\u0a41\u4e00\u0a00\u4e0a"]
 
 
 def test_tail_of_an_empty_text_and_of_a_lone_break() -> None:
@@ -522,3 +547,4 @@ def test_a_last_line_ending_in_a_break_off_the_grid_is_still_counted(chunk: int)
         scan = textio.Scan()
         assert list(textio.forward(src, textio.sniff(data), 5, 100, scan)) == []
     assert (scan.lines_seen, scan.eof) == (1, True)
+
