@@ -117,6 +117,22 @@ def _quantifier(p: str, i: int) -> tuple[bool, bool, int]:
     return optional, True, i
 
 
+def _atoms(p: str, i: int) -> list[tuple[int, int, str | None, bool, bool]] | None:
+    """Each top-level atom of p[i:] with its quantifier: (start, end, literal character
+    or None, allows zero, repeats); None when the scan does not read one of them."""
+    out: list[tuple[int, int, str | None, bool, bool]] = []
+    while i < len(p):
+        start = i
+        lit, i = _atom(p, i)
+        if i == _UNSURE:
+            return None
+        optional, repeated, i = _quantifier(p, i)
+        if i == _UNSURE:
+            return None
+        out.append((start, i, lit, optional, repeated))
+    return out
+
+
 def required_literal(pattern: str) -> tuple[str, bool] | None:
     """A string every match contains, and whether the pattern folds case; None when unsure.
 
@@ -132,15 +148,12 @@ def required_literal(pattern: str) -> tuple[str, bool] | None:
         i = m.end()
     if "|" in pattern:
         return None
+    atoms = _atoms(pattern, i)
+    if atoms is None:
+        return None
     runs: list[str] = []
     run: list[str] = []
-    while i < len(pattern):
-        lit, i = _atom(pattern, i)
-        if i == _UNSURE:
-            return None
-        optional, repeated, i = _quantifier(pattern, i)
-        if i == _UNSURE:
-            return None
+    for _, _, lit, optional, repeated in atoms:
         if lit is not None and not optional:
             run.append(lit)
         if run and (lit is None or optional or repeated):
@@ -178,15 +191,10 @@ def required_alternatives(pattern: str) -> list[str] | None:
     else:
         found = None
         run: list[str] = []
-        i = 0
-        while i < len(pattern):
-            start = i
-            lit, i = _atom(pattern, i)
-            if i == _UNSURE:
-                return None
-            optional, repeated, i = _quantifier(pattern, i)
-            if i == _UNSURE:
-                return None
+        atoms = _atoms(pattern, 0)
+        if atoms is None:
+            return None
+        for start, i, lit, optional, repeated in atoms:
             if pattern[start] == "(" and "|" in pattern[start:i]:
                 words = _words(pattern[start:i].rstrip("*+?{}0123456789,"))
                 if words is None or optional or found is not None:
