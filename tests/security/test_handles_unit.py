@@ -30,7 +30,8 @@ def _cloexec(fd: int) -> bool:
 
 
 @pytest.fixture
-def tree(tmp_path: Path) -> Path:
+def entries(tmp_path: Path) -> Path:
+    """A folder holding a file, a FIFO and a link to the file."""
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "f.txt").write_text("F")
     os.mkfifo(tmp_path / "fifo")
@@ -38,8 +39,8 @@ def tree(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_every_descriptor_is_closed_on_exec(tree: Path, engine: str) -> None:
-    root = make_root(tree, engine=engine)
+def test_every_descriptor_is_closed_on_exec(entries: Path, engine: str) -> None:
+    root = make_root(entries, engine=engine)
     assert _cloexec(root.handle.fd)
     with root.open_file("d/f.txt", op="read") as f:
         assert _cloexec(f.fd)
@@ -55,8 +56,8 @@ def test_every_descriptor_is_closed_on_exec(tree: Path, engine: str) -> None:
             os.close(fd)
 
 
-def test_a_file_handle_is_read_only_and_a_fifo_does_not_block(tree: Path, engine: str) -> None:
-    root = make_root(tree, engine=engine)
+def test_a_file_handle_is_read_only_and_a_fifo_does_not_block(entries: Path, engine: str) -> None:
+    root = make_root(entries, engine=engine)
     with root.open_file("d/f.txt", op="read") as f:
         assert fcntl.fcntl(f.fd, fcntl.F_GETFL) & os.O_ACCMODE == os.O_RDONLY
         with pytest.raises(OSError):
@@ -65,8 +66,8 @@ def test_a_file_handle_is_read_only_and_a_fifo_does_not_block(tree: Path, engine
         root.open_file("fifo", op="read")
 
 
-def test_a_handle_closes_once(tree: Path) -> None:
-    root = make_root(tree)
+def test_a_handle_closes_once(entries: Path) -> None:
+    root = make_root(entries)
     f = root.open_file("d/f.txt", op="read")
     fd = f.fd
     assert isinstance(f, OpenedFile)
@@ -76,23 +77,23 @@ def test_a_handle_closes_once(tree: Path) -> None:
     f.close()  # a second close is a no-op, not a close of whatever took the number
 
 
-def test_the_root_handle_is_a_directory_closed_with_its_last_reference(tree: Path) -> None:
-    h = DirHandle(str(tree))
+def test_the_root_handle_is_a_directory_closed_with_its_last_reference(entries: Path) -> None:
+    h = DirHandle(str(entries))
     fd = h.fd
     assert stat.S_ISDIR(os.fstat(fd).st_mode) and _cloexec(fd)
     del h
     gc.collect()
     assert _closed(fd)
-    h = DirHandle(str(tree))
+    h = DirHandle(str(entries))
     h.close()
     assert _closed(h.fd)
     h.close()
     with pytest.raises(NotADirectoryError):
-        DirHandle(str(tree / "d" / "f.txt"))
+        DirHandle(str(entries / "d" / "f.txt"))
 
 
-def test_a_parent_looks_at_its_entry_without_following_it(tree: Path) -> None:
-    root = make_root(tree)
+def test_a_parent_looks_at_its_entry_without_following_it(entries: Path) -> None:
+    root = make_root(entries)
     with root.open_parent("link", op="write", perm="write") as p:
         assert isinstance(p, Parent)
         st = p.lstat()
@@ -103,9 +104,9 @@ def test_a_parent_looks_at_its_entry_without_following_it(tree: Path) -> None:
         assert (p.target, p.rel, p.name) == ("d/f.txt", "d/f.txt", "f.txt")
 
 
-def test_only_a_regular_file_passes(tree: Path) -> None:
-    check_regular(os.stat(tree / "d" / "f.txt"))
-    for other in (tree / "d", tree / "fifo"):
+def test_only_a_regular_file_passes(entries: Path) -> None:
+    check_regular(os.stat(entries / "d" / "f.txt"))
+    for other in (entries / "d", entries / "fifo"):
         with pytest.raises(NotARegularFile) as exc:
             check_regular(os.stat(other))
         assert exc.value.message == "not a regular file"
@@ -136,12 +137,12 @@ def test_opening_a_terminal_does_not_make_it_the_servers(tmp_path: Path) -> None
     assert os.waitstatus_to_exitcode(status) == 0
 
 
-def test_descriptor_zero_is_a_descriptor_too(tree: Path) -> None:
+def test_descriptor_zero_is_a_descriptor_too(entries: Path) -> None:
     """A server started with stdin closed gets fd 0 for an open: it closes like any other."""
     saved = os.dup(0)
     try:
         os.close(0)
-        fd = os.open(tree / "d" / "f.txt", os.O_RDONLY)
+        fd = os.open(entries / "d" / "f.txt", os.O_RDONLY)
         assert fd == 0
         f = OpenedFile(fd, "d/f.txt", "d/f.txt", os.fstat(fd))
         f.close()
