@@ -50,6 +50,12 @@ class RootPolicy:
     """One root's name, role, permissions and deny rules, and its audit record."""
 
     def __init__(self, **args: Unpack[PolicyArgs]) -> None:
+        # Typed for mypy; at run time a misspelt keyword (an `audit` that would be dropped)
+        # must still fail as it did with named parameters.
+        known = PolicyArgs.__required_keys__ | PolicyArgs.__optional_keys__
+        wrong = sorted(set(args) - known) + sorted(PolicyArgs.__required_keys__ - set(args))
+        if wrong:
+            raise TypeError(f"RootPolicy: unexpected or missing keyword arguments {wrong}")
         self.name = args["name"]
         self.role = args["role"]
         self.permissions = tuple(p for p in PERMISSION_ORDER if p in set(args["permissions"]))

@@ -119,3 +119,18 @@ def test_describe_tells_what_a_client_may_know() -> None:
         "name": "docs", "role": "workspace", "permissions": ["read", "delete"],
         "max_read_bytes": 4096,
     }
+
+
+@pytest.mark.parametrize(("extra", "drop"), [({"audti": None}, None), ({}, "name"),
+                                            ({}, "rules")])
+def test_a_misspelt_or_missing_argument_is_refused_at_run_time(
+    extra: dict[str, object], drop: str | None
+) -> None:
+    args: dict[str, object] = {"name": "docs", "role": "workspace", "permissions": ["read"],
+                               "rules": DenyRules(), "max_read_bytes": 1, **extra}
+    if drop:
+        del args[drop]
+    with pytest.raises(TypeError) as exc:
+        RootPolicy(**args)  # type: ignore[arg-type]
+    assert str(exc.value) == (
+        f"RootPolicy: unexpected or missing keyword arguments {[drop or 'audti']}")
