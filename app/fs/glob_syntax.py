@@ -40,6 +40,10 @@ def _class(pattern: str, seg: str, i: int) -> tuple[str, int]:
         raise _bad(pattern, "unclosed '[' (a class needs its ']')")
     body = seg[i + 1 + negate : close]
     body = body.replace("\\", "\\\\").replace("^", "\\^").replace("[", "\\[")
+    try:
+        re.compile(f"[{body}]")
+    except re.error:  # the only error left in a class body: a range such as `z-a`
+        raise _bad(pattern, "a range in a class runs backwards (as in '[z-a]')") from None
     return (f"[^/{body}]" if negate else f"[{body}]"), close + 1
 
 

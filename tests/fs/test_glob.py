@@ -107,6 +107,8 @@ REFUSALS = [
     # classes
     ("[abc", "invalid glob '[abc': unclosed '[' (a class needs its ']')"),
     ("src/[!x", "unclosed '['"),
+    ("[b-a]", "invalid glob '[b-a]': a range in a class runs backwards (as in '[z-a]')"),
+    ("x/[!z-a]*.py", "a range in a class runs backwards"),
     # malformed
     ("a//b", "empty segment (a doubled or trailing '/')"),
     ("src/", "empty segment"),
