@@ -39,7 +39,7 @@ def _class(pattern: str, seg: str, i: int) -> tuple[str, int]:
     if close < 0:
         raise _bad(pattern, "unclosed '[' (a class needs its ']')")
     body = seg[i + 1 + negate : close]
-    body = body.replace("\\", "\\\\").replace("^", "\\^").replace("[", "\\[")
+    body = body.replace("\\", "\\\\").replace("^", "\\^").replace("[", "\\[").replace("]", "\\]")
     try:
         re.compile(f"[{body}]")
     except re.error:  # the only error left in a class body: a range such as `z-a`

@@ -37,6 +37,11 @@ MATCHES = [
     ("[!ab].txt", "c.txt", True),
     ("[a-c]*", "beta", True),
     ("[]]x", "]x", True),  # a leading ']' is a member
+    ("[!]a]", "b", True),  # ...of a negated class too
+    ("[!]a]", "]", False),
+    ("[Xy]x", "Xx", True),
+    ("[!ab].txt", "[.txt", True),  # the class is what stands between its brackets
+    ("[!ab].txt", "a.txt", False),
     ("*", "any/thing", True),
     ("**", "any/thing/at/all", True),
     # with '/': the whole path relative to the search's `path`, strict
@@ -107,6 +112,7 @@ REFUSALS = [
     # classes
     ("[abc", "invalid glob '[abc': unclosed '[' (a class needs its ']')"),
     ("src/[!x", "unclosed '['"),
+    ("a[", "invalid glob 'a[': unclosed '['"),
     ("[b-a]", "invalid glob '[b-a]': a range in a class runs backwards (as in '[z-a]')"),
     ("x/[!z-a]*.py", "a range in a class runs backwards"),
     # malformed
