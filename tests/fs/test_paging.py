@@ -16,6 +16,7 @@ from app.fs.paging import (
     dumps,
     escaped_len,
     fit_page,
+    fitting,
     flat_len,
     json_len,
     page_note,
@@ -51,12 +52,18 @@ def test_escaped_len_counts_json_escapes(text: str) -> None:
     assert escaped_len(text) == len(dumps(text)) - 2
 
 
-@given(st.text(), st.integers(0, 200))
+@given(st.text(max_size=80), st.integers(0, 200) | st.integers(0, 4))
 def test_cut_to_keeps_the_longest_prefix_that_fits(text: str, limit: int) -> None:
-    cut = cut_to(text, limit)
-    assert text.startswith(cut) and escaped_len(cut) <= limit
-    if len(cut) < len(text):
-        assert escaped_len(text[: len(cut) + 1]) > limit or len(cut) >= limit
+    longest = max(k for k in range(len(text) + 1) if escaped_len(text[:k]) <= limit)
+    assert cut_to(text, limit) == text[:longest]
+
+
+@given(st.lists(st.integers(0, 30), max_size=30), st.integers(-1, 400) | st.integers(0, 8))
+def test_fitting_counts_the_first_items_that_fit_with_their_commas(
+    sizes: list[int], room: int
+) -> None:
+    fits = [k for k in range(len(sizes) + 1) if sum(sizes[:k]) + k <= room]
+    assert fitting(sizes, room, lambda size: size) == max(fits, default=0)
 
 
 @settings(max_examples=200)
@@ -109,6 +116,10 @@ def test_limits_are_clamped_to_max_search_results() -> None:
         ("ab" + '"' * 30, 20, "ab" + '"' * 9),
         ("plain", 0, ""),
         ("plain", 3, "pla"),
+        ("a", 1, "a"),  # the smallest room that holds a character
+        ("ab", 1, "a"),
+        ("a\n", 2, "a"),  # one over: the step back is one character, not two
+        ("ab\n", 3, "ab"),
     ],
 )
 def test_cut_to_on_heavily_escaped_text(text: str, limit: int, cut: str) -> None:
