@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import re
 import time
+import warnings
 
 import pytest
 from hypothesis import assume, given, settings
@@ -40,6 +41,15 @@ MATCHES = [
     ("[!]a]", "b", True),  # ...of a negated class too
     ("[!]a]", "]", False),
     ("[Xy]x", "Xx", True),
+    ("[Xy]x", "yx", True),  # only '!' and '^' negate a class
+    ("[a]b]", "ab]", True),  # the first ']' after a member closes the class
+    ("[a]b]", "b", False),
+    ("[!^a]", "X", True),  # '^', '[' and ']' inside a class are members, nothing more
+    ("[!^a]", "^", False),
+    ("[[a]", "[", True),
+    ("[[a]", "X", False),
+    ("[]a]", "]", True),
+    ("[]a]", "X", False),
     ("[!ab].txt", "[.txt", True),  # the class is what stands between its brackets
     ("[!ab].txt", "a.txt", False),
     ("*", "any/thing", True),
@@ -121,6 +131,9 @@ REFUSALS = [
     ("a\\b", "contains a backslash; use '/' between directories"),
     ("a\nb", "contains a control character"),
     ("x" * 1025, "longer than 1024 characters"),
+    # the pattern is echoed whole up to 80 characters, its first 77 and "..." beyond
+    ("a" * 79 + "[", "invalid glob '" + "a" * 79 + "[': unclosed"),
+    ("a" * 80 + "[", "invalid glob '" + "a" * 77 + "...': unclosed"),
 ]
 
 
@@ -129,6 +142,15 @@ def test_bad_globs_are_refused_with_the_reason(pattern: str, message: str) -> No
     with pytest.raises(BadArgument) as exc:
         compile_glob(pattern)
     assert message in exc.value.message
+
+
+def test_a_class_holding_brackets_compiles_without_a_warning() -> None:
+    """A '[' inside a class is escaped for the regex engine, which would otherwise warn of a
+    nested set (a FutureWarning on every compile, in the server's log)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert compile_glob("[[a]x").matches("[x", "[x")
+        assert compile_glob("*[[a]x").matches("b[x", "b[x")
 
 
 def test_compiled_patterns_are_memoised() -> None:
