@@ -352,6 +352,17 @@ def ref_lines(body: bytes, token: bytes, unit: int) -> list[bytes]:
     return out
 
 
+def model_file(
+    text: str, encoding: str, tailing: bytes, cut: int | None
+) -> tuple[bytes, int, bool, textio.Sniff]:
+    """A file of `text` in `encoding` with its BOM, then `tailing` (stray bytes: a break off
+    the code-unit grid, half a unit); its budget (`cut` bytes short of it, or all of it),
+    whether it is streamed, and how it sniffs."""
+    data = BOM_OF[encoding] + text.encode(textio.codec_of(encoding)) + tailing
+    budget = len(data) if cut is None else max(len(data) - cut, 1)
+    return data, budget, budget < len(data), textio.sniff(data[: textio.HEAD])
+
+
 noise = st.sampled_from([b"", b"\n", b"\x00", b"\n\x00", b"x\n\x00", b"\x00\n", b"\xd8"])
 texts = st.lists(st.text(alphabet=st.sampled_from("ab é✓中\r"), max_size=9), max_size=14).map(
     "\n".join)
@@ -367,11 +378,7 @@ def test_forward_yields_the_lines_of_the_model(
     text: str, encoding: str, tailing: bytes, start: int, keep: int, chunk: int,
     cut: int | None,
 ) -> None:
-    # `tailing`: stray bytes after the text (a break off the code-unit grid, half a unit).
-    data = BOM_OF[encoding] + text.encode(textio.codec_of(encoding)) + tailing
-    budget = len(data) if cut is None else max(len(data) - cut, 1)
-    streamed = budget < len(data)
-    sn = textio.sniff(data[: textio.HEAD])
+    data, budget, streamed, sn = model_file(text, encoding, tailing, cut)
     token, unit = sn.newline, sn.unit
     seen = data[:budget] if streamed else data
     body = seen[sn.base :] if len(seen) >= sn.base else b""
@@ -424,10 +431,7 @@ def test_tail_serves_the_last_lines_of_the_model(
     text: str, encoding: str, tailing: bytes, want: int, keep: int, chunk: int,
     cut: int | None,
 ) -> None:
-    data = BOM_OF[encoding] + text.encode(textio.codec_of(encoding)) + tailing
-    budget = len(data) if cut is None else max(len(data) - cut, 1)
-    streamed = budget < len(data)
-    sn = textio.sniff(data[: textio.HEAD])
+    data, budget, streamed, sn = model_file(text, encoding, tailing, cut)
     token, unit = sn.newline, sn.unit
     body = data[sn.base :] if len(data) >= sn.base else b""
     lines = ref_lines(body, token, unit)
