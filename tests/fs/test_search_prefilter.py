@@ -17,6 +17,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from app.fs import grep
+from app.fs import regex as regex_mod
 from app.fs.grep import Caseless, FirstOf, Matcher, hyperscan
 from app.fs.literals import required_alternatives
 from app.fs.regex import RegexMatcher, _folded_piece
@@ -149,3 +150,46 @@ def test_a_text_dense_with_the_literal_costs_time_linear_in_its_length(make: Any
     count = count_lines(m, data, len(data), m.find(data))
     assert count == 50_000
     assert time.process_time() - t0 < 2.0
+
+
+def _lines_found(pattern: str, literal: bool, data: bytes) -> list[int]:
+    m = RegexMatcher(pattern, False, literal=literal)
+    hint = m.find(data) if m.plain else 0
+    return [] if hint < 0 else [line for line, *_ in m.lines(data, len(data), hint)]
+
+
+@settings(max_examples=300, deadline=None)
+@given(data=_bytes, pattern=st.sampled_from([*_PATTERNS, "xyx", "ab xy", "AAB", "bxy\u00e9"]),
+       literal=st.booleans())
+@example(data=b"q\nAb XY\n", pattern="ab xy", literal=True)
+def test_without_hyperscan_a_search_without_case_finds_the_same_lines(
+    data: bytes, pattern: str, literal: bool,
+) -> None:
+    """Where no `hyperscan` wheel installs, folded literals fall back to memchr of both cases
+    of a rare byte and RE2 on the bare literal: the lines found are RE2's, line by line."""
+    one = re2.compile(b"(?i)" + (re2.escape(pattern.encode()) if literal else pattern.encode()))
+    lines = data.split(b"\n")
+    if lines and lines[-1] == b"":
+        lines.pop()
+    want = [i + 1 for i, line in enumerate(lines) if one.search(line)]
+    saved = regex_mod.hyperscan
+    regex_mod.hyperscan = None
+    try:
+        assert _lines_found(pattern, literal, data) == want
+    finally:
+        regex_mod.hyperscan = saved
+    if hyperscan is not None:
+        assert _lines_found(pattern, literal, data) == want
+
+
+def test_without_hyperscan_a_folded_literal_gets_the_memchr_prefilter() -> None:
+    saved = regex_mod.hyperscan
+    regex_mod.hyperscan = None
+    try:
+        m = RegexMatcher("Deprecated Since", False, literal=True)
+    finally:
+        regex_mod.hyperscan = saved
+    assert m.prefilter is not None and not isinstance(m.prefilter, Caseless)
+    text = b"x\n" * 5000 + b"it is DEPRECATED since 2.0\n"
+    assert m.prefilter(b"x\n" * 5000) == -1  # neither case of its rare byte: no match
+    assert m.count_lines(text, len(text), m.find(text)) == 1
