@@ -13,7 +13,9 @@ never hold the UTF-8 query.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Callable, Iterator, Sequence
+from typing import Protocol
 
 import ahocorasick_rs
 
@@ -35,47 +37,79 @@ _COMMON = (
 )
 _RANK = {b: len(_COMMON) - i for i, b in enumerate(_COMMON)}
 MAX_FALSE_CANDIDATES = 8  # then a file is searched for the whole needle instead
-FIRST_WINDOW = 256  # bytes `FirstOf` looks at first, then 16 times more each time, to 1 MiB
+# `FirstOf` lists the matches of a window of the text at a time: the first window is
+# LISTED_FIRST times its shortest needle, each next one 4 times more, up to LISTED_MOST
+# times (and 1 MiB): a text dense with matches lists a bounded number per scan.
+LISTED_FIRST = 2048
+LISTED_MOST = 32768
+
+
+class Find(Protocol):
+    """Where a needle is first in `data` from `pos`, or -1."""
+
+    def __call__(self, data: bytes, pos: int = 0, /) -> int: ...
 
 
 class FirstOf:
     """Where the first of a few byte strings starts: a SIMD scan (the Rust `aho-corasick`
-    crate, through `ahocorasick-rs`) that runs near memchr speed where `bytes.find`
-    slows down on a needle made of frequent bytes.
+    crate, through `ahocorasick-rs`, leftmost-first) that runs near memchr speed where
+    `bytes.find` slows down on a needle made of frequent bytes.
 
-    It lists every match of the text it is given, so it is given windows growing
-    from `FIRST_WINDOW` by 16 times: a call costs in proportion to the distance to the
-    match it finds, and a text dense with matches costs no more than its length. One
-    needle is first looked for with `bytes.find` in the first window (cheaper there)."""
+    One scan lists every match in a window of the text, and the list answers the next
+    calls on the same text: a file's lines are visited with one scan per window, not
+    one per match. A listed match answers for `pos` only where no listed match covers
+    `pos` (there the scan, which skips overlaps, did not look)."""
 
     def __init__(self, needles: Sequence[bytes]) -> None:
         self.longest = max(len(x) for x in needles)
-        self.single = needles[0] if len(needles) == 1 else None
-        self._scan = ahocorasick_rs.BytesAhoCorasick(list(needles)).find_matches_as_indexes
+        shortest = min(len(x) for x in needles)
+        self.first_window = LISTED_FIRST * shortest
+        self.most_window = min(LISTED_MOST * shortest, 1 << 20)
+        self._scan = ahocorasick_rs.BytesAhoCorasick(
+            list(needles), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST,
+        ).find_matches_as_indexes
+        self._text: bytes | None = None  # the text of the listed window
+        self._lo = self._hi = 0  # the window: the matches starting in [lo, hi) are listed
+        self._found: list[tuple[int, int, int]] = []  # as the scan gives them, from lo
+        self._starts: list[int] | None = None  # their starts and ends, once asked for
+        self._ends: list[int] = []
 
     def __call__(self, data: bytes, pos: int = 0) -> int:
+        if data is not self._text and not pos and len(data) <= self.first_window:
+            # A file's first call, and the file is one window (most are): one scan, and
+            # the list indexed only if the file is asked again.
+            found = self._scan(data)
+            self._text, self._lo, self._hi, self._found = data, 0, len(data), found
+            self._starts = None
+            return found[0][1] if found else -1
         n = len(data)
-        width = FIRST_WINDOW
-        if self.single is not None:
-            at = data.find(self.single, pos, pos + width + self.longest - 1)
-            if at >= 0 or pos + width >= n:
-                return at
-            # None that near: at least `width` bytes to the next, so a window of 64
-            # times that lists at most 64 matches, and one call scans most files.
-            pos += width
-            width *= 64
-        view = memoryview(data)
+        width = self.first_window
         while pos < n:
-            end = min(n, pos + width)
-            # The window reaches past `end` by a needle's length less one: a match
-            # that starts before `end` is seen whole, and the next window starts there.
-            whole = pos == 0 and end == n
-            found = self._scan(data if whole else view[pos : end + self.longest - 1])
-            if found:
-                return pos + found[0][1]
-            pos = end
-            width = min(width * 16, 1 << 20)
+            if data is not self._text or not self._lo <= pos < self._hi:
+                self._list(data, pos, width)
+                width = min(width * 4, self.most_window)
+            starts = self._starts if self._starts is not None else self._index()
+            i = bisect_left(starts, pos)
+            if i and self._ends[i - 1] > pos:  # inside a listed match: list from pos
+                self._list(data, pos, width)
+                continue
+            if i < len(starts):
+                return starts[i]
+            pos = self._hi
         return -1
+
+    def _list(self, data: bytes, pos: int, width: int) -> None:
+        end = min(len(data), pos + width)
+        # The window reaches past `end` by a needle's length less one: a match that
+        # starts before `end` is seen whole. One that starts after may be cut: not listed.
+        self._found = self._scan(memoryview(data)[pos : end + self.longest - 1])
+        self._text, self._lo, self._hi, self._starts = data, pos, end, None
+
+    def _index(self) -> list[int]:
+        lo, hi = self._lo, self._hi
+        self._starts = [lo + s for _, s, _ in self._found if lo + s < hi]
+        self._ends = [lo + e for _, s, e in self._found if lo + s < hi]
+        return self._starts
 
 
 class Caseless:
@@ -124,15 +158,21 @@ class Matcher:
         self.anchored = len(self.needle) > 1
         self.calls = self.false_candidates = 0
         self.first = FirstOf([self.needle]) if self.anchored else None
+        # First offset >= pos of the needle in `data` (bytes already lowered if need be):
+        # the rare-byte anchor while it pays, then the SIMD scan itself (one call less).
+        self.find: Find = (
+            self._anchored if self.first is not None else self._one_byte)
         self.regex: re.Pattern[bytes] | None = None
         if not case_sensitive and not query.isascii():
             self.regex = re.compile(b"".join(_variants(ch) for ch in query))
 
-    def find(self, data: bytes, pos: int = 0) -> int:
-        """First offset >= pos of the needle in `data` (bytes already lowered if need be)."""
+    def _one_byte(self, data: bytes, pos: int = 0) -> int:
+        return data.find(self.needle, pos)
+
+    def _anchored(self, data: bytes, pos: int = 0) -> int:
+        if not self.anchored:  # called through a `find` taken before anchoring stopped
+            return self.first(data, pos)  # type: ignore[misc]
         needle = self.needle
-        if not self.anchored:
-            return data.find(needle, pos) if self.first is None else self.first(data, pos)
         rare, k = self.rare, self.rare_at
         self.calls += 1
         hit = data.find(rare, pos + k)
@@ -144,7 +184,9 @@ class Matcher:
             if misses > MAX_FALSE_CANDIDATES:  # the rare byte is common here
                 self.false_candidates += misses
                 if self.false_candidates > 2 * self.calls + 64:
-                    self.anchored = False  # and in this tree: stop anchoring on it
+                    # and in this tree: stop anchoring on it
+                    self.anchored = False
+                    self.find = self.first  # type: ignore[assignment]
                 return self.first(data, hit - k + 1)  # type: ignore[misc]
             hit = data.find(rare, hit + 1)
         self.false_candidates += misses

@@ -141,13 +141,13 @@ class RegexMatcher:
             self.prefilter = self.seek = FirstOf([w.encode("utf-8", "surrogateescape")
                                                   for w in words])
         self.plain = True  # `find` always answers: the literal's place, or RE2's first match
+        # Where the first match may start at the earliest: where the required literal is
+        # first, else where RE2 matches first; -1 when `data` cannot match. A file without
+        # a match costs one call (the prefilter's own), with no line loop set up for it.
+        self.find: Callable[[bytes], int] = (
+            self.prefilter if self.prefilter is not None else self._first_match)
 
-    def find(self, data: bytes) -> int:
-        """Where the first match may start at the earliest: where the required literal is
-        first, else where RE2 matches first; -1 when `data` cannot match. A file without a
-        match costs one call, with no line loop set up for it."""
-        if self.prefilter is not None:
-            return self.prefilter(data)
+    def _first_match(self, data: bytes) -> int:
         n = len(data)
         at = int(self._match(_ANCHOR, data, 0, n)[0][0])
         return -1 if at < 0 or (at == n and (n == 0 or data[n - 1] == 10)) else at

@@ -42,6 +42,7 @@ class TextScan:
         self.file_limit, self.budget, self.control, self.name_of = (
             file_limit, budget, control, name_of)
         self.first = min(WHOLE, file_limit)
+        self.ask = self.first + 1  # a read of more than `first` says the file is larger
         self.hits: list[dict[str, object]] = []
         self.found = 0
         self.examined = self.scanned = self.too_large = self.binary = 0
@@ -64,20 +65,13 @@ class TextScan:
         try:
             # One read answers for most files, with no fstat: a regular file gives
             # what it has, up to `first`. Only a larger one is stat'ed, for its
-            # size guard, and read on unless its head is binary.
-            data = os.read(fd, self.first + 1)
+            # size guard, and read again whole unless its head is binary.
+            data = os.read(fd, self.ask)
             if len(data) > self.first:
-                st = os.fstat(fd)
-                if not stat_mod.S_ISREG(st.st_mode):
+                large = self._large(fd, data, path)
+                if large is None:
                     return None
-                if st.st_size > self.file_limit:
-                    self.too_large += 1
-                    return None
-                if self.scanned + self.charged + st.st_size > self.budget:
-                    self.stopped_at = path
-                    return None
-                if data.find(b"\0", 0, HEAD) < 0 or wide_encoding(data):
-                    data += os.read(fd, st.st_size - len(data))
+                data = large
             elif self.scanned + self.charged + len(data) > self.budget:
                 self.stopped_at = path
                 return None
@@ -85,16 +79,32 @@ class TextScan:
             return None
         finally:
             os.close(fd)
-        wide = wide_encoding(data) if data[:1] in WIDE_FIRST else None
         self.examined += 1
         self.scanned += len(data)
         self.control.check()
-        if wide is None and data.find(b"\0", 0, HEAD) >= 0:
+        if data[:1] in WIDE_FIRST and (wide := wide_encoding(data)) is not None:
+            # UTF-16/32: searched as the UTF-8 of its text
+            return data[wide[1]:].decode(wide[0], "replace").encode("utf-8")
+        if data.find(b"\0", 0, HEAD) >= 0:
             self.binary += 1
             return None
-        if wide is not None:  # UTF-16/32: searched as the UTF-8 of its text
-            data = data[wide[1]:].decode(wide[0], "replace").encode("utf-8")
         return data
+
+    def _large(self, fd: int, head: bytes, path: str) -> bytes | None:
+        """A file larger than `first`: its size against the guards, then the whole of it
+        (in one read from its start: no copy of the head and the rest into a third)."""
+        st = os.fstat(fd)
+        if not stat_mod.S_ISREG(st.st_mode):
+            return None
+        if st.st_size > self.file_limit:
+            self.too_large += 1
+            return None
+        if self.scanned + self.charged + st.st_size > self.budget:
+            self.stopped_at = path
+            return None
+        if head.find(b"\0", 0, HEAD) >= 0 and not wide_encoding(head):
+            return head  # binary: its head says so
+        return os.pread(fd, st.st_size, 0)
 
     def search(self, data: bytes, path: str) -> bool:
         """Records the matches in one file's text; True when the call stops here

@@ -1,9 +1,10 @@
 """The prefilters of search_text say where a match may start, never later than the first one.
 
-`FirstOf` (a SIMD multi-string scan, in growing windows) must agree with `bytes.find`
-wherever its windows fall; the case spellings of a folded literal must be found in every
-text RE2 matches without case. A prefilter that answered later than the first match would
-lose lines, so these are generated cases against the plain definitions.
+`FirstOf` (a SIMD multi-string scan, listing a window's matches at a time) must agree with
+`bytes.find` wherever its windows fall and in whatever order it is asked; the case
+spellings of a folded literal must be found in every text RE2 matches without case. A
+prefilter that answered later than the first match would lose lines, so these are
+generated cases against the plain definitions.
 """
 
 from __future__ import annotations
@@ -25,23 +26,48 @@ from app.fs.textscan import count_lines
 
 _pieces = st.sampled_from([b"ab", b"a", b"b", b"\n", b"xy", b" "])
 _bytes = st.binary(max_size=300) | st.lists(_pieces, max_size=120).map(b"".join)
-_needles = st.lists(st.sampled_from([b"ab", b"aab", b"b\na", b"xyx", b"bb", b"abab"]),
-                    min_size=1, max_size=3)
+_needles = st.lists(st.sampled_from([b"ab", b"aab", b"b\na", b"xyx", b"bb", b"abab", b"babx"]),
+                    min_size=1, max_size=3)  # babx: holds ab, which ends before it does
 
 
 @settings(max_examples=400, deadline=None)
-@given(data=_bytes, needles=_needles, pos=st.integers(0, 40), window=st.sampled_from([1, 2, 3, 7]))
+@given(data=_bytes, needles=_needles, positions=st.lists(st.integers(0, 60), min_size=1,
+                                                         max_size=6),
+       window=st.sampled_from([1, 2, 3, 7]))
+@example(data=b"xbabx", needles=[b"ab", b"babx"], positions=[0], window=7)  # not the first to end
+@example(data=b"aaab", needles=[b"aab", b"ab"], positions=[0, 1, 2], window=7)  # in a listed one
+@example(data=b"xxbabx", needles=[b"ab", b"babx"], positions=[0], window=1)  # babx cut at the edge
 def test_first_of_finds_what_find_finds_wherever_its_windows_fall(
-    data: bytes, needles: list[bytes], pos: int, window: int,
+    data: bytes, needles: list[bytes], positions: list[int], window: int,
 ) -> None:
-    old = grep.FIRST_WINDOW
-    grep.FIRST_WINDOW = window  # small windows: matches straddle their edges
+    # One matcher answers several calls on the same text, from the matches it listed:
+    # in order (a file's lines) and not (a new search in it), each as a fresh find.
+    old = grep.LISTED_FIRST, grep.LISTED_MOST
+    grep.LISTED_FIRST, grep.LISTED_MOST = window, 2 * window  # windows cut through matches
     try:
-        got = FirstOf(needles)(data, pos)
+        first = FirstOf(needles)
     finally:
-        grep.FIRST_WINDOW = old
-    starts = [i for i in (data.find(x, pos) for x in needles) if i >= 0]
-    assert got == (min(starts) if starts else -1)
+        grep.LISTED_FIRST, grep.LISTED_MOST = old
+    for pos in [*sorted(positions), *positions]:
+        starts = [i for i in (data.find(x, pos) for x in needles) if i >= 0]
+        assert first(data, pos) == (min(starts) if starts else -1), pos
+
+
+def test_first_of_lists_a_window_at_a_time() -> None:
+    # A text dense with the needle: one scan answers many calls, and no scan lists more
+    # than LISTED_MOST matches (a bound on what one call holds in memory).
+    first = FirstOf([b"ab"])
+    scans: list[int] = []
+    scan = first._scan
+    first._scan = lambda view: scans.append(len(view)) or scan(view)  # type: ignore[method-assign]
+    text = b"ab\n" * 200_000
+    at, lines = first(text, 0), 0
+    while at >= 0:
+        lines += 1
+        at = first(text, at + 3)
+    assert lines == 200_000
+    assert max(scans) <= grep.LISTED_MOST * 2 + 1
+    assert len(scans) < 200_000 / 1000
 
 
 @settings(max_examples=300, deadline=None)
