@@ -37,11 +37,10 @@ _COMMON = (
 )
 _RANK = {b: len(_COMMON) - i for i, b in enumerate(_COMMON)}
 MAX_FALSE_CANDIDATES = 8  # then a file is searched for the whole needle instead
-# `FirstOf` lists the matches of a window of the text at a time: the first window is
-# LISTED_FIRST times its shortest needle, each next one 4 times more, up to LISTED_MOST
-# times (and 1 MiB): a text dense with matches lists a bounded number per scan.
-LISTED_FIRST = 2048
-LISTED_MOST = 32768
+# `FirstOf` lists the matches of a window of the text at a time, LISTED times its
+# shortest needle (at most 1 MiB): a text dense with matches lists a bounded number
+# per scan, and most files are one window.
+LISTED = 16384
 
 
 class Find(Protocol):
@@ -62,9 +61,7 @@ class FirstOf:
 
     def __init__(self, needles: Sequence[bytes]) -> None:
         self.longest = max(len(x) for x in needles)
-        shortest = min(len(x) for x in needles)
-        self.first_window = LISTED_FIRST * shortest
-        self.most_window = min(LISTED_MOST * shortest, 1 << 20)
+        self.window = min(LISTED * min(len(x) for x in needles), 1 << 20)
         self._scan = ahocorasick_rs.BytesAhoCorasick(
             list(needles), matchkind=ahocorasick_rs.MATCHKIND_LEFTMOST_FIRST,
         ).find_matches_as_indexes
@@ -75,7 +72,7 @@ class FirstOf:
         self._ends: list[int] = []
 
     def __call__(self, data: bytes, pos: int = 0) -> int:
-        if data is not self._text and not pos and len(data) <= self.first_window:
+        if data is not self._text and not pos and len(data) <= self.window:
             # A file's first call, and the file is one window (most are): one scan, and
             # the list indexed only if the file is asked again.
             found = self._scan(data)
@@ -83,23 +80,21 @@ class FirstOf:
             self._starts = None
             return found[0][1] if found else -1
         n = len(data)
-        width = self.first_window
         while pos < n:
             if data is not self._text or not self._lo <= pos < self._hi:
-                self._list(data, pos, width)
-                width = min(width * 4, self.most_window)
+                self._list(data, pos)
             starts = self._starts if self._starts is not None else self._index()
             i = bisect_left(starts, pos)
             if i and self._ends[i - 1] > pos:  # inside a listed match: list from pos
-                self._list(data, pos, width)
+                self._list(data, pos)
                 continue
             if i < len(starts):
                 return starts[i]
             pos = self._hi
         return -1
 
-    def _list(self, data: bytes, pos: int, width: int) -> None:
-        end = min(len(data), pos + width)
+    def _list(self, data: bytes, pos: int) -> None:
+        end = min(len(data), pos + self.window)
         # The window reaches past `end` by a needle's length less one: a match that
         # starts before `end` is seen whole. One that starts after may be cut: not listed.
         self._found = self._scan(memoryview(data)[pos : end + self.longest - 1])
@@ -124,12 +119,17 @@ class Caseless:
         self._scan = db.scan
         self._scratch = hs.Scratch(db)  # one per matcher, and a matcher serves one call
         self.size = len(piece)
+        self._end = -1  # where the scan saw the piece end (one match: SINGLEMATCH)
+
+    def _hit(self, _id: int, _start: int, end: int, _flags: int, _context: object) -> None:
+        self._end = end
 
     def __call__(self, data: bytes, pos: int = 0) -> int:
-        ends: list[int] = []
-        self._scan(memoryview(data)[pos:],  # type: ignore[type-var]  # any buffer does
-                   match_event_handler=lambda *m: ends.append(m[2]), scratch=self._scratch)
-        return pos + ends[0] - self.size if ends else -1
+        self._end = -1
+        # Positional arguments: the binding parses keywords by name on every call.
+        self._scan(memoryview(data)[pos:] if pos else data,  # type: ignore[type-var]
+                   self._hit, 0, None, self._scratch)  # any buffer does
+        return pos + self._end - self.size if self._end >= 0 else -1
 
 
 def wide_encoding(head: bytes | bytearray | memoryview) -> tuple[str, int] | None:

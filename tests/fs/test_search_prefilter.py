@@ -42,12 +42,12 @@ def test_first_of_finds_what_find_finds_wherever_its_windows_fall(
 ) -> None:
     # One matcher answers several calls on the same text, from the matches it listed:
     # in order (a file's lines) and not (a new search in it), each as a fresh find.
-    old = grep.LISTED_FIRST, grep.LISTED_MOST
-    grep.LISTED_FIRST, grep.LISTED_MOST = window, 2 * window  # windows cut through matches
+    old = grep.LISTED
+    grep.LISTED = window  # small windows: they cut through matches
     try:
         first = FirstOf(needles)
     finally:
-        grep.LISTED_FIRST, grep.LISTED_MOST = old
+        grep.LISTED = old
     for pos in [*sorted(positions), *positions]:
         starts = [i for i in (data.find(x, pos) for x in needles) if i >= 0]
         assert first(data, pos) == (min(starts) if starts else -1), pos
@@ -55,7 +55,7 @@ def test_first_of_finds_what_find_finds_wherever_its_windows_fall(
 
 def test_first_of_lists_a_window_at_a_time() -> None:
     # A text dense with the needle: one scan answers many calls, and no scan lists more
-    # than LISTED_MOST matches (a bound on what one call holds in memory).
+    # than LISTED matches (a bound on what one call holds in memory).
     first = FirstOf([b"ab"])
     scans: list[int] = []
     scan = first._scan
@@ -66,7 +66,7 @@ def test_first_of_lists_a_window_at_a_time() -> None:
         lines += 1
         at = first(text, at + 3)
     assert lines == 200_000
-    assert max(scans) <= grep.LISTED_MOST * 2 + 1
+    assert max(scans) <= grep.LISTED * 2 + 1
     assert len(scans) < 200_000 / 1000
 
 
