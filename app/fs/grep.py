@@ -54,10 +54,13 @@ class FirstOf:
     crate, through `ahocorasick-rs`, leftmost-first) that runs near memchr speed where
     `bytes.find` slows down on a needle made of frequent bytes.
 
-    One scan lists every match in a window of the text, and the list answers the next
-    calls on the same text: a file's lines are visited with one scan per window, not
-    one per match. A listed match answers for `pos` only where no listed match covers
-    `pos` (there the scan, which skips overlaps, did not look)."""
+    One needle is first anchored on its rarest byte: `bytes.find` of one byte is a
+    memchr, faster still where that byte is rare; where it proves common in the files
+    (more false candidates than MAX_FALSE_CANDIDATES in a call, and over the call's
+    files), the scan alone. The scan lists every match in a window of the text, and the
+    list answers the next calls on the same text: a file's lines are visited with one
+    scan per window, not one per match. A listed match answers for `pos` only where no
+    listed match covers `pos` (there the scan, which skips overlaps, did not look)."""
 
     def __init__(self, needles: Sequence[bytes]) -> None:
         self.longest = max(len(x) for x in needles)
@@ -70,8 +73,32 @@ class FirstOf:
         self._found: list[tuple[int, int, int]] = []  # as the scan gives them, from lo
         self._starts: list[int] | None = None  # their starts and ends, once asked for
         self._ends: list[int] = []
+        one = needles[0]
+        self.anchored = len(needles) == 1 and len(one) > 1
+        self.needle = one
+        self.rare_at = min(range(len(one)), key=lambda i: _RANK.get(one[i], 0))
+        self.rare = one[self.rare_at : self.rare_at + 1]
+        self.calls = self.false_candidates = 0
 
     def __call__(self, data: bytes, pos: int = 0) -> int:
+        if self.anchored:
+            rare, k, needle = self.rare, self.rare_at, self.needle
+            self.calls += 1
+            hit = data.find(rare, pos + k)
+            misses = 0
+            while hit >= 0:
+                if data.startswith(needle, hit - k):
+                    return hit - k
+                misses += 1
+                if misses > MAX_FALSE_CANDIDATES:  # the rare byte is common here
+                    pos = hit - k + 1
+                    break
+                hit = data.find(rare, hit + 1)
+            self.false_candidates += misses
+            if self.false_candidates > 2 * self.calls + 64:
+                self.anchored = False  # and in this tree: the scan from now on
+            if hit < 0:
+                return -1
         if data is not self._text and not pos and len(data) <= self.window:
             # A file's first call, and the file is one window (most are): one scan, and
             # the list indexed only if the file is asked again.
@@ -152,45 +179,15 @@ class Matcher:
         self.lower = not case_sensitive and query.isascii()
         if self.lower:
             self.needle = self.needle.lower()
-        rare_at = min(range(len(self.needle)), key=lambda i: _RANK.get(self.needle[i], 0))
-        self.rare = self.needle[rare_at : rare_at + 1]
-        self.rare_at = rare_at
-        self.anchored = len(self.needle) > 1
-        self.calls = self.false_candidates = 0
-        self.first = FirstOf([self.needle]) if self.anchored else None
-        # First offset >= pos of the needle in `data` (bytes already lowered if need be):
-        # the rare-byte anchor while it pays, then the SIMD scan itself (one call less).
-        self.find: Find = (
-            self._anchored if self.first is not None else self._one_byte)
+        # First offset >= pos of the needle in `data` (bytes already lowered if need be).
+        self.find: Find = (FirstOf([self.needle]) if len(self.needle) > 1
+                           else self._one_byte)
         self.regex: re.Pattern[bytes] | None = None
         if not case_sensitive and not query.isascii():
             self.regex = re.compile(b"".join(_variants(ch) for ch in query))
 
     def _one_byte(self, data: bytes, pos: int = 0) -> int:
         return data.find(self.needle, pos)
-
-    def _anchored(self, data: bytes, pos: int = 0) -> int:
-        if not self.anchored:  # called through a `find` taken before anchoring stopped
-            return self.first(data, pos)  # type: ignore[misc]
-        needle = self.needle
-        rare, k = self.rare, self.rare_at
-        self.calls += 1
-        hit = data.find(rare, pos + k)
-        misses = 0
-        while hit >= 0:
-            if data.startswith(needle, hit - k):
-                return hit - k
-            misses += 1
-            if misses > MAX_FALSE_CANDIDATES:  # the rare byte is common here
-                self.false_candidates += misses
-                if self.false_candidates > 2 * self.calls + 64:
-                    # and in this tree: stop anchoring on it
-                    self.anchored = False
-                    self.find = self.first  # type: ignore[assignment]
-                return self.first(data, hit - k + 1)  # type: ignore[misc]
-            hit = data.find(rare, hit + 1)
-        self.false_candidates += misses
-        return -1
 
     def lines(self, buf: bytes | bytearray, n: int, hint: int = 0
               ) -> Iterator[tuple[int, int, int, int]]:

@@ -234,12 +234,12 @@ def _scan_tree(scan: TextScan, walk: _Walk, glob: Glob, control: Control) -> Non
                 continue
             if not (everything or matches((prefix + name)[strip:], name)):
                 continue
-            data = read(dir_fd, name, prefix + name)
+            data = read(dir_fd, name, prefix)
             if data is None:
                 if scan.stopped_at is not None:
                     return
                 continue
-            if search(data, prefix + name):
+            if search(data, prefix, name):
                 return
         if time.monotonic() >= next_progress:
             what = "matches" if scan.mode == CONTENT else "files with matches"

@@ -42,6 +42,7 @@ class TextScan:
         self.file_limit, self.budget, self.control, self.name_of = (
             file_limit, budget, control, name_of)
         self.first = min(WHOLE, file_limit)
+        self.find = matcher.find if matcher.plain else None
         self.ask = self.first + 1  # a read of more than `first` says the file is larger
         self.hits: list[dict[str, object]] = []
         self.found = 0
@@ -54,9 +55,10 @@ class TextScan:
     def spent(self) -> int:
         return self.scanned + self.charged
 
-    def read(self, dir_fd: int, name: str, path: str) -> bytes | None:
+    def read(self, dir_fd: int, name: str, prefix: str) -> bytes | None:
         """The file's text as UTF-8 bytes, or None: skipped (gone, a guard), or the
-        budget is spent (`stopped_at` says so)."""
+        budget is spent (`stopped_at` says so). Its walk path is `prefix + name`, made
+        only where it is shown."""
         # Per file one open, one read, one close: system calls are what a search costs.
         try:
             fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
@@ -68,12 +70,12 @@ class TextScan:
             # size guard, and read again whole unless its head is binary.
             data = os.read(fd, self.ask)
             if len(data) > self.first:
-                large = self._large(fd, data, path)
+                large = self._large(fd, data, prefix + name)
                 if large is None:
                     return None
                 data = large
             elif self.scanned + self.charged + len(data) > self.budget:
-                self.stopped_at = path
+                self.stopped_at = prefix + name
                 return None
         except OSError:
             return None
@@ -106,13 +108,14 @@ class TextScan:
             return head  # binary: its head says so
         return os.pread(fd, st.st_size, 0)
 
-    def search(self, data: bytes, path: str) -> bool:
+    def search(self, data: bytes, prefix: str, name: str) -> bool:
         """Records the matches in one file's text; True when the call stops here
         (the page is full, or matching lines used up the budget)."""
         # Where the required literal is first: no matching line comes before its line.
-        hint = self.matcher.find(data) if self.matcher.plain else 0
+        hint = self.find(data) if self.find is not None else 0
         if hint < 0:
             return False
+        path = prefix + name
         if self.mode == CONTENT:
             line = self._lines(data, hint, path)
         else:

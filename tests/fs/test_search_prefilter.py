@@ -33,12 +33,15 @@ _needles = st.lists(st.sampled_from([b"ab", b"aab", b"b\na", b"xyx", b"bb", b"ab
 @settings(max_examples=400, deadline=None)
 @given(data=_bytes, needles=_needles, positions=st.lists(st.integers(0, 60), min_size=1,
                                                          max_size=6),
-       window=st.sampled_from([1, 2, 3, 7]))
-@example(data=b"xbabx", needles=[b"ab", b"babx"], positions=[0], window=7)  # not the first to end
-@example(data=b"aaab", needles=[b"aab", b"ab"], positions=[0, 1, 2], window=7)  # in a listed one
-@example(data=b"xxbabx", needles=[b"ab", b"babx"], positions=[0], window=1)  # babx cut at the edge
+       window=st.sampled_from([1, 2, 3, 7]), anchor=st.booleans())
+@example(data=b"xbabx", needles=[b"ab", b"babx"], positions=[0], window=7,
+         anchor=False)  # ab ends first, babx starts first
+@example(data=b"aaab", needles=[b"aab", b"ab"], positions=[0, 1, 2], window=7,
+         anchor=False)  # asked inside a listed match
+@example(data=b"xxbabx", needles=[b"ab", b"babx"], positions=[0], window=1,
+         anchor=False)  # babx cut at the window's edge
 def test_first_of_finds_what_find_finds_wherever_its_windows_fall(
-    data: bytes, needles: list[bytes], positions: list[int], window: int,
+    data: bytes, needles: list[bytes], positions: list[int], window: int, anchor: bool,
 ) -> None:
     # One matcher answers several calls on the same text, from the matches it listed:
     # in order (a file's lines) and not (a new search in it), each as a fresh find.
@@ -48,6 +51,7 @@ def test_first_of_finds_what_find_finds_wherever_its_windows_fall(
         first = FirstOf(needles)
     finally:
         grep.LISTED = old
+    first.anchored &= anchor  # one needle: its rare byte first, or the scan alone
     for pos in [*sorted(positions), *positions]:
         starts = [i for i in (data.find(x, pos) for x in needles) if i >= 0]
         assert first(data, pos) == (min(starts) if starts else -1), pos
@@ -56,7 +60,7 @@ def test_first_of_finds_what_find_finds_wherever_its_windows_fall(
 def test_first_of_lists_a_window_at_a_time() -> None:
     # A text dense with the needle: one scan answers many calls, and no scan lists more
     # than LISTED matches (a bound on what one call holds in memory).
-    first = FirstOf([b"ab"])
+    first = FirstOf([b"ab", b"xyz"])  # two needles: the scan, no rare-byte anchor
     scans: list[int] = []
     scan = first._scan
     first._scan = lambda view: scans.append(len(view)) or scan(view)  # type: ignore[method-assign]
@@ -66,7 +70,7 @@ def test_first_of_lists_a_window_at_a_time() -> None:
         lines += 1
         at = first(text, at + 3)
     assert lines == 200_000
-    assert max(scans) <= grep.LISTED * 2 + 1
+    assert first.window == grep.LISTED * 2 and max(scans) <= first.window + 2
     assert len(scans) < 200_000 / 1000
 
 
