@@ -221,31 +221,30 @@ def search_text(
 def _scan_tree(scan: TextScan, walk: _Walk, glob: Glob, control: Control) -> None:
     """Every candidate file in walk order, until the page is full or the budget spent."""
     everything = glob.basename and glob.pattern in ("*", "**")
-    matches, strip, read, search = glob.matches, walk.strip, scan.read, scan.search
+    matches, strip = glob.matches, walk.strip
     next_progress = time.monotonic() + PROGRESS_EVERY
     for d in walk.walker.dirs():
-        prefix, dir_fd = d.prefix, d.fd
-        for entry in d.entries:
-            name = entry.name
-            try:
-                if not entry.is_file(follow_symlinks=False):
-                    continue
-            except OSError:
-                continue
-            if not (everything or matches((prefix + name)[strip:], name)):
-                continue
-            data = read(dir_fd, name, prefix)
-            if data is None:
-                if scan.stopped_at is not None:
-                    return
-                continue
-            if search(data, prefix, name):
-                return
+        prefix = d.prefix
+        try:
+            names = [e.name for e in d.entries if e.is_file(follow_symlinks=False)]
+        except OSError:  # an entry of unknown type gone before its lstat: one by one
+            names = [e.name for e in d.entries if _regular(e)]
+        if not everything:
+            names = [n for n in names if matches((prefix + n)[strip:], n)]
+        if names and scan.scan_dir(d.fd, prefix, names):
+            return
         if time.monotonic() >= next_progress:
             what = "matches" if scan.mode == CONTENT else "files with matches"
             control.progress(scan.examined, None,
                              f"{scan.examined} files searched, {scan.found} {what}")
             next_progress = time.monotonic() + PROGRESS_EVERY
+
+
+def _regular(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_file(follow_symlinks=False)
+    except OSError:
+        return False
 
 
 def _text_notes(scan: TextScan, walk: _Walk) -> list[str | None]:

@@ -55,42 +55,52 @@ class TextScan:
     def spent(self) -> int:
         return self.scanned + self.charged
 
-    def read(self, dir_fd: int, name: str, prefix: str) -> bytes | None:
-        """The file's text as UTF-8 bytes, or None: skipped (gone, a guard), or the
-        budget is spent (`stopped_at` says so). Its walk path is `prefix + name`, made
-        only where it is shown."""
-        # Per file one open, one read, one close: system calls are what a search costs.
-        try:
-            fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
-        except OSError:  # gone, swapped for a link, or unreadable: skipped
-            return None
-        try:
-            # One read answers for most files, with no fstat: a regular file gives
-            # what it has, up to `first`. Only a larger one is stat'ed, for its
-            # size guard, and read again whole unless its head is binary.
-            data = os.read(fd, self.ask)
-            if len(data) > self.first:
-                large = self._large(fd, data, prefix + name)
-                if large is None:
-                    return None
-                data = large
-            elif self.scanned + self.charged + len(data) > self.budget:
-                self.stopped_at = prefix + name
-                return None
-        except OSError:
-            return None
-        finally:
-            os.close(fd)
-        self.examined += 1
-        self.scanned += len(data)
-        self.control.check()
-        if data[:1] in WIDE_FIRST and (wide := wide_encoding(data)) is not None:
-            # UTF-16/32: searched as the UTF-8 of its text
-            return data[wide[1]:].decode(wide[0], "replace").encode("utf-8")
-        if data.find(b"\0", 0, HEAD) >= 0:
-            self.binary += 1
-            return None
-        return data
+    def scan_dir(self, dir_fd: int, prefix: str, names: list[str]) -> bool:
+        """Reads and searches the files `names` of one directory (walk path `prefix +
+        name`, made only where it is shown), in order; True when the call stops here:
+        the page is full or the budget spent (`stopped_at`, `stopped_in` say where)."""
+        # Per file one open, one read, one close: system calls are what a search costs,
+        # and the Python around them is kept to this one loop.
+        open_, read, close, flags = os.open, os.read, os.close, FILE_FLAGS
+        ask, first, budget, find, check = self.ask, self.first, self.budget, self.find, \
+            self.control.check
+        for name in names:
+            try:
+                fd = open_(name, flags, dir_fd=dir_fd)
+            except OSError:  # gone, swapped for a link, or unreadable: skipped
+                continue
+            try:
+                # One read answers for most files, with no fstat: a regular file gives
+                # what it has, up to `first`. Only a larger one is stat'ed (`_large`).
+                data = read(fd, ask)
+                if len(data) > first:
+                    large = self._large(fd, data, prefix + name)
+                    if large is None:  # skipped, or past the budget (`stopped_at`)
+                        if self.stopped_at is not None:
+                            return True
+                        continue
+                    data = large
+                elif self.scanned + self.charged + len(data) > budget:
+                    self.stopped_at = prefix + name
+                    return True
+            except OSError:
+                continue
+            finally:
+                close(fd)
+            self.examined += 1
+            self.scanned += len(data)
+            check()
+            if data[:1] in WIDE_FIRST and (wide := wide_encoding(data)) is not None:
+                # UTF-16/32: searched as the UTF-8 of its text
+                data = data[wide[1]:].decode(wide[0], "replace").encode("utf-8")
+            elif data.find(b"\0", 0, HEAD) >= 0:
+                self.binary += 1
+                continue
+            # Where the required literal is first: no matching line comes before its line.
+            hint = find(data) if find is not None else 0
+            if hint >= 0 and self.search(data, hint, prefix + name):
+                return True
+        return False
 
     def _large(self, fd: int, head: bytes, path: str) -> bytes | None:
         """A file larger than `first`: its size against the guards, then the whole of it
@@ -108,14 +118,10 @@ class TextScan:
             return head  # binary: its head says so
         return os.pread(fd, st.st_size, 0)
 
-    def search(self, data: bytes, prefix: str, name: str) -> bool:
-        """Records the matches in one file's text; True when the call stops here
-        (the page is full, or matching lines used up the budget)."""
-        # Where the required literal is first: no matching line comes before its line.
-        hint = self.find(data) if self.find is not None else 0
-        if hint < 0:
-            return False
-        path = prefix + name
+    def search(self, data: bytes, hint: int, path: str) -> bool:
+        """Records the matches in one file's text (`hint`: where the required literal is
+        first); True when the call stops here (the page is full, or matching lines used
+        up the budget)."""
         if self.mode == CONTENT:
             line = self._lines(data, hint, path)
         else:
