@@ -182,3 +182,27 @@ def test_progress_is_reported_at_most_every_interval(tmp_path: Path,
     done = [d for d, _, _ in ctl.reports]
     assert len(done) >= 10 and done == sorted(done)
     assert ctl.reports[-1][2] == f"{int(done[-1])} files searched, 0 matches"
+
+
+class _Vanishing:
+    """An entry whose type the listing did not give, gone before its lstat."""
+
+    name = "b.txt"
+
+    def is_file(self, *, follow_symlinks: bool = True) -> bool:
+        raise FileNotFoundError(2, "gone")
+
+
+def test_an_entry_gone_before_its_type_is_known_is_skipped_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = small_root(tmp_path, {"a.txt": "needle\n", "c.txt": "needle\n"})
+    real_dirs = search_mod.Walker.dirs
+
+    def dirs(self: Any) -> Any:
+        for d in real_dirs(self):
+            yield d._replace(entries=[d.entries[0], _Vanishing(), *d.entries[1:]])
+
+    monkeypatch.setattr(search_mod.Walker, "dirs", dirs)
+    r = run(root, "needle")
+    assert [(m.path, m.line) for m in r.matches] == [("a.txt", 1), ("c.txt", 1)]
