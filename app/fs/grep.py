@@ -120,6 +120,30 @@ class FirstOf:
             pos = self._hi
         return -1
 
+    def count_lines(self, data: bytes, pos: int = 0, most: int = -1) -> int:
+        """Lines of `data` from `pos` on (a line's start, or the first match) that hold a
+        match (of needles with no line break: matches that overlap are on one line, so
+        the scan's list misses none); with `most` >= 0, counting stops past it. One step
+        per line, no call per match."""
+        count = 0
+        end = -1  # where the last counted line ends
+        n = len(data)
+        while pos < n:
+            if data is not self._text or not self._lo <= pos < self._hi:
+                self._list(data, pos)  # else the list of the call that found the first
+            lo, hi = self._lo, self._hi
+            for _, s, _ in self._found:
+                s += lo
+                if s >= hi:
+                    break
+                if s > end and s >= pos:
+                    count += 1
+                    end = data.find(b"\n", s)
+                    if count == most + 1 or end < 0:
+                        return count
+            pos = max(hi, end + 1)
+        return count
+
     def _list(self, data: bytes, pos: int) -> None:
         end = min(len(data), pos + self.window)
         # The window reaches past `end` by a needle's length less one: a match that

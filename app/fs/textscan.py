@@ -16,7 +16,7 @@ import os
 import stat as stat_mod
 from collections.abc import Callable, Iterator
 
-from app.fs.grep import Matcher, preview, wide_encoding
+from app.fs.grep import FirstOf, Matcher, preview, wide_encoding
 from app.fs.paging import Control
 from app.fs.regex import RegexMatcher
 from app.fs.textio import HEAD, WIDE_BOMS
@@ -200,6 +200,8 @@ def count_lines(matcher: Matcher | RegexMatcher, data: bytes, n: int, hint: int 
         return sum(1 for _ in itertools.islice(matcher.lines(data, n),
                                                most + 1 if most >= 0 else None))
     find = matcher.find
+    if isinstance(find, FirstOf) and n == len(data) and b"\n" not in matcher.needle:
+        return find.count_lines(data, hint, most)  # from its listed matches, in windows
     needle = len(matcher.needle)
     count = 0
     at = hint if hint > 0 else find(data, 0)

@@ -57,6 +57,17 @@ def test_first_of_finds_what_find_finds_wherever_its_windows_fall(
         assert first(data, pos) == (min(starts) if starts else -1), pos
 
 
+def test_first_of_counts_the_lines_from_where_it_is_asked() -> None:
+    # Counting reuses the list of the call that found the first match: lines before
+    # `pos` are in it, and not counted; nor is a line twice, however many matches it has.
+    first = FirstOf([b"ab", b"xyz"])
+    text = b"ab\nab ab\nzz\nxyz ab\n" + b"ab\n" * 3
+    assert first(text) == 0
+    assert first.count_lines(text, 0) == 6
+    assert first.count_lines(text, 9) == 4
+    assert first.count_lines(text, 0, most=2) == 3
+
+
 def test_first_of_lists_a_window_at_a_time() -> None:
     # A text dense with the needle: one scan answers many calls, and no scan lists more
     # than LISTED matches (a bound on what one call holds in memory).
@@ -174,7 +185,8 @@ def test_a_text_dense_with_the_literal_costs_time_linear_in_its_length(make: Any
     # of a whole window per line was quadratic (6.8 s of CPU for 30 KB of "ab" lines).
     m = make()
     if isinstance(m, Matcher):
-        m.anchored = False  # as after a tree where its anchor byte was common
+        m.find.anchored = False  # type: ignore[union-attr]  # as after a tree where
+        # its anchor byte was common
     data = (b"ab\n" if isinstance(m, Matcher) else b"value error\n") * 50_000
     t0 = time.process_time()
     count = count_lines(m, data, len(data), m.find(data))

@@ -339,14 +339,19 @@ def test_count_mode_counts_the_lines_content_mode_lists(data: bytes, query: str,
     if not regex:
         matchers.append(Matcher(query, not fold))
     for m in matchers:
-        assert _count_lines(m, data, len(data)) == len(list(m.lines(data, len(data))))
+        want = len(list(m.lines(data, len(data))))
+        assert _count_lines(m, data, len(data)) == want
+        hint = m.find(data) if m.plain else 0  # as a search passes it: the first match
+        assert (0 if hint < 0 else _count_lines(m, data, len(data), hint)) == want
 
 
 @pytest.mark.parametrize("make", [
     lambda: RegexMatcher(r"\r$", True), lambda: RegexMatcher("a", False, literal=True),
     lambda: __import__("app.fs.grep").fs.grep.Matcher("a", True),
+    lambda: __import__("app.fs.grep").fs.grep.Matcher("a\r", True),
     lambda: __import__("app.fs.grep").fs.grep.Matcher("\r\n", False),
-], ids=["regex", "folded literal", "literal", "folded literal with a line break"])
+], ids=["regex", "folded literal", "literal", "literal scanned (two bytes)",
+        "folded literal with a line break"])
 def test_counting_stops_past_the_lines_the_budget_allows(make: Any) -> None:
     # A dense file in count mode costs what its budget allows, not a step per line.
     from app.fs.textscan import count_lines
