@@ -160,27 +160,62 @@ class FirstOf:
 
 class Caseless:
     """Where an ASCII string first starts, in any case: Hyperscan's SIMD literal matcher,
-    where RE2 without case runs a DFA over every byte. Only where `hyperscan` imports."""
+    where RE2 without case runs a DFA over every byte. Only where `hyperscan` imports.
+
+    A text's first call stops at the first match (SINGLEMATCH: a file without one, or
+    asked once, costs one scan to there); the next calls on it list every match of a
+    window (LISTED times the string's length) in one scan and answer from the list."""
 
     def __init__(self, piece: bytes) -> None:
         hs = hyperscan
-        db = hs.Database(mode=hs.HS_MODE_BLOCK)
-        db.compile(expressions=[b"".join(b"\\x%02x" % b for b in piece)], ids=[0], elements=1,
-                   flags=[hs.HS_FLAG_CASELESS | hs.HS_FLAG_SINGLEMATCH])
-        self._scan = db.scan
-        self._scratch = hs.Scratch(db)  # one per matcher, and a matcher serves one call
+        spelled = [b"".join(b"\\x%02x" % b for b in piece)]
+        one = hs.Database(mode=hs.HS_MODE_BLOCK)
+        one.compile(expressions=spelled, ids=[0], elements=1,
+                    flags=[hs.HS_FLAG_CASELESS | hs.HS_FLAG_SINGLEMATCH])
+        every = hs.Database(mode=hs.HS_MODE_BLOCK)
+        every.compile(expressions=spelled, ids=[0], elements=1, flags=[hs.HS_FLAG_CASELESS])
+        # One scratch each (a matcher serves one call, in one thread).
+        self._first = (one.scan, hs.Scratch(one))
+        self._every = (every.scan, hs.Scratch(every))
         self.size = len(piece)
-        self._end = -1  # where the scan saw the piece end (one match: SINGLEMATCH)
+        self.window = min(LISTED * len(piece), 1 << 20)
+        self._end = -1  # where the first scan saw the piece end
+        self._text: bytes | None = None  # the text of the listed window
+        self._lo = self._hi = 0  # the window: the matches starting in [lo, hi) are listed
+        self._starts: list[int] = []
 
     def _hit(self, _id: int, _start: int, end: int, _flags: int, _context: object) -> None:
         self._end = end
 
     def __call__(self, data: bytes, pos: int = 0) -> int:
-        self._end = -1
-        # Positional arguments: the binding parses keywords by name on every call.
-        self._scan(memoryview(data)[pos:] if pos else data,  # type: ignore[type-var]
-                   self._hit, 0, None, self._scratch)  # any buffer does
-        return pos + self._end - self.size if self._end >= 0 else -1
+        if data is not self._text:  # a new text: its first match only
+            self._text, self._lo, self._hi, self._end = data, 0, 0, -1
+            scan, scratch = self._first
+            # Positional arguments: the binding parses keywords by name on every call.
+            scan(memoryview(data)[pos:] if pos else data,  # type: ignore[type-var]
+                 self._hit, 0, None, scratch)  # any buffer does
+            return pos + self._end - self.size if self._end >= 0 else -1
+        n = len(data)
+        while pos < n:
+            if not self._lo <= pos < self._hi:
+                self._list(data, pos)
+            i = bisect_left(self._starts, pos)
+            if i < len(self._starts):
+                return self._starts[i]
+            pos = self._hi
+        return -1
+
+    def _list(self, data: bytes, pos: int) -> None:
+        end = min(len(data), pos + self.window)
+        ends: list[int] = []
+        scan, scratch = self._every
+        # Every match, overlapping ones too: the first start at or after any pos is listed.
+        scan(memoryview(data)[pos : end + self.size - 1],  # type: ignore[type-var]
+             lambda _i, _f, e, _fl, _c: ends.append(e), 0, None, scratch)
+        size = self.size
+        self._lo, self._hi = pos, end
+        # Past `end` too: every match the slice holds whole is listed, so none is missed.
+        self._starts = [pos + e - size for e in ends]
 
 
 def wide_encoding(head: bytes | bytearray | memoryview) -> tuple[str, int] | None:

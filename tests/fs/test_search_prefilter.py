@@ -123,6 +123,28 @@ def test_a_folded_literal_holds_its_ascii_piece_in_some_case(
     assert 0 <= first < m.end()
 
 
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet="aAbB\nx", max_size=200), piece=st.sampled_from(["ab", "aba", "bAb"]),
+       positions=st.lists(st.integers(0, 60), min_size=1, max_size=6),
+       window=st.sampled_from([1, 2, 5]))
+@pytest.mark.skipif(hyperscan is None, reason="no hyperscan wheel for this machine")
+def test_caseless_finds_the_first_spelling_wherever_it_is_asked(
+    text: str, piece: str, positions: list[int], window: int,
+) -> None:
+    # A text's first call stops at its first match; the next ones answer from a
+    # listed window (small here: matches straddle its edges, and overlap: "aba").
+    data, want = text.encode(), piece.encode().lower()
+    old = grep.LISTED
+    grep.LISTED = window
+    try:
+        first = Caseless(piece.encode())
+    finally:
+        grep.LISTED = old
+    lowered = data.lower()
+    for pos in [*sorted(positions), *positions]:
+        assert first(data, pos) == lowered.find(want, pos), pos
+
+
 def test_a_case_insensitive_literal_is_found_by_its_spellings(tmp_path: object) -> None:
     m = RegexMatcher("Deprecated Since", False, literal=True)
     text = b"x\n" * 5000 + b"it is DEPRECATED since 2.0\n"
