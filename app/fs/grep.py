@@ -41,6 +41,7 @@ MAX_FALSE_CANDIDATES = 8  # then a file is searched for the whole needle instead
 # shortest needle (at most 1 MiB): a text dense with matches lists a bounded number
 # per scan, and most files are one window.
 LISTED = 16384
+SCANS_TO_FIRST = 8  # `Caseless` calls on one text before it lists windows of matches
 
 
 class Find(Protocol):
@@ -162,9 +163,10 @@ class Caseless:
     """Where an ASCII string first starts, in any case: Hyperscan's SIMD literal matcher,
     where RE2 without case runs a DFA over every byte. Only where `hyperscan` imports.
 
-    A text's first call stops at the first match (SINGLEMATCH: a file without one, or
-    asked once, costs one scan to there); the next calls on it list every match of a
-    window (LISTED times the string's length) in one scan and answer from the list."""
+    A text's first SCANS_TO_FIRST calls each scan to the next match and stop there
+    (SINGLEMATCH: most files are asked once or a few times); past them the text is
+    dense with the string, and each scan lists every match of a window (LISTED times
+    the string's length) to answer the next calls from the list."""
 
     def __init__(self, piece: bytes) -> None:
         hs = hyperscan
@@ -183,13 +185,17 @@ class Caseless:
         self._text: bytes | None = None  # the text of the listed window
         self._lo = self._hi = 0  # the window: the matches starting in [lo, hi) are listed
         self._starts: list[int] = []
+        self._calls = 0  # on this text
 
     def _hit(self, _id: int, _start: int, end: int, _flags: int, _context: object) -> None:
         self._end = end
 
     def __call__(self, data: bytes, pos: int = 0) -> int:
-        if data is not self._text:  # a new text: its first match only
-            self._text, self._lo, self._hi, self._end = data, 0, 0, -1
+        if data is not self._text:
+            self._text, self._lo, self._hi, self._calls = data, 0, 0, 0
+        self._calls += 1
+        if self._calls <= SCANS_TO_FIRST:  # a text asked a few times: to its next match
+            self._end = -1
             scan, scratch = self._first
             # Positional arguments: the binding parses keywords by name on every call.
             scan(memoryview(data)[pos:] if pos else data,  # type: ignore[type-var]

@@ -126,23 +126,25 @@ def test_a_folded_literal_holds_its_ascii_piece_in_some_case(
 @settings(max_examples=300, deadline=None)
 @given(text=st.text(alphabet="aAbB\nx", max_size=200), piece=st.sampled_from(["ab", "aba", "bAb"]),
        positions=st.lists(st.integers(0, 60), min_size=1, max_size=6),
-       window=st.sampled_from([1, 2, 5]))
+       window=st.sampled_from([1, 2, 5]), dense=st.booleans())
+@example(text="xxab", piece="ab", positions=[0], window=1, dense=True)  # at a window's edge
 @pytest.mark.skipif(hyperscan is None, reason="no hyperscan wheel for this machine")
 def test_caseless_finds_the_first_spelling_wherever_it_is_asked(
-    text: str, piece: str, positions: list[int], window: int,
+    text: str, piece: str, positions: list[int], window: int, dense: bool,
 ) -> None:
     # A text's first call stops at its first match; the next ones answer from a
     # listed window (small here: matches straddle its edges, and overlap: "aba").
     data, want = text.encode(), piece.encode().lower()
-    old = grep.LISTED
+    old = grep.LISTED, grep.SCANS_TO_FIRST
     grep.LISTED = window
+    grep.SCANS_TO_FIRST = 1 if dense else 8  # dense: the listing from the 2nd call on
     try:
         first = Caseless(piece.encode())
+        lowered = data.lower()
+        for pos in [*sorted(positions), *positions]:
+            assert first(data, pos) == lowered.find(want, pos), pos
     finally:
-        grep.LISTED = old
-    lowered = data.lower()
-    for pos in [*sorted(positions), *positions]:
-        assert first(data, pos) == lowered.find(want, pos), pos
+        grep.LISTED, grep.SCANS_TO_FIRST = old
 
 
 def test_a_case_insensitive_literal_is_found_by_its_spellings(tmp_path: object) -> None:
