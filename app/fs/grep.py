@@ -177,7 +177,7 @@ class Caseless:
         every = hs.Database(mode=hs.HS_MODE_BLOCK)
         every.compile(expressions=spelled, ids=[0], elements=1, flags=[hs.HS_FLAG_CASELESS])
         # One scratch each (a matcher serves one call, in one thread).
-        self._first = (one.scan, hs.Scratch(one))
+        self._scan, self._scratch = one.scan, hs.Scratch(one)
         self._every = (every.scan, hs.Scratch(every))
         self.size = len(piece)
         self.window = min(LISTED * len(piece), 1 << 20)
@@ -191,16 +191,19 @@ class Caseless:
         self._end = end
 
     def __call__(self, data: bytes, pos: int = 0) -> int:
-        if data is not self._text:
-            self._text, self._lo, self._hi, self._calls = data, 0, 0, 0
-        self._calls += 1
-        if self._calls <= SCANS_TO_FIRST:  # a text asked a few times: to its next match
-            self._end = -1
-            scan, scratch = self._first
-            # Positional arguments: the binding parses keywords by name on every call.
-            scan(memoryview(data)[pos:] if pos else data,  # type: ignore[type-var]
-                 self._hit, 0, None, scratch)  # any buffer does
-            return pos + self._end - self.size if self._end >= 0 else -1
+        if data is self._text:
+            self._calls += 1
+            if self._calls > SCANS_TO_FIRST:  # dense with the string: from listed windows
+                return self._listed(data, pos)
+        else:
+            self._text, self._calls, self._lo, self._hi = data, 1, 0, 0
+        self._end = -1
+        # Positional arguments: the binding parses keywords by name on every call.
+        self._scan(memoryview(data)[pos:] if pos else data,  # type: ignore[type-var]
+                   self._hit, 0, None, self._scratch)  # any buffer does
+        return pos + self._end - self.size if self._end >= 0 else -1
+
+    def _listed(self, data: bytes, pos: int) -> int:
         n = len(data)
         while pos < n:
             if not self._lo <= pos < self._hi:
