@@ -165,8 +165,10 @@ class RegexMatcher:
         the lines before it, which `find` has already passed over at memchr speed."""
         count = 0
         pos = data.rfind(b"\n", 0, hint) + 1 if hint > 0 else 0
+        lit = hint if hint > 0 and self.seek is not None else -1  # `find` was the seek
         while pos <= n:
-            at = self._next(data, pos, n)
+            at = self._next(data, pos, n, lit)
+            lit = -1
             if at < 0:
                 break
             count += 1
@@ -186,10 +188,14 @@ class RegexMatcher:
         def find(pos: int) -> int:
             return self._next(data, pos, n)
 
-        return line_hits(data, n, find, find(data.rfind(b"\n", 0, hint) + 1 if hint > 0 else 0))
+        if hint <= 0 or self.seek is None:
+            return line_hits(data, n, find, find(data.rfind(b"\n", 0, hint) + 1 if hint > 0 else 0))
+        first = self._next(data, data.rfind(b"\n", 0, hint) + 1, n, hint)  # `find` was the seek
+        return line_hits(data, n, find, first)
 
-    def _next(self, data: bytes, pos: int, n: int) -> int:
-        """Start of the first match in data[pos:n] (`pos` starts a line), or -1.
+    def _next(self, data: bytes, pos: int, n: int, lit: int = -1) -> int:
+        """Start of the first match in data[pos:n] (`pos` starts a line), or -1; `lit`:
+        where the literal is next from `pos`, when the caller knows.
 
         With a literal to seek, RE2 runs on the lines that hold it, one by one, and not
         over the lines between; after MAX_LINE_MISSES such lines without a match in a
@@ -198,7 +204,8 @@ class RegexMatcher:
         search, seek = self._match, self.seek
         misses = 0
         while seek is not None and misses < MAX_LINE_MISSES:
-            lit = seek(data, pos)
+            if lit < 0:
+                lit = seek(data, pos)
             if lit < 0 or lit >= n:
                 return -1
             pos = data.rfind(b"\n", 0, lit) + 1
@@ -210,7 +217,7 @@ class RegexMatcher:
             if at >= 0:
                 return at
             misses += 1
-            pos = end + 1
+            pos, lit = end + 1, -1
             if pos > n:
                 return -1
         at = int(search(_ANCHOR, data, pos, n)[0][0])
