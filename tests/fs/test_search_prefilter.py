@@ -205,8 +205,8 @@ def test_the_words_one_of_which_every_match_holds(pattern: str, words: list[str]
     lambda: Matcher("ab", True), lambda: RegexMatcher(r"\bvalue (error|path)\b", True),
 ], ids=["literal", "alternation"])
 def test_a_text_dense_with_the_literal_costs_time_linear_in_its_length(make: Any) -> None:
-    # Each line's search for the next match looks a short way first: listing every match
-    # of a whole window per line was quadratic (6.8 s of CPU for 30 KB of "ab" lines).
+    # Each line's search for the next match answers from a window listed once: listing
+    # a whole window again per line was quadratic (6.8 s of CPU for 30 KB of "ab" lines).
     m = make()
     if isinstance(m, Matcher):
         m.find.anchored = False  # type: ignore[union-attr]  # as after a tree where
