@@ -92,3 +92,20 @@ async def test_the_schema_bounds_the_new_arguments(srv: LiveServer) -> None:
     assert props["exclude"]["maxItems"] == 64 and props["regex"]["type"] == "boolean"
     assert "no_ignore" in tools["search_files"].input_schema["properties"]
 
+
+
+@pytest.mark.parametrize("query, regex", [("DEF", False), (r"(?i)\bdef\b", True),
+                                          ("Return X", False)])
+async def test_searches_without_case_answer_alike_without_hyperscan(
+    srv: LiveServer, monkeypatch: pytest.MonkeyPatch, query: str, regex: bool,
+) -> None:
+    # A machine with no hyperscan wheel (not x86-64 Linux): a folded literal falls back
+    # to memchr and RE2; through the server it must answer what the SIMD path answers.
+    from app.fs import regex as regex_mod
+
+    async with srv.session() as s:
+        args = dict(query=query, regex=regex, case_sensitive=False, no_ignore=True)
+        err, fast = await call(s, "search_text", **args)
+        monkeypatch.setattr(regex_mod, "hyperscan", None)
+        err2, slow = await call(s, "search_text", **args)
+    assert not err and not err2 and fast["matches"] and slow == fast
