@@ -57,6 +57,7 @@ def build(folder: Path) -> None:
     fill("mixed.txt", b"\n\r\n\ra\n\n")
     fill("utf16_lines.txt", "\n".encode("utf-16-le"), head=b"\xff\xfe")
     fill("matches.txt", b"a\n")
+    fill("overlapping.txt", b"a" * 200 + b"\n")
     (folder / "small.txt").write_text("one\ntwo\n")
     names = folder / "names"
     names.mkdir()
@@ -132,6 +133,11 @@ CASES: dict[str, str] = {
         "search_text(root, 'A', '', file_glob='matches.txt', case_sensitive=False, "
         "offset=10**9, limit=50, cap=cap, file_limit=BUDGET, budget=64 << 20, "
         "control=NoControl()).truncated"
+    ),
+    "search_overlapping_caseless_count": (  # 100 overlapping matches on every line
+        "search_text(root, 'A' * 100, '', file_glob='overlapping.txt', case_sensitive=False, "
+        "offset=0, limit=50, cap=cap, file_limit=BUDGET, budget=64 << 20, "
+        "control=NoControl(), output_mode='count').returned"
     ),
     "edit_repetitive_14k_lines": "edit('repetitive.txt', 0.5)",
     "edit_repetitive_400k_lines": "edit('repetitive_big.txt', 0.5)",

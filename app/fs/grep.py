@@ -55,13 +55,11 @@ class FirstOf:
     crate, through `ahocorasick-rs`, leftmost-first) that runs near memchr speed where
     `bytes.find` slows down on a needle made of frequent bytes.
 
-    One needle is first anchored on its rarest byte: `bytes.find` of one byte is a
-    memchr, faster still where that byte is rare; where it proves common in the files
-    (more false candidates than MAX_FALSE_CANDIDATES in a call, and over the call's
-    files), the scan alone. The scan lists every match in a window of the text, and the
-    list answers the next calls on the same text: a file's lines are visited with one
-    scan per window, not one per match. A listed match answers for `pos` only where no
-    listed match covers `pos` (there the scan, which skips overlaps, did not look)."""
+    One needle is first anchored on its rarest byte with memchr, until that byte proves
+    common in the call's files (MAX_FALSE_CANDIDATES). The scan lists every match in a
+    window of the text, and the list answers the next calls on the same text: one scan
+    per window, not one per match. A listed match answers for `pos` only where no listed
+    match covers `pos` (there the scan, which skips overlaps, did not look)."""
 
     def __init__(self, needles: Sequence[bytes]) -> None:
         self.longest = max(len(x) for x in needles)
@@ -164,9 +162,9 @@ class Caseless:
     where RE2 without case runs a DFA over every byte. Only where `hyperscan` imports.
 
     A text's first SCANS_TO_FIRST calls each scan to the next match and stop there
-    (SINGLEMATCH: most files are asked once or a few times); past them the text is
-    dense with the string, and each scan lists every match of a window (LISTED times
-    the string's length) to answer the next calls from the list."""
+    (SINGLEMATCH: most files are asked a few times at most); past them, each scan lists
+    the matches of a window (LISTED bytes) to answer the next calls, unless they
+    overlap densely (listing costs a Python call a match)."""
 
     def __init__(self, piece: bytes) -> None:
         hs = hyperscan
@@ -176,16 +174,15 @@ class Caseless:
                     flags=[hs.HS_FLAG_CASELESS | hs.HS_FLAG_SINGLEMATCH])
         every = hs.Database(mode=hs.HS_MODE_BLOCK)
         every.compile(expressions=spelled, ids=[0], elements=1, flags=[hs.HS_FLAG_CASELESS])
-        # One scratch each (a matcher serves one call, in one thread).
-        self._scan, self._scratch = one.scan, hs.Scratch(one)
+        self._scan, self._scratch = one.scan, hs.Scratch(one)  # a matcher serves one call
         self._every = (every.scan, hs.Scratch(every))
         self.size = len(piece)
-        self.window = min(LISTED * len(piece), 1 << 20)
         self._end = -1  # where the first scan saw the piece end
         self._text: bytes | None = None  # the text of the listed window
         self._lo = self._hi = 0  # the window: the matches starting in [lo, hi) are listed
         self._starts: list[int] = []
         self._calls = 0  # on this text
+        self._overlapping = False  # this text's matches overlap densely: no more listing
 
     def _hit(self, _id: int, _start: int, end: int, _flags: int, _context: object) -> None:
         self._end = end
@@ -193,10 +190,11 @@ class Caseless:
     def __call__(self, data: bytes, pos: int = 0) -> int:
         if data is self._text:
             self._calls += 1
-            if self._calls > SCANS_TO_FIRST:  # dense with the string: from listed windows
-                return self._listed(data, pos)
+            if self._calls > SCANS_TO_FIRST and not self._overlapping:
+                return self._listed(data, pos)  # dense with the string: from listed windows
         else:
             self._text, self._calls, self._lo, self._hi = data, 1, 0, 0
+            self._overlapping = False
         self._end = -1
         # Positional arguments: the binding parses keywords by name on every call.
         self._scan(memoryview(data)[pos:] if pos else data,  # type: ignore[type-var]
@@ -215,7 +213,7 @@ class Caseless:
         return -1
 
     def _list(self, data: bytes, pos: int) -> None:
-        end = min(len(data), pos + self.window)
+        end = min(len(data), pos + LISTED)  # bytes: overlaps list up to one match a byte
         ends: list[int] = []
         scan, scratch = self._every
         # Every match, overlapping ones too: the first start at or after any pos is listed.
@@ -225,6 +223,8 @@ class Caseless:
         self._lo, self._hi = pos, end
         # Past `end` too: every match the slice holds whole is listed, so none is missed.
         self._starts = [pos + e - size for e in ends]
+        # Over twice what fits without overlaps (`aaa` in `aaaa…`): back to first-match scans.
+        self._overlapping = len(ends) * size > 2 * (end - pos + size)
 
 
 def wide_encoding(head: bytes | bytearray | memoryview) -> tuple[str, int] | None:

@@ -147,6 +147,20 @@ def test_caseless_finds_the_first_spelling_wherever_it_is_asked(
         grep.LISTED, grep.SCANS_TO_FIRST = old
 
 
+@pytest.mark.skipif(hyperscan is None, reason="no hyperscan wheel for this machine")
+def test_caseless_stops_listing_a_text_whose_matches_overlap_densely() -> None:
+    # `aaa` in lines of `a`: a match at every byte, each a Python call if listed. One
+    # listing shows it; the text's next calls scan to their first match instead.
+    first = Caseless(b"AAA")
+    scan, scratch = first._every
+    listings: list[int] = []
+    first._every = (lambda view, *a: listings.append(len(view)) or scan(view, *a), scratch)
+    data = (b"a" * 50 + b"\n") * 2000  # several windows of LISTED bytes
+    starts = [i * 51 for i in range(2000)]
+    assert [first(data, pos) for pos in starts] == starts
+    assert len(listings) == 1
+
+
 def test_a_case_insensitive_literal_is_found_by_its_spellings(tmp_path: object) -> None:
     m = RegexMatcher("Deprecated Since", False, literal=True)
     text = b"x\n" * 5000 + b"it is DEPRECATED since 2.0\n"
