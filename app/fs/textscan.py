@@ -111,7 +111,7 @@ class TextScan:
         if st.st_size > self.file_limit:
             self.too_large += 1
             return None
-        if self.scanned + self.charged + st.st_size > self.budget:
+        if self.spent + st.st_size > self.budget:
             self.stopped_at = path
             return None
         if head.find(b"\0", 0, HEAD) >= 0 and not wide_encoding(head):
