@@ -1,13 +1,10 @@
 """Finding a literal in one file's bytes: the inner loop of `search_text`.
 
-Byte search without decoding: the query is encoded once (UTF-8) and looked
-for with `bytes.find` (memchr-fast) on the buffer the file was read into.
-Line numbers are counted only up to each match (`count(b"\\n", last, pos)`),
-and a line is reported once however many times it matches. Case-insensitive
-search lowers both sides when the query is ASCII (one C-level pass), and
-otherwise compiles a bytes regex whose letters are the UTF-8 spellings of
-each case variant. Files with a UTF-16/32 BOM are decoded, since their bytes
-never hold the UTF-8 query.
+Byte search without decoding: the query is encoded once (UTF-8) and found with
+`FirstOf` (memchr on its rarest byte, then SIMD scans) in the buffer the file was
+read into; `Caseless` finds an ASCII string in any case (Hyperscan). Lines are
+counted only up to each match, and a line is reported once however many times it
+matches. Files with a UTF-16/32 BOM are decoded first (`wide_encoding`).
 """
 
 from __future__ import annotations
@@ -27,10 +24,8 @@ except ImportError:  # no wheel for this machine: folded literals use memchr and
     hyperscan = None  # type: ignore[assignment]
 
 PREVIEW_CHARS = 200
-# Bytes of source code and prose, most frequent first (roughly). The search
-# anchors on the needle's rarest byte: `bytes.find` of one byte is a SIMD
-# memchr, several times faster than a substring search, and a rare byte has
-# few false candidates. Bytes not listed (non-ASCII, controls) count as rarest.
+# Bytes of source code and prose, most frequent first (roughly), for the rarest byte of
+# a needle (`FirstOf`'s memchr anchor); bytes not listed (non-ASCII, controls) rarest.
 _COMMON = (
     b" etaoinsrlhdcu\n\tmpfgy.,_()=bw\"':;kv-0123456789x/ABCDEFGHIJKLMNOPRSTUVWY"
     b"zqj[]{}<>#*+!&|%$@?~^`QXZ\\"
@@ -58,8 +53,8 @@ class FirstOf:
     One needle is first anchored on its rarest byte with memchr, until that byte proves
     common in the call's files (MAX_FALSE_CANDIDATES). The scan lists every match in a
     window of the text, and the list answers the next calls on the same text: one scan
-    per window, not one per match. A listed match answers for `pos` only where no listed
-    match covers `pos` (there the scan, which skips overlaps, did not look)."""
+    per window, not one per match. Where a listed match covers `pos`, the scan skipped
+    overlaps: the starts before that match's end are looked at directly."""
 
     def __init__(self, needles: Sequence[bytes]) -> None:
         self.longest = max(len(x) for x in needles)
@@ -72,6 +67,7 @@ class FirstOf:
         self._found: list[tuple[int, int, int]] = []  # as the scan gives them, from lo
         self._starts: list[int] | None = None  # their starts and ends, once asked for
         self._ends: list[int] = []
+        self.needles = list(needles)
         one = needles[0]
         self.anchored = len(needles) == 1 and len(one) > 1
         self.needle = one
@@ -111,19 +107,23 @@ class FirstOf:
                 self._list(data, pos)
             starts = self._starts if self._starts is not None else self._index()
             i = bisect_left(starts, pos)
-            if i and self._ends[i - 1] > pos:  # inside a listed match: list from pos
-                self._list(data, pos)
-                continue
+            if i and self._ends[i - 1] > pos:
+                # Inside a listed match, where the scan skipped overlaps: look at the few
+                # starts before its end directly (listing again per call was quadratic).
+                e = self._ends[i - 1]
+                near = [k for k in (data.find(x, pos, e + len(x) - 1) for x in self.needles)
+                        if k >= 0]
+                if near:
+                    return min(near)
             if i < len(starts):
                 return starts[i]
             pos = self._hi
         return -1
 
     def count_lines(self, data: bytes, pos: int = 0, most: int = -1) -> int:
-        """Lines of `data` from `pos` on (a line's start, or the first match) that hold a
-        match (of needles with no line break: matches that overlap are on one line, so
-        the scan's list misses none); with `most` >= 0, counting stops past it. One step
-        per line, no call per match."""
+        """Lines of `data` from `pos` on (a line's start, or the first match) with a match of
+        needles with no line break (overlapping matches share a line: the list misses none);
+        with `most` >= 0, counting stops past it. One step per line, not a call a match."""
         count = 0
         end = -1  # where the last counted line ends
         n = len(data)
