@@ -525,7 +525,9 @@ def test_opening_a_fifo_returns_at_once(attack_tree: Tree, engine: str) -> None:
             root.open_file("fifo", op="read")
     finally:
         watchdog.cancel()
-    assert time.monotonic() - t0 < 1.0
+    # A blocked open lasts until the watchdog's 2 s; a refusal at open takes far less, even
+    # on a loaded machine.
+    assert time.monotonic() - t0 < 1.8
 
 
 # -- `allow`: re-opens base names for one root, never the floor -----------------

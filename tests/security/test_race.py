@@ -193,10 +193,12 @@ def test_the_choke_point_never_escapes_under_a_swap_race(arena: Arena, engine: s
     assert tally.reads_ok > 0 and tally.writes_ok > 0 and tally.refused > 0
     if not arena.atomic:
         return  # no atomic exchange here: `d` is sometimes missing, other refusals are right
-    # Every refusal was the attacker's link being met, and most were the escape itself:
-    # not a lookup that failed for some other reason.
+    # Every refusal was the attacker's link being met, not a lookup that failed for some
+    # other reason, and the escape itself was named at least once. How the refusals split
+    # between the kinds is the scheduler's business: 94% escapes on an idle machine, 36% in
+    # one CI run (the link swapped back before the readlink more often), so no share is asserted.
     assert set(tally.kinds) <= LINK_MET, tally.kinds
-    assert tally.kinds[ESCAPE] > tally.refused // 2, tally.kinds
+    assert tally.kinds[ESCAPE] > 0, tally.kinds
 
 
 def test_the_harness_catches_a_naive_realpath_check(arena: Arena) -> None:
