@@ -51,6 +51,9 @@ def _tree(base: Path) -> Path:
         sub.mkdir()
         for i in range(40):
             (sub / f"g{i:02}.py").write_text(f"# needle in d{d}/{i}\nx = {i}\n")
+    # Dense with the needle in every case: the literal matchers list a window's matches
+    # after a few calls on one text, and that listing is per call, never shared.
+    (top / "dense.txt").write_text("".join(f"needle {i} NEEDLE Needle\n" for i in range(3000)))
     (top / "pic.png").write_bytes(PNG)
     (top / ".env").write_text("SECRET=1\n")
     _git_history(top, base / "home")
@@ -137,6 +140,27 @@ def _fs_calls(reg: Registry) -> dict[str, Callable[[], Any]]:
             root(), "needle", "", file_glob="*", case_sensitive=True, offset=0, limit=1000,
             cap=1 << 20, file_limit=1 << 20, budget=64 << 20, control=ctl,
         ),
+        # The search options each have their own matcher state (a regex and its literal
+        # prefilter, Hyperscan's scratch for a literal without case, listed windows).
+        "search_regex_count": lambda: search.search_text(
+            root(), r"(?i)\bneedle \d+", "", file_glob="*", case_sensitive=True, offset=0,
+            limit=1000, cap=1 << 20, file_limit=1 << 20, budget=64 << 20, control=ctl,
+            regex=True, output_mode="count",
+        ),
+        "search_caseless_context": lambda: search.search_text(
+            root(), "NEEDLE", "", file_glob="*", case_sensitive=False, offset=0, limit=1000,
+            cap=1 << 20, file_limit=1 << 20, budget=64 << 20, control=ctl, context=1,
+        ),
+        "search_files_with_matches": lambda: search.search_text(
+            root(), "needle", "", file_glob="*.py", case_sensitive=True, offset=0, limit=1000,
+            cap=1 << 20, file_limit=1 << 20, budget=64 << 20, control=ctl,
+            output_mode="files_with_matches", exclude=["d3/**"],
+        ),
+        "search_dense_count": lambda: search.search_text(
+            root(), "Needle", "", file_glob="dense.txt", case_sensitive=False, offset=0,
+            limit=1000, cap=1 << 20, file_limit=1 << 20, budget=64 << 20, control=ctl,
+            output_mode="count",
+        ),
         "research_search": lambda: deep_research.search(snap(), "needle", ctl),
         "research_fetch": lambda: deep_research.fetch(snap(), "r/f042.txt"),
         "git_log": lambda: git_ops.git_log(
@@ -216,6 +240,10 @@ HTTP_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("read_media_file", {"root": "r", "path": "pic.png"}),
     ("search_files", {"root": "r", "pattern": "*.py", "limit": 1000}),
     ("search_text", {"root": "r", "query": "needle", "limit": 1000}),
+    ("search_text", {"root": "r", "query": r"needle \d+$", "regex": True, "context": 1,
+                     "file_glob": "*.txt", "limit": 1000}),
+    ("search_text", {"root": "r", "query": "NEEDLE", "case_sensitive": False,
+                     "output_mode": "count", "limit": 1000}),
     ("search", {"query": "needle"}),
     ("fetch", {"id": "r/f042.txt"}),
     ("git_log", {"root": "r"}),
