@@ -2,9 +2,10 @@
 
 A hypothesis `RuleBasedStateMachine` drives the fs functions the tools call
 (write_file, create_directory, move_file, edit_file, delete and every read and
-search tool) on a workspace root whose config has base, floor, config-level,
-root-level and `/` deny patterns, with a secret planted under each. Paths are
-drawn from a small vocabulary that includes the denied names and their
+search tool, searches with their options) on a workspace root whose config has
+base, floor, config-level, root-level and `/` deny patterns, with a secret
+planted under each, and writes ignore files that negate the denied names (`!*.secret`).
+Paths are drawn from a small vocabulary that includes the denied names and their
 ancestors, so moves of ancestors (`config` -> `x`) come up quickly. After every
 call: no answer (result or error text) holds a planted secret, and no listed or
 found path is one the rules deny.
@@ -51,6 +52,9 @@ PLANTED = {
     "vault/x/y.txt": "config-level / pattern with a wildcard (vault/*/y.txt)",
 }
 NAMES = ["config", "a", "b", "c", "x", "vault", "new", "prod.yaml", "y.txt", "inner.txt", "f.txt"]
+# What an ignore file may say, negations of denied names included.
+IGNORES = ["!*.secret\n", "*\n!*\n", "!/private.md\n!config/prod.yaml\n", "!a/b/\n!**/*.txt\n",
+           "!.env\n!id_rsa\n!keys/\n", "vault/\n!vault/x/y.txt\n"]
 path_st = st.lists(st.sampled_from(NAMES), min_size=1, max_size=3).map("/".join)
 text_st = st.text(alphabet="abc xyz\n", max_size=40)
 
@@ -177,20 +181,43 @@ class NeverDenied(RuleBasedStateMachine):
     def read_media_file(self, path: str) -> None:
         self._answer(lambda: media.read_media(self.root, path))
 
-    @rule(pattern=st.sampled_from(["*", "**/*.txt", "*.yaml", "prod*"]))
-    def search_files(self, pattern: str) -> None:
+    @rule(path=st.sampled_from([".gitignore", ".ignore", "a/.gitignore", "config/.ignore"]),
+          content=st.sampled_from(IGNORES))
+    def write_ignore_file(self, path: str, content: str) -> None:
+        # Ignore files are for noise: a negation in one never re-opens a denied name.
+        self._answer(lambda: write.write_file(self.root, path, content, overwrite=True))
+
+    @rule(pattern=st.sampled_from(["*", "**/*.txt", "*.yaml", "prod*", "*.secret"]),
+          no_ignore=st.booleans())
+    def search_files(self, pattern: str, no_ignore: bool) -> None:
         self._answer(
             lambda: search.search_files(
-                self.root, pattern, "", offset=0, limit=1000, cap=1 << 20, control=CTL
+                self.root, pattern, "", offset=0, limit=1000, cap=1 << 20, control=CTL,
+                no_ignore=no_ignore,
             )
         )
 
-    @rule(query=st.sampled_from([SECRET, "S3", "fine", "a"]))
-    def search_text(self, query: str) -> None:
+    @rule(query=st.sampled_from([SECRET, "S3", "fine", "a"]), regex=st.booleans(),
+          mode=st.sampled_from(["content", "files_with_matches", "count"]),
+          context=st.sampled_from([0, 2]), no_ignore=st.booleans())
+    def search_text(self, query: str, regex: bool, mode: str, context: int,
+                    no_ignore: bool) -> None:
         self._answer(
             lambda: search.search_text(
                 self.root, query, "", file_glob="*", case_sensitive=False, offset=0,
                 limit=1000, cap=1 << 20, file_limit=1 << 20, budget=1 << 24, control=CTL,
+                regex=regex, output_mode=mode, context=context if mode == "content" else 0,
+                no_ignore=no_ignore,
+            )
+        )
+
+    @rule(pattern=st.sampled_from([r"S3C.ET", r"(?i)^s3cret-\d", r"[A-Z0-9]{6}", "."]))
+    def search_text_regex(self, pattern: str) -> None:
+        self._answer(
+            lambda: search.search_text(
+                self.root, pattern, "", file_glob="*", case_sensitive=True, offset=0,
+                limit=1000, cap=1 << 20, file_limit=1 << 20, budget=1 << 24, control=CTL,
+                regex=True, context=1, no_ignore=True,
             )
         )
 
