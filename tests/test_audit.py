@@ -23,7 +23,7 @@ LINE = re.compile(
 
 
 @pytest.fixture
-def setup(tmp_path: Path):  # type: ignore[no-untyped-def]
+def setup(tmp_path: Path):
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.txt").write_text("A")
@@ -83,7 +83,7 @@ def test_each_resolution_is_one_line_with_root_path_op_rule_and_client(setup) ->
 
 
 @pytest.fixture
-def far_from_utc(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+def far_from_utc(monkeypatch: pytest.MonkeyPatch):
     """Local time 5h30 ahead of UTC (a POSIX TZ string: no tz database needed)."""
     monkeypatch.setenv("TZ", "LOOM-5:30")
     time.tzset()

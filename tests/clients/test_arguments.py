@@ -252,7 +252,7 @@ async def test_null_for_an_optional_parameter_means_its_default(
         dry = await s.call_tool("edit_file", {
             "path": "notes.txt", "edits": [{"old_text": "one", "new_text": "1"}],
             "dry_run": True, "expected_sha256": None, "root": None})
-        assert not dry.is_error and dry.structured_content["written"] is False  # type: ignore[index]
+        assert not dry.is_error and dry.structured_content["written"] is False
         missing = await s.call_tool("stat_path", {"path": None})
         assert missing.is_error
         assert missing.content[0].text == "path must be a string (got null)"  # type: ignore[union-attr]

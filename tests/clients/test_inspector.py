@@ -67,7 +67,7 @@ def call(tools: NodeTools, home: Path, url: str, tool: str, **args: str) -> dict
         flags += ["--tool-arg", f"{k}={v}"]
     done = inspector(tools, home, url, *flags)
     assert done.stdout.strip(), done.stderr
-    return json.loads(done.stdout)  # type: ignore[no-any-return]
+    return json.loads(done.stdout)
 
 
 def test_tools_list_with_bearer_header(

@@ -65,7 +65,7 @@ async def call(srv: LiveServer, tool: str, **args: Any) -> tuple[str, dict[str, 
     assert not res.is_error, res.content
     assert res.structured_content is not None
     jsonschema.validate(res.structured_content, schemas[tool])  # complete and valid
-    texts = [c.text for c in res.content if c.type == "text"]  # type: ignore[union-attr]
+    texts = [c.text for c in res.content if c.type == "text"]
     assert len(texts) == 1
     return texts[0], res.structured_content
 

@@ -66,7 +66,7 @@ def payload(res: Any) -> dict[str, Any]:
     assert len(res.content) == 1 and res.content[0].type == "text"
     data = json.loads(res.content[0].text)
     assert data == res.structured_content
-    return data  # type: ignore[no-any-return]
+    return data
 
 
 def ids(data: dict[str, Any]) -> list[str]:
@@ -74,7 +74,7 @@ def ids(data: dict[str, Any]) -> list[str]:
 
 
 @pytest.fixture
-def sf(search_fetch_config: Path, tree: Path):  # type: ignore[no-untyped-def]
+def sf(search_fetch_config: Path, tree: Path):
     # The shared tree has .env, .git/, node_modules/; add an allowed file with the same words.
     (tree / "notes.txt").write_text("SECRET=1 module.exports [core] hello\n")
     (tree / "environment.md").write_text("how the servers are set up\n")

@@ -137,7 +137,7 @@ def build(base: Path) -> dict[str, Path]:
     return {"main": main, "ws": ws, "outside": outside, "cfg": base / "cfg"}
 
 
-def _writer(top: Path):  # type: ignore[no-untyped-def]
+def _writer(top: Path):
     def write(rel: str, data: str | bytes) -> None:
         p = top / rel
         p.parent.mkdir(parents=True, exist_ok=True)

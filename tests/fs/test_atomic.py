@@ -18,7 +18,7 @@ from tests.fs.conftest import umask
 
 
 @pytest.fixture
-def folder(tmp_path: Path):  # type: ignore[no-untyped-def]
+def folder(tmp_path: Path):
     fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
     yield tmp_path, fd
     os.close(fd)
@@ -50,7 +50,7 @@ def test_a_taken_temp_name_is_retried_then_refused_with_a_clear_error(folder, mo
 
 
 @pytest.fixture(params=["renameat2", "fallback"])
-def engine(request, monkeypatch) -> str:  # type: ignore[no-untyped-def]
+def engine(request, monkeypatch) -> str:
     if request.param == "fallback":  # as on a kernel without RENAME_NOREPLACE
         monkeypatch.setattr(atomic, "_renameat2", lambda: None)
     elif atomic._renameat2() is None:
@@ -85,7 +85,7 @@ def test_a_system_without_hard_links_still_moves_files(folder, monkeypatch):
     top, fd = folder
     monkeypatch.setattr(atomic, "_renameat2", lambda: None)
 
-    def no_links(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def no_links(*args, **kwargs):
         raise OSError(errno.EPERM, os.strerror(errno.EPERM))
 
     monkeypatch.setattr(atomic.os, "link", no_links)
@@ -97,7 +97,7 @@ def test_a_system_without_hard_links_still_moves_files(folder, monkeypatch):
 def test_a_kernel_that_says_unsupported_falls_back(folder, monkeypatch):
     top, fd = folder
 
-    def unsupported(*args):  # type: ignore[no-untyped-def]
+    def unsupported(*args):
         ctypes.set_errno(errno.EINVAL)
         return -1
 
@@ -120,7 +120,7 @@ def test_a_directory_never_replaces_one_that_appears_at_the_rename(folder, monke
     looked = []
     real = atomic.lstat_at
 
-    def look(dir_fd: int, name: str):  # type: ignore[no-untyped-def]
+    def look(dir_fd: int, name: str):
         looked.append(name)
         return real(dir_fd, name)
 
@@ -165,7 +165,7 @@ def test_a_replacement_is_made_even_where_the_owner_cannot_be_kept(folder, monke
     top, fd = folder
     (top / "f").write_text("old")
 
-    def refuse(*args):  # type: ignore[no-untyped-def]
+    def refuse(*args):
         raise PermissionError(errno.EPERM, "not yours to give")
 
     monkeypatch.setattr(atomic.os, "fchown", refuse)

@@ -218,7 +218,7 @@ def test_a_file_younger_than_the_clock_tick_margin_is_read_again(
     def stored() -> tuple[int, int]:
         with contextlib.closing(sqlite3.connect(index)) as con:
             row = con.execute("SELECT size, mtime FROM files WHERE path = 'young.txt'").fetchone()
-        return row  # type: ignore[no-any-return]
+        return row
 
     assert stored() == (6, fts.STALE)
     settle(monkeypatch)

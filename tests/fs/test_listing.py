@@ -15,7 +15,7 @@ from app.security.resolve import SecureRoot
 from tests.fs.readkit import small_root
 
 
-def ls(root: SecureRoot, path: str = "", **kw):  # type: ignore[no-untyped-def]
+def ls(root: SecureRoot, path: str = "", **kw):
     args = dict(recursive=False, max_depth=2, offset=0, limit=1000, cap=1 << 20,
                 control=NoControl())
     args.update(kw)

@@ -135,20 +135,20 @@ class _LateArrival:
     """`os` for `app.fs.atomic`, where any look at the destination name is answered first
     and then the destination appears: a check-then-rename would overwrite it."""
 
-    def __init__(self, real, name: str, plant) -> None:  # type: ignore[no-untyped-def]
+    def __init__(self, real, name: str, plant) -> None:
         self._real, self._name, self._plant = real, name, plant
         self.looks = 0
         outer = self
 
         class _Path:
-            def __getattr__(self, attr: str):  # type: ignore[no-untyped-def]
+            def __getattr__(self, attr: str):
                 fn = getattr(real.path, attr)
                 return outer._wrap(fn) if attr in ("exists", "lexists", "isfile") else fn
 
         self.path = _Path()
 
-    def _wrap(self, fn, at: int = 0):  # type: ignore[no-untyped-def]
-        def look(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def _wrap(self, fn, at: int = 0):
+        def look(*args, **kwargs):
             answer = fn(*args, **kwargs)
             if os.fsdecode(args[at]).rsplit("/", 1)[-1] == self._name:
                 self.looks += 1
@@ -157,7 +157,7 @@ class _LateArrival:
 
         return look
 
-    def __getattr__(self, attr: str):  # type: ignore[no-untyped-def]
+    def __getattr__(self, attr: str):
         fn = getattr(self._real, attr)
         return self._wrap(fn) if attr in ("stat", "lstat", "access") else fn
 

@@ -93,7 +93,7 @@ def test_moving_what_would_expose_a_denied_path_is_refused_and_audited_with_its_
     (top / "app" / "config" / "prod.yaml").write_text("secret")
     (top / "app" / "lib").mkdir()
     (top / "app" / "lib" / "x.py").write_text("x")
-    lines: list[tuple] = []  # type: ignore[type-arg]
+    lines: list[tuple] = []
     root = secure_root(top, deny=["app/config/prod.yaml"], audit=lambda *a: lines.append(a))
     with pytest.raises(DeniedName) as exc:
         move.move_file(root, "app", "other")
@@ -129,7 +129,7 @@ def test_a_refused_rename_names_the_source(tmp_path, monkeypatch):
     (top / "s" / "a").write_text("A")
     root = secure_root(top)
 
-    def refuse(*args):  # type: ignore[no-untyped-def]
+    def refuse(*args):
         raise OSError(errno.EXDEV, os.strerror(errno.EXDEV))
 
     monkeypatch.setattr(move, "rename_noreplace", refuse)
@@ -157,7 +157,7 @@ def test_a_folder_that_cannot_be_listed_is_left_to_the_rename(tmp_path, monkeypa
     (top / "app" / "lib").mkdir(parents=True)
     root = secure_root(top, deny=["app/config/prod.yaml"])  # the check looks inside app
 
-    def unreadable(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def unreadable(*args, **kwargs):
         raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
 
     monkeypatch.setattr(move.os, "scandir", unreadable)
@@ -198,7 +198,7 @@ def test_a_subfolder_that_cannot_be_opened_is_left_to_the_rename(tmp_path, monke
     root = secure_root(top, deny=["app/config/prod.yaml"])
     real_open = os.open
 
-    def no_config(path, flags, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def no_config(path, flags, *args, **kwargs):
         if path == "config":
             raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
         return real_open(path, flags, *args, **kwargs)
@@ -218,7 +218,7 @@ class _Listing:
     def __init__(self, order: str) -> None:
         self.order, self.real = order, os.scandir
 
-    def __call__(self, fd):  # type: ignore[no-untyped-def]
+    def __call__(self, fd):
         with self.real(fd) as it:
             entries = sorted(it, key=lambda e: e.name, reverse=self.order == "reversed")
         return contextlib.nullcontext(iter(entries))

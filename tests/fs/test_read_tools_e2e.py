@@ -554,7 +554,7 @@ async def test_every_result_fits_max_output_chars_and_says_when_cut(
         ]
         for tool, args in calls:
             res = await s.call_tool(tool, args)
-            text = res.content[0].text  # type: ignore[union-attr]
+            text = res.content[0].text
             assert not res.is_error, (tool, text)
             assert len(text) <= SMALL_CAP, (tool, len(text))
             r = res.structured_content

@@ -17,7 +17,7 @@ from app.security.resolve import SecureRoot
 from tests.fs.readkit import small_root
 
 
-def run(root: SecureRoot, pattern: str, **kw: Any):  # type: ignore[no-untyped-def]
+def run(root: SecureRoot, pattern: str, **kw: Any):
     args: dict[str, Any] = dict(path="", offset=0, limit=1000, cap=1 << 20, control=NoControl())
     args.update(kw)
     return search_files(root, pattern, **args)

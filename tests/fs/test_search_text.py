@@ -19,7 +19,7 @@ from app.security.resolve import SecureRoot
 from tests.fs.readkit import small_root
 
 
-def run(root: SecureRoot, query: str, **kw: Any):  # type: ignore[no-untyped-def]
+def run(root: SecureRoot, query: str, **kw: Any):
     args: dict[str, Any] = dict(path="", file_glob="*", case_sensitive=True, offset=0, limit=200,
                                 cap=1 << 20, file_limit=root.max_read_bytes, budget=1 << 30,
                                 control=NoControl())

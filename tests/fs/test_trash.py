@@ -22,7 +22,7 @@ NOW = datetime(2026, 11, 30, 7, 15, 0, tzinfo=timezone.utc)
 
 
 @pytest.fixture
-def ws(tmp_path: Path):  # type: ignore[no-untyped-def]
+def ws(tmp_path: Path):
     disk = make_disk(tmp_path)
     populate(disk)
     (disk.ws / "dir" / "sub" / "deep").mkdir()
@@ -60,7 +60,7 @@ def test_a_refused_delete_leaves_nothing_behind_and_says_why(ws, monkeypatch, fa
     trash.delete(root, "notes.txt", now=NOW)  # the trash and one stamp exist already
     before = sorted(p.relative_to(top).as_posix() for p in (top / ".mcp-trash").rglob("*"))
 
-    def refuse(*args):  # type: ignore[no-untyped-def]
+    def refuse(*args):
         raise OSError(failure, os.strerror(failure))
 
     monkeypatch.setattr(trash, "rename_noreplace", refuse)
@@ -101,7 +101,7 @@ def test_stamps_are_utc_whatever_the_local_zone(ws, monkeypatch):
 
 
 def test_the_audit_line_names_the_delete(tmp_path):
-    lines: list[tuple] = []  # type: ignore[type-arg]
+    lines: list[tuple] = []
     (tmp_path / "r").mkdir()
     (tmp_path / "r" / "f.txt").write_text("F")
     root = make_root(tmp_path / "r", audit=lambda *a: lines.append(a))

@@ -70,7 +70,7 @@ class Attacker(threading.Thread):
             self.swaps += 1
             time.sleep(0.0005)  # and let some work succeed in between
 
-    def _retry(self, action) -> None:  # type: ignore[no-untyped-def]
+    def _retry(self, action) -> None:
         # Writers create missing parents (mkdir -p), so the name may be taken again
         # the moment it is free: move such a fresh directory out of the way.
         for _ in range(1000):
@@ -154,7 +154,7 @@ def test_swapping_a_parent_for_an_outside_link_never_reaches_outside(
     assert len(found) == 1 and found[0].read_text() == "moving\n"
 
 
-def _race(n: int, action) -> tuple[list[int], list[str]]:  # type: ignore[no-untyped-def]
+def _race(n: int, action) -> tuple[list[int], list[str]]:
     """Run action(i) in n threads released at once: (winners, refusal messages)."""
     barrier = threading.Barrier(n)
     won: list[int] = []

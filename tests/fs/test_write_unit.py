@@ -24,7 +24,7 @@ from tests.security.conftest import make_root
 
 
 @pytest.fixture
-def audited(tmp_path: Path):  # type: ignore[no-untyped-def]
+def audited(tmp_path: Path):
     top = tmp_path / "r"
     top.mkdir()
     (top / "f.txt").write_text("F")
@@ -145,7 +145,7 @@ def test_a_change_between_the_hash_check_and_the_rename_is_caught(audited, monke
     digest = hashlib.sha256(b"F").hexdigest()
     real = write.hash_of_current
 
-    def then_someone_writes(parent):  # type: ignore[no-untyped-def]
+    def then_someone_writes(parent):
         answer = real(parent)
         target.write_text("G")  # same size, after the hash matched
         return answer
@@ -160,7 +160,7 @@ def test_a_change_between_the_hash_check_and_the_rename_is_caught(audited, monke
 def test_a_system_error_while_writing_names_the_path(audited, monkeypatch, where):
     top, root, _ = audited
 
-    def fail(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def fail(*args, **kwargs):
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
     monkeypatch.setattr(write, where, fail)
@@ -173,7 +173,7 @@ def test_a_system_error_while_writing_names_the_path(audited, monkeypatch, where
 def test_a_system_error_making_a_directory_names_the_path(audited, monkeypatch):
     top, root, _ = audited
 
-    def fail(*args, **kwargs):  # type: ignore[no-untyped-def]
+    def fail(*args, **kwargs):
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
     monkeypatch.setattr(write.os, "mkdir", fail)

@@ -18,7 +18,7 @@ from app.fs.paging import NoControl
 from tests.git.conftest import SECRET, Repo, build_history, fast_history, make_root
 
 
-def log_all(root, path: str, limit: int, budget: int, cap: int = 65536):  # type: ignore[no-untyped-def]
+def log_all(root, path: str, limit: int, budget: int, cap: int = 65536):
     ids: list[str] = []
     pages = []
     cursor = None

@@ -20,43 +20,43 @@ DENIED = re.compile(r"(^|/)(\.env|[^/]*\.pem)$")
 CAP = 65536
 
 
-def log(root, **kw):  # type: ignore[no-untyped-def]
+def log(root, **kw):
     args = dict(path="", commit="HEAD", offset=0, limit=100, cursor=None, cap=CAP,
                 control=NoControl())
     args.update(kw)
     return ops.git_log(root, **args)
 
 
-def show(root, commit, **kw):  # type: ignore[no-untyped-def]
+def show(root, commit, **kw):
     args = dict(path=None, start_line=1, end_line=300, offset=0, cap=CAP, control=NoControl())
     args.update(kw)
     return ops.git_show(root, commit=commit, **args)
 
 
-def diff(root, **kw):  # type: ignore[no-untyped-def]
+def diff(root, **kw):
     args = dict(base="HEAD", target=None, path="", offset=0, cap=CAP, read_budget=1 << 26,
                 control=NoControl())
     args.update(kw)
     return ops.git_diff(root, **args)
 
 
-def no_secret(result) -> None:  # type: ignore[no-untyped-def]
+def no_secret(result) -> None:
     text = result.model_dump_json()
     assert "hunter2" not in text and "do-not-leak" not in text and "MIIkey" not in text
 
 
 @pytest.fixture(scope="module")
-def repo(history):  # type: ignore[no-untyped-def]
+def repo(history):
     return history[0]
 
 
 @pytest.fixture(scope="module")
-def ids(history):  # type: ignore[no-untyped-def]
+def ids(history):
     return history[1]
 
 
 @pytest.fixture(scope="module")
-def root(repo):  # type: ignore[no-untyped-def]
+def root(repo):
     return make_root(repo.path)
 
 

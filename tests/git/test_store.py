@@ -15,7 +15,7 @@ from app.fs.paging import NoControl
 from tests.git.conftest import build_history, fast_history, make_root
 
 
-def sizes_equal_git(repo) -> int:  # type: ignore[no-untyped-def]
+def sizes_equal_git(repo) -> int:
     out = repo.git("cat-file", "--batch-all-objects", "--batch-check=%(objectname) %(objectsize)")
     n = 0
     with GitDir(make_root(repo.path), op="test") as git:

@@ -31,7 +31,7 @@ _spawns: list[str] = []
 _watching = [False]
 
 
-def _hook(event: str, args: tuple) -> None:  # type: ignore[type-arg]
+def _hook(event: str, args: tuple) -> None:
     if _watching[0] and event in SPAWN_EVENTS:
         _spawns.append(event)
 
@@ -113,13 +113,13 @@ def test_an_armed_repository_runs_nothing(tmp_path: Path) -> None:
 # -- .git must be the real directory at the top of the root -------------------
 
 
-def _log(root):  # type: ignore[no-untyped-def]
+def _log(root):
     return ops.git_log(root, path="", commit="HEAD", offset=0, limit=5, cursor=None,
                        cap=65536, control=NoControl())
 
 
 @pytest.fixture
-def elsewhere(tmp_path: Path):  # type: ignore[no-untyped-def]
+def elsewhere(tmp_path: Path):
     repo, _ = build_history(tmp_path / "outside")
     repo.write("other.txt", "another repository\n")
     repo.git("add", "-A")

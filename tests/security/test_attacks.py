@@ -330,7 +330,7 @@ CASES = [
 ]
 
 
-def _run(root, op: str, path: str) -> str:  # type: ignore[no-untyped-def]
+def _run(root, op: str, path: str) -> str:
     if op == "read":
         with root.open_file(path, op="read_text_file") as f:
             return os.read(f.fd, 1 << 16).decode()

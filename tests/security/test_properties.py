@@ -180,7 +180,7 @@ def expected(real_root: str, path: str) -> tuple[str, str]:
     return ("dir" if os.path.isdir(real) else "file"), real
 
 
-def _opened(opener) -> str | None:  # type: ignore[no-untyped-def]
+def _opened(opener) -> str | None:
     try:
         handle = opener()
     except LoomError:
@@ -189,7 +189,7 @@ def _opened(opener) -> str | None:  # type: ignore[no-untyped-def]
         return os.readlink(f"/proc/self/fd/{handle.fd}")
 
 
-def check_against_the_oracle(root, real_root: str, path: str) -> str:  # type: ignore[no-untyped-def]
+def check_against_the_oracle(root, real_root: str, path: str) -> str:
     kind, real = expected(real_root, path)
     as_file = _opened(lambda: root.open_file(path, op="read"))
     as_dir = _opened(lambda: root.open_dir(path, op="list"))

@@ -39,7 +39,7 @@ def listed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     real_scandir = os.scandir
     openat2_mod.available()  # its one-time probe lists a temporary folder of its own
 
-    def spy(path=None):  # type: ignore[no-untyped-def]
+    def spy(path=None):
         if isinstance(path, int):
             seen.append(os.readlink(f"/proc/self/fd/{path}"))
         return real_scandir(path) if path is not None else real_scandir()
@@ -158,7 +158,7 @@ def test_a_directory_removed_mid_walk_is_skipped(small: Path) -> None:
     assert "b/deep/three.py" in seen and not any(p.startswith("a/") for p in seen)
 
 
-def _walk_as_nobody(root) -> tuple[int, list[str]]:  # type: ignore[no-untyped-def]
+def _walk_as_nobody(root) -> tuple[int, list[str]]:
     """Walk `root` in a forked child that has dropped root (mode 000 means nothing to root).
 
     The root's handle is opened before the fork, so the child needs no search right on the
@@ -266,12 +266,12 @@ def test_several_unreadable_directories_are_each_counted_and_skipped(
     """Two that fail to open, two that open and fail to list: four skipped, the rest walked."""
     real_open, real_scandir = os.open, os.scandir
 
-    def refuse_open(path, flags, *args, **kwargs):  # type: ignore[no-untyped-def]
+    def refuse_open(path, flags, *args, **kwargs):
         if path in ("x", "deep"):
             raise PermissionError(13, "denied")
         return real_open(path, flags, *args, **kwargs)
 
-    def refuse_listing(fd):  # type: ignore[no-untyped-def]
+    def refuse_listing(fd):
         if isinstance(fd, int) and os.readlink(f"/proc/self/fd/{fd}").endswith(("/a", "/b")):
             raise PermissionError(13, "denied")
         return real_scandir(fd)
@@ -295,7 +295,7 @@ def test_several_unreadable_directories_are_each_counted_and_skipped(
 def test_the_keep_filter_drops_what_is_neither_yielded_nor_entered(small: Path) -> None:
     seen: list[tuple[tuple[str, ...], int]] = []
 
-    def keep(parts, fd, entries):  # type: ignore[no-untyped-def]
+    def keep(parts, fd, entries):
         # The filter gets the open directory it filters: the same folder as `parts`.
         assert os.fstat(fd).st_ino == os.stat(small.joinpath(*parts)).st_ino
         seen.append((parts, len(entries)))
@@ -315,7 +315,7 @@ def test_a_subdirectory_opens_from_its_parents_handle(
     calls: list[tuple[str, ...]] = []
     real = root.open_subdir
 
-    def spy(parts):  # type: ignore[no-untyped-def]
+    def spy(parts):
         calls.append(parts)
         return real(parts)
 

@@ -16,7 +16,7 @@ FILES = 1500
 
 
 @pytest.fixture
-def many_files(tree):  # type: ignore[no-untyped-def]
+def many_files(tree):
     bulk = tree / "bulk"
     bulk.mkdir()
     for i in range(FILES):
@@ -25,12 +25,12 @@ def many_files(tree):  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture
-def checks(monkeypatch) -> list[float]:  # type: ignore[no-untyped-def]
+def checks(monkeypatch) -> list[float]:
     """When each cancel check ran: one per file, slowed so a search takes ~3 s."""
     seen: list[float] = []
     original = base.Call.check
 
-    def slow_check(self) -> None:  # type: ignore[no-untyped-def]
+    def slow_check(self) -> None:
         seen.append(time.monotonic())
         time.sleep(0.002)
         original(self)
@@ -56,11 +56,11 @@ async def test_cancelled_search_stops_its_worker(one_root_config, many_files, ch
     assert max(checks) < gave_up + 0.5, "the worker went on long after the cancel"
 
 
-def _sse_or_json(r: httpx.Response) -> dict:  # type: ignore[type-arg]
+def _sse_or_json(r: httpx.Response) -> dict:
     if r.headers.get("content-type", "").startswith("application/json"):
-        return r.json()  # type: ignore[no-any-return]
+        return r.json()
     data = [line[5:] for line in r.text.splitlines() if line.startswith("data:")]
-    return json.loads(data[-1])  # type: ignore[no-any-return]
+    return json.loads(data[-1])
 
 
 async def test_http_client_disconnect_stops_the_worker(one_root_config, many_files, checks) -> None:

@@ -10,7 +10,7 @@ import app.tools.admin as admin
 async def test_unexpected_exception_is_generic_logged_and_session_survives(
     live, monkeypatch, caplog, tree
 ) -> None:
-    def boom(snapshot):  # type: ignore[no-untyped-def]
+    def boom(snapshot):
         raise OSError(2, "No such file or directory", str(tree / "secret.txt"))
 
     async with live.session() as s:

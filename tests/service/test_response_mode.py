@@ -26,7 +26,7 @@ def sse_messages(text: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def session(live) -> Any:  # type: ignore[no-untyped-def]
+def session(live) -> Any:
     with httpx.Client(base_url=live.base, headers=HEADERS, timeout=30) as http:
         opened = http.post("/mcp", json=INIT)
         # The request that opens a session always streams (its tasks inherit the choice).
@@ -38,7 +38,7 @@ def session(live) -> Any:  # type: ignore[no-untyped-def]
         yield http
 
 
-def call(n: int, name: str, args: dict[str, Any], meta: dict[str, Any] | None = None):  # type: ignore[no-untyped-def]
+def call(n: int, name: str, args: dict[str, Any], meta: dict[str, Any] | None = None):
     params: dict[str, Any] = {"name": name, "arguments": args}
     if meta is not None:
         params["_meta"] = meta

@@ -20,7 +20,7 @@ def add_root(cfg: Path, path: Path, name: str, role: str) -> None:
     cfg.write_text(cfg.read_text() + roots_toml((name, path, role), audit_log=None))
 
 
-async def tool_names(s) -> set[str]:  # type: ignore[no-untyped-def]
+async def tool_names(s) -> set[str]:
     return {t.name for t in (await s.list_tools()).tools}
 
 
@@ -46,7 +46,7 @@ async def test_reload_adding_a_workspace_adds_tools_and_notifies(one_root_config
     scratch.mkdir()
     changed = anyio.Event()
 
-    async def on_message(message) -> None:  # type: ignore[no-untyped-def]
+    async def on_message(message) -> None:
         if getattr(message, "method", None) == "notifications/tools/list_changed":
             changed.set()
 
