@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -282,7 +282,9 @@ async def http_session(url: str, counter: StatusCounter | None = None) -> AsyncI
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
-    hooks = {"response": [counter]} if counter is not None else {}
+    hooks: dict[str, list[Callable[..., Any]]] = (
+        {"response": [counter]} if counter is not None else {}
+    )
     async with (
         httpx2.AsyncClient(
             timeout=httpx2.Timeout(30.0, read=300.0), event_hooks=hooks, trust_env=False

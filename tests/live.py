@@ -2,7 +2,7 @@
 
 `LiveServer` waits on uvicorn's `started` flag with a deadline (never a bare
 sleep), and shuts the server down on exit. Tests talk to it over TCP with
-httpx and the MCP SDK's own clients.
+httpx and the MCP SDK's own clients (which take an httpx2 client).
 """
 
 from __future__ import annotations
@@ -16,10 +16,11 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import uvicorn
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.types import CallToolResult, TextContent
 
 from app.http import build_app
 from app.http.limits import uvicorn_limits
@@ -29,7 +30,7 @@ from app.server import LoomServer
 START_DEADLINE = 15.0
 
 # A raw 2025-11-25 `initialize`, for tests that speak JSON-RPC without the SDK client.
-INIT_REQUEST = {
+INIT_REQUEST: dict[str, Any] = {
     "jsonrpc": "2.0",
     "id": 1,
     "method": "initialize",
@@ -43,6 +44,13 @@ MCP_POST_HEADERS = {
     "Accept": "application/json, text/event-stream",
     "Content-Type": "application/json",
 }
+
+
+def text_of(result: CallToolResult) -> str:
+    """The text of a tool result's first content block (a tool answers in text)."""
+    first = result.content[0]
+    assert isinstance(first, TextContent), first
+    return first.text
 
 
 def env_without_loomfs(**extra: str) -> dict[str, str]:
@@ -114,7 +122,7 @@ class LiveServer:
     async def session(self, message_handler: Any = None) -> AsyncIterator[ClientSession]:
         """An initialised 2025-11-25 ClientSession over Streamable HTTP."""
         async with (
-            httpx.AsyncClient(headers=self.headers(), timeout=30) as http,
+            httpx2.AsyncClient(headers=self.headers(), timeout=30) as http,
             streamable_http_client(self.url, http_client=http) as (read, write),
             ClientSession(read, write, message_handler=message_handler) as s,
         ):

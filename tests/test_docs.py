@@ -77,6 +77,7 @@ def stale_names(text: str) -> list[str]:
     stale = [p for p in cited if not (REPO / p).exists()]
     for dotted in DOTTED.findall(text):
         parts = dotted.split(".")
+        obj: object  # a module, then what its attributes name (None: no such name)
         for cut in range(len(parts), 0, -1):
             module = ".".join(parts[:cut])
             try:

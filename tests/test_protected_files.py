@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -112,6 +113,7 @@ def test_server_files_are_never_served(
         ino = os.stat(target).st_ino
     snap = reg.current
     r = snap.root(root)
+    fn: Callable[[], Any]  # a read, then a write: each refused
     for fn in (
         lambda: read_mod.read_text_file(r, rel, start=1, end=10, tail=None, cap=10000),
         lambda: listing.stat_path(r, rel),
@@ -160,8 +162,8 @@ def test_a_reload_that_moves_the_audit_log_or_lowers_backups_keeps_old_logs_deni
     snap = reg.current
     ref = snap.root("ref")
     for name in ("audit.log", "audit.log.1", "audit.log.2", "audit.log.3"):
-        err = refused(lambda n=name: read_mod.read_text_file(
-            ref, f"logs/{n}", start=1, end=5, tail=None, cap=1000))
+        err = refused(partial(
+            read_mod.read_text_file, ref, f"logs/{name}", start=1, end=5, tail=None, cap=1000))
         assert isinstance(err, DeniedName), name
     assert isinstance(refused(lambda: listing.stat_path(snap.root("ws"), "copy.txt")), DeniedName)
     for root in ("ref", "ws"):
@@ -334,7 +336,7 @@ def test_a_link_to_a_denied_target_is_denied_before_its_type_is_told(
             f"{p}/d/new.txt", op="write_file", perm="write", create_parents=True),
     }
     for link, (way, fn) in itertools.product(links, ways.items()):
-        err = refused(lambda fn=fn, link=link: fn(link))
+        err = refused(partial(fn, link))
         assert isinstance(err, DeniedName), f"{way} {link}: {err.message}"
         assert err.message.startswith("matches deny pattern"), f"{way} {link}: {err.message}"
     # The walk (open_subdir) never follows a link, so it never reaches the target at all.
@@ -351,13 +353,13 @@ def _audit_clients(log: Path) -> set[str]:
 
 
 async def _call_with_forged_peer(url: str) -> None:
-    import httpx
+    import httpx2
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
 
     headers = {"X-Forwarded-For": "6.6.6.6", "X-Real-IP": "6.6.6.6", "Forwarded": "for=6.6.6.6"}
     async with (
-        httpx.AsyncClient(headers=headers, timeout=30) as http,
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
         streamable_http_client(url, http_client=http) as (read, write_),
         ClientSession(read, write_) as s,
     ):

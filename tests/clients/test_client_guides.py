@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import httpx2
 import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
@@ -169,7 +170,7 @@ async def test_http_config_is_accepted_by_a_server_with_that_token(
     with live_server(one_root_config("reference"), token=TOKEN) as srv:
         url = default_url().replace(":8000/", f":{srv.port}/")
         async with (
-            httpx.AsyncClient(headers=headers, timeout=30) as http,
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
             streamable_http_client(url, http_client=http) as (read, write),
             ClientSession(read, write) as s,
         ):

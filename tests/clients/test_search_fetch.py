@@ -22,7 +22,7 @@ import jsonschema
 import pytest
 
 from tests.kit import RootOptions, roots_toml
-from tests.live import live_server
+from tests.live import live_server, text_of
 
 SEARCH_SCHEMA = {
     "type": "object",
@@ -96,6 +96,7 @@ async def test_tools_exist_only_when_enabled(one_root_config: Callable[..., Path
             tools = {t.name: t for t in (await s.list_tools()).tools}
     for name, param in (("search", "query"), ("fetch", "id")):
         t = tools[name]
+        assert t.annotations is not None
         assert t.annotations.read_only_hint is True
         assert t.annotations.destructive_hint is False
         assert t.annotations.open_world_hint is False
@@ -366,8 +367,8 @@ async def test_search_reports_progress_when_asked(
         (tree / f"n{i:03}.txt").write_text("nothing here\n")
     seen: list[tuple[float, str | None]] = []
 
-    async def on_progress(done: float, total: float | None, message: str | None) -> None:
-        seen.append((done, message))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, message))
 
     with live_server(search_fetch_config) as srv:
         async with srv.session() as s:
@@ -428,7 +429,7 @@ async def test_a_deny_rule_added_by_reload_config_hides_indexed_files(
             found = ids(payload(await s.call_tool("search", {"query": "budget"})))
             assert found == ["main/plan.md"]
             res = await s.call_tool("fetch", {"id": "main/plan.txt"})
-            assert res.is_error and res.content[0].text == "matches deny pattern '*.txt'"
+            assert res.is_error and text_of(res) == "matches deny pattern '*.txt'"
 
 
 async def test_parallel_searches_and_writes_agree_with_the_disk(

@@ -10,7 +10,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
@@ -23,7 +23,7 @@ BROKEN = 'role = "admin"'
 @contextlib.asynccontextmanager
 async def session_2025(srv: LiveServer) -> AsyncIterator[tuple[Any, str]]:
     async with (
-        httpx.AsyncClient(headers=srv.headers(), timeout=30) as http,
+        httpx2.AsyncClient(headers=srv.headers(), timeout=30) as http,
         streamable_http_client(srv.url, http_client=http) as (read, write),
         ClientSession(read, write) as s,
     ):
@@ -38,7 +38,7 @@ async def client_2026(srv: LiveServer) -> AsyncIterator[tuple[Any, str]]:
             yield c, c.protocol_version
         return
     async with (
-        httpx.AsyncClient(headers=srv.headers(), timeout=30) as http,
+        httpx2.AsyncClient(headers=srv.headers(), timeout=30) as http,
         Client(streamable_http_client(srv.url, http_client=http)) as c,
     ):
         yield c, c.protocol_version

@@ -15,7 +15,7 @@ import os
 import struct
 import textwrap
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -185,7 +185,7 @@ def serve(tree: tuple[Path, dict[str, Path]], extra: str = "",
 
 
 def small_root(
-    tmp: Path, files: dict[str, str | bytes], *, max_read: int = MAX_READ, extra: str = ""
+    tmp: Path, files: Mapping[str, str | bytes], *, max_read: int = MAX_READ, extra: str = ""
 ) -> SecureRoot:
     """A one-root config over `tmp/r` holding `files`, loaded as the server loads it."""
     top = tmp / "r"

@@ -99,6 +99,7 @@ def test_sigkill_at_random_moments_never_leaves_a_torn_file(tmp_path: Path) -> N
         [sys.executable, "-c", WRITER, cfg, str(FILES)],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=REPO,
     )
+    assert helper.stdin is not None and helper.stdout is not None  # both PIPE
     rng = random.Random(20261130)
     leftovers_seen = 0
     changed_rounds = 0

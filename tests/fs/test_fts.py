@@ -381,6 +381,11 @@ def test_the_default_state_directory_is_xdg_state_home(
     assert list((tmp_path / "xdg" / "loom-fs-mcp" / "index").glob("main-*.sqlite3"))
 
 
+def _plant_foreign_database(p: Path) -> None:
+    sqlite3.connect(p).execute("CREATE TABLE meta (k, v)").connection.commit()
+    p.chmod(0o600)
+
+
 @pytest.mark.parametrize(
     "plant",
     [
@@ -390,13 +395,7 @@ def test_the_default_state_directory_is_xdg_state_home(
         ),
         pytest.param(lambda p, o: (p.write_text(""), p.chmod(0o644)), id="readable-by-others"),
         pytest.param(lambda p, o: p.symlink_to(o), id="a-link"),
-        pytest.param(
-            lambda p, o: (
-                sqlite3.connect(p).execute("CREATE TABLE meta (k, v)").connection.commit(),
-                p.chmod(0o600),
-            ),
-            id="a-foreign-database",
-        ),
+        pytest.param(lambda p, o: _plant_foreign_database(p), id="a-foreign-database"),
     ],
 )
 def test_a_planted_index_file_is_replaced_not_trusted(
@@ -420,9 +419,9 @@ def test_a_corrupted_index_is_rebuilt(reg: Registry, tmp_path: Path) -> None:
     assert found(reg, "zanzibar") == ["main/notes.txt"]
     fts.index_at(str(index_files(tmp_path)[0])).close()
     (index,) = index_files(tmp_path)
-    data = bytearray(index.read_bytes())
-    data[:100] = b"\xff" * 100  # the header: SQLite refuses the file
-    index.write_bytes(bytes(data))
+    raw = bytearray(index.read_bytes())
+    raw[:100] = b"\xff" * 100  # the header: SQLite refuses the file
+    index.write_bytes(bytes(raw))
     for p in index.parent.glob(index.name + "-*"):
         p.unlink()
     data = dr.search(reg.current, "zanzibar", NoControl())

@@ -205,6 +205,7 @@ def test_walking_next_start_line_reads_the_whole_file_once(tmp_path: Path) -> No
         got += r.content.split("\n")
         if not r.has_more:
             break
+        assert r.next_start_line is not None  # has_more
         start = r.next_start_line
     assert got == [f"{i} | row {i}" for i in range(1, 1001)]
     assert r.total_lines == 1000 and r.eof_reached

@@ -29,7 +29,7 @@ from tests.fs.readkit import (
     serve,
     wav_bytes,
 )
-from tests.live import LiveServer
+from tests.live import LiveServer, text_of
 
 READ_TOOLS = {"list_directory", "stat_path", "read_text_file", "read_multiple_files",
               "read_media_file", "search_files", "search_text"}
@@ -447,8 +447,8 @@ async def test_long_search_reports_progress_when_asked(
     monkeypatch.setattr(search_mod, "PROGRESS_EVERY", 0.0)  # every directory counts as long
     seen: list[tuple[float, float | None, str | None]] = []
 
-    async def on_progress(done: float, total: float | None, message: str | None) -> None:
-        seen.append((done, total, message))
+    async def on_progress(progress: float, total: float | None, message: str | None) -> None:
+        seen.append((progress, total, message))
 
     async with rserver.session() as s:
         res = await s.call_tool("search_text", {"query": "nothing-matches-this"},
@@ -525,6 +525,7 @@ async def test_pages_add_up_to_the_unpaginated_result(
         texts = await _all_pages(s, "search_text", "matches", query=NEEDLE, limit=19)
     assert listed == [e.model_dump() for e in whole_list.entries]
     assert files == [m.model_dump() for m in whole_files.matches]
+    assert whole_text.matches is not None
     assert texts == [m.model_dump() for m in whole_text.matches]
     assert len(texts) > MANY
 
@@ -543,7 +544,7 @@ async def test_every_result_fits_max_output_chars_and_says_when_cut(
     small_server: LiveServer,
 ) -> None:
     async with small_server.session() as s:
-        calls = [
+        calls: list[tuple[str, dict[str, Any]]] = [
             ("list_directory", {"path": "many", "limit": 200}),
             ("search_files", {"pattern": "*.txt", "limit": 200}),
             ("search_text", {"query": NEEDLE, "limit": 200}),
@@ -554,7 +555,7 @@ async def test_every_result_fits_max_output_chars_and_says_when_cut(
         ]
         for tool, args in calls:
             res = await s.call_tool(tool, args)
-            text = res.content[0].text
+            text = text_of(res)
             assert not res.is_error, (tool, text)
             assert len(text) <= SMALL_CAP, (tool, len(text))
             r = res.structured_content

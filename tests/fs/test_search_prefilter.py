@@ -10,7 +10,7 @@ generated cases against the plain definitions.
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import re2
@@ -23,6 +23,9 @@ from app.fs.grep import Caseless, FirstOf, Matcher, hyperscan
 from app.fs.literals import required_alternatives
 from app.fs.regex import RegexMatcher, _folded_piece
 from app.fs.textscan import count_lines
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer  # collections.abc.Buffer from Python 3.12
 
 _pieces = st.sampled_from([b"ab", b"a", b"b", b"\n", b"xy", b" "])
 _bytes = st.binary(max_size=300) | st.lists(_pieces, max_size=120).map(b"".join)
@@ -78,7 +81,12 @@ def test_first_of_lists_a_window_at_a_time() -> None:
     first = FirstOf([b"ab", b"xyz"])  # two needles: the scan, no rare-byte anchor
     scans: list[int] = []
     scan = first._scan
-    first._scan = lambda view: scans.append(len(view)) or scan(view)  # type: ignore[method-assign]
+
+    def counted(haystack: Buffer, overlapping: bool = False) -> list[tuple[int, int, int]]:
+        scans.append(len(memoryview(haystack)))
+        return scan(haystack, overlapping)
+
+    first._scan = counted
     text = b"ab\n" * 200_000
     at, lines = first(text, 0), 0
     while at >= 0:
@@ -158,7 +166,13 @@ def test_caseless_stops_listing_a_text_whose_matches_overlap_densely() -> None:
     first = Caseless(b"AAA")
     scan, scratch = first._every
     listings: list[int] = []
-    first._every = (lambda view, *a: listings.append(len(view)) or scan(view, *a), scratch)
+
+    def listed(view: Any, *a: Any) -> None:
+        listings.append(len(view))
+        return scan(view, *a)
+
+    # The inferred type of `_every` keeps the stub's AnyStr unbound: no function matches it.
+    first._every = (listed, scratch)  # type: ignore[assignment]
     data = (b"a" * 50 + b"\n") * 2000  # several windows of LISTED bytes
     starts = [i * 51 for i in range(2000)]
     assert [first(data, pos) for pos in starts] == starts
@@ -233,8 +247,8 @@ def test_a_text_dense_with_the_literal_costs_time_linear_in_its_length(
     # a whole window again per line was quadratic (6.8 s of CPU for 30 KB of "ab" lines).
     m = make()
     if isinstance(m, Matcher):
-        m.find.anchored = False  # type: ignore[union-attr]  # as after a tree where
-        # its anchor byte was common
+        assert isinstance(m.find, FirstOf)
+        m.find.anchored = False  # as after a tree where its anchor byte was common
     data = line * 50_000
     t0 = time.process_time()
     count = count_lines(m, data, len(data), m.find(data))
@@ -263,7 +277,7 @@ def test_without_hyperscan_a_search_without_case_finds_the_same_lines(
         lines.pop()
     want = [i + 1 for i, line in enumerate(lines) if one.search(line)]
     saved = regex_mod.hyperscan
-    regex_mod.hyperscan = None
+    regex_mod.hyperscan = None  # type: ignore[assignment]  # typed as the module: None is no wheel
     try:
         assert _lines_found(pattern, literal, data) == want
     finally:
@@ -274,7 +288,7 @@ def test_without_hyperscan_a_search_without_case_finds_the_same_lines(
 
 def test_without_hyperscan_a_folded_literal_gets_the_memchr_prefilter() -> None:
     saved = regex_mod.hyperscan
-    regex_mod.hyperscan = None
+    regex_mod.hyperscan = None  # type: ignore[assignment]  # typed as the module: None is no wheel
     try:
         m = RegexMatcher("Deprecated Since", False, literal=True)
     finally:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import pytest
 from hypothesis import given, settings
@@ -201,7 +201,8 @@ def test_an_entry_gone_before_its_type_is_known_is_skipped_alone(
 
     def dirs(self: Any) -> Any:
         for d in real_dirs(self):
-            yield d._replace(entries=[d.entries[0], _Vanishing(), *d.entries[1:]])
+            gone = cast("os.DirEntry[str]", _Vanishing())  # a stand-in: name and is_file
+            yield d._replace(entries=[d.entries[0], gone, *d.entries[1:]])
 
     monkeypatch.setattr(search_mod.Walker, "dirs", dirs)
     r = run(root, "needle")

@@ -62,6 +62,7 @@ def test_server_start_sweeps_writable_roots(tmp_path: Path) -> None:
         stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         cwd=REPO, env={**os.environ, "PYTHONPATH": str(REPO)},
     )
+    assert proc.stderr is not None  # stderr=PIPE
     watchdog = threading.Timer(60, proc.kill)  # a hung start fails the test, not the run
     watchdog.start()
     said: list[str] = []

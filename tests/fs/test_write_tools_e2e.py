@@ -241,13 +241,17 @@ async def test_write_tools_exist_only_where_some_root_grants_them(
     assert not (absent & set(tools))
     for name in present:  # annotations are honest: these tools change the disk
         ann = tools[name].annotations
+        assert ann is not None
         assert ann.read_only_hint is False and ann.open_world_hint is False
         assert tools[name].description and tools[name].output_schema
     if "create_directory" in present:
         ann = tools["create_directory"].annotations
+        assert ann is not None
         assert ann.destructive_hint is False and ann.idempotent_hint is True
     for name in present - {"create_directory"}:
-        assert tools[name].annotations.destructive_hint is True
+        ann = tools[name].annotations
+        assert ann is not None
+        assert ann.destructive_hint is True
 
 
 # -- the lost-update guard, end to end with the read tools' hashes ---------------------------

@@ -135,6 +135,7 @@ def test_diff_pages_add_up_to_every_file(hist, cap: int) -> None:
         if not page.has_more:
             break
         assert "offset=" in (page.note or "")
+        assert page.next_offset is not None  # has_more
         offset = page.next_offset
     assert seen == [f.path for f in whole.files]
 

@@ -113,7 +113,7 @@ def git_files(repo: Repo, commit: str) -> list[tuple[str, str, str | None]]:
     parents = repo.git("rev-list", "--parents", "-n1", commit).split()[1:]
     args = ["diff-tree", "-r", "-M100%", "--name-status", "--no-commit-id"]
     out = repo.git(*args, parents[0], commit) if parents else repo.git(*args, "--root", commit)
-    files = []
+    files: list[tuple[str, str, str | None]] = []
     for line in out.splitlines():
         f = line.split("\t")
         if f[0].startswith("R"):

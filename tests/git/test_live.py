@@ -16,7 +16,7 @@ import pytest
 
 from tests.git.conftest import Repo, build_history
 from tests.kit import roots_toml
-from tests.live import LiveServer, live_server
+from tests.live import LiveServer, live_server, text_of
 
 GIT_TOOLS = {"git_log", "git_show", "git_diff"}
 
@@ -154,7 +154,7 @@ async def test_a_repository_created_later_brings_the_tools_on_reload(tmp_path: P
             empty = await s.call_tool("git_log", {})
     assert not (GIT_TOOLS & before)
     assert after >= GIT_TOOLS
-    assert empty.is_error and "HEAD does not point to a commit" in empty.content[0].text
+    assert empty.is_error and "HEAD does not point to a commit" in text_of(empty)
 
 
 async def test_no_git_result_or_error_holds_a_host_path(server: LiveServer, world) -> None:

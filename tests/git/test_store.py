@@ -55,6 +55,7 @@ def test_a_blob_above_the_limit_is_refused_before_it_is_loaded(tmp_path: Path,
     from app.fs.history.store import RootObjectStore
 
     real = RootObjectStore.object
+    big: bytes  # the blob's id, set below (the patch reads it when called)
     monkeypatch.setattr(RootObjectStore, "object", lambda self, sha: (
         never() if sha == big else real(self, sha)))
     big = repo.git("rev-parse", "HEAD:big.txt").strip().encode()

@@ -426,7 +426,7 @@ def test_a_link_leaving_to_a_denied_name_is_an_escape_not_a_deny(
 
 
 def test_the_order_is_the_one_written_in_the_audit_log(attack_tree: Tree) -> None:
-    lines: list[tuple[object, ...]] = []
+    lines: list[tuple[str, str, str, str, str | None]] = []  # what an AuditFn is given
     root = make_root(attack_tree.root, audit=lambda *a: lines.append(a))
     for path in ("../x", ".env", "a.txt"):
         with contextlib.suppress(LoomError):

@@ -53,7 +53,7 @@ def linked_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     (root / ".env").write_text("E")
     (root / "node_modules").mkdir()
     (root / ".git").mkdir()
-    for rel, target in [
+    links: list[tuple[str, str | Path]] = [
         ("out", outside / "secret.txt"),
         ("out_dir", "../outside"),
         ("sub/up", ".."),
@@ -63,7 +63,8 @@ def linked_tree(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         ("notes.txt", ".env"),
         ("root-evil", base / "root-evil"),
         ("proc", f"/proc/self/root{outside}"),
-    ]:
+    ]
+    for rel, target in links:
         os.symlink(target, root / rel)
     yield root
 

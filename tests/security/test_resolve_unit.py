@@ -7,12 +7,14 @@ import contextlib
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 
 import pytest
 
 from app.errors import EscapesRoot, LoomError, RootGone
+from app.security.handles import OpenedDir, OpenedFile, Parent
 from app.security.resolve import MAX_SYMLINK_HOPS, SecureRoot
 from tests.security.conftest import make_root
 
@@ -184,7 +186,7 @@ def test_no_descriptor_outlives_its_resolution(abs_tree: Path, engine: str) -> N
 
 def _resolve_all(root: SecureRoot, paths: list[str]) -> None:
     for path in paths:
-        calls = [
+        calls: list[Callable[[], OpenedFile | OpenedDir | Parent]] = [
             partial(root.open_file, path, op="read"),
             partial(root.open_dir, path, op="list"),
             partial(root.open_parent, path + "/new", op="write", perm="write"),

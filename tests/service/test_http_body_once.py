@@ -11,7 +11,7 @@ the same under uvicorn: a body sent in chunks (`Transfer-Encoding: chunked`), it
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import anyio
 import httpx
@@ -21,6 +21,9 @@ from app.http.body import BodyLimit, body_of
 from app.http.disconnect import CancelOnDisconnect
 from app.http.response_mode import JsonWhenNothingStreams, PerRequestJSON
 from tests.live import INIT_REQUEST, MCP_POST_HEADERS
+
+if TYPE_CHECKING:
+    from app.server import LoomServer
 
 
 class Inflight:
@@ -60,7 +63,9 @@ def transport(messages: list[dict[str, Any]], gone: anyio.Event) -> tuple[Any, l
 
 def stack(app: Any, server: Server) -> Any:
     # The order of app.http.factory.build_app (the guards before BodyLimit take no body).
-    return BodyLimit(CancelOnDisconnect(JsonWhenNothingStreams(app), server), lambda: 1 << 20)
+    # `server` stands in for the LoomServer: the watcher reads only its `inflight`.
+    watcher = CancelOnDisconnect(JsonWhenNothingStreams(app), cast("LoomServer", server))
+    return BodyLimit(watcher, lambda: 1 << 20)
 
 
 @pytest.mark.parametrize("progress", [False, True])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -54,7 +54,7 @@ async def test_2025_session_gets_tool_error_with_spec_text(secured, tree) -> Non
 
 
 async def test_2026_client_initialises_lists_and_calls(secured) -> None:
-    async with httpx.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
+    async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {TOKEN}"}) as http:
         async with Client(streamable_http_client(secured.url, http_client=http)) as client:
             names = {t.name for t in (await client.list_tools()).tools}
             assert {"list_roots", "reload_config"} <= names
@@ -65,12 +65,12 @@ async def test_2026_client_initialises_lists_and_calls(secured) -> None:
 
 async def test_2026_client_without_token_is_refused(secured) -> None:
     # The SDK turns the refusal into its own error; the HTTP exchange shows it was a 401.
-    answers: list[httpx.Response] = []
+    answers: list[httpx2.Response] = []
 
-    async def record(response: httpx.Response) -> None:
+    async def record(response: httpx2.Response) -> None:
         answers.append(response)
 
-    async with httpx.AsyncClient(event_hooks={"response": [record]}) as http:
+    async with httpx2.AsyncClient(event_hooks={"response": [record]}) as http:
         with pytest.raises(BaseException):  # noqa: B017 - an MCPError, inside task groups
             async with Client(streamable_http_client(secured.url, http_client=http)) as client:
                 await client.list_tools()

@@ -24,6 +24,7 @@ async def test_sdk_client_over_stdio_initialises_and_lists_tools(one_root_config
     async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
         init = await s.initialize()
         assert init.server_info.name == "loom-fs-mcp"
+        assert init.capabilities.tools is not None
         assert init.capabilities.tools.list_changed is True
         names = {t.name for t in (await s.list_tools()).tools}
         assert "list_roots" in names and "write_file" not in names

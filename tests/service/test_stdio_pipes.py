@@ -19,7 +19,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from tests.live import INIT_REQUEST
 
 EXE = str(Path(sys.executable).parent / "loom-fs-mcp")
-HELLO = [
+HELLO: list[dict[str, Any]] = [
     INIT_REQUEST,
     {"jsonrpc": "2.0", "method": "notifications/initialized"},
 ]

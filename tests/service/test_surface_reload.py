@@ -5,13 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
-import httpx
+import httpx2
 import pytest
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 
 from tests.kit import roots_toml
-from tests.live import live_server
+from tests.live import live_server, text_of
 
 WRITE_TOOLS = {"write_file", "edit_file", "create_directory", "move_file"}
 
@@ -69,7 +69,7 @@ async def test_2026_client_hears_list_changed_through_listen(one_root_config, tm
     scratch = tmp_path / "scratch"
     scratch.mkdir()
     with live_server(cfg) as srv:
-        async with httpx.AsyncClient() as http:
+        async with httpx2.AsyncClient() as http:
             async with Client(streamable_http_client(srv.url, http_client=http)) as client:
                 async with client.listen(tools_list_changed=True) as sub:
                     add_root(cfg, scratch, "scratch", "workspace")
@@ -100,8 +100,8 @@ async def test_invalid_reload_changes_nothing(one_root_config, tmp_path, breakag
             cfg.write_text(cfg.read_text().replace('role = "reference"', breakage))
             res = await s.call_tool("reload_config", {})
             assert res.is_error
-            assert res.content[0].text.startswith("invalid config:")
-            assert str(tmp_path) not in res.content[0].text
+            assert text_of(res).startswith("invalid config:")
+            assert str(tmp_path) not in text_of(res)
             assert srv.registry.current is snap
             assert await tool_names(s) == before
             ok = await s.call_tool("list_roots", {})
@@ -146,7 +146,7 @@ async def test_reload_under_load_fails_no_call(one_root_config, tmp_path) -> Non
                     cfg.write_text(with_extra if i % 2 == 0 else plain)  # a changed config
                     res = await s.call_tool("reload_config", {})
                     if res.is_error:
-                        failures.append(res.content[0].text)
+                        failures.append(text_of(res))
                     await anyio.sleep(0.02)
 
         async with anyio.create_task_group() as tg:
