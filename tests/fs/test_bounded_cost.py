@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
 from app.fs import edit as edit_mod
@@ -98,8 +98,21 @@ def test_read_multiple_files_is_bounded_whatever_the_shape(root: SecureRoot, dat
     assert res.returned >= 1
 
 
+# One-byte queries match most lines of the shapes; the longer ones overlap themselves
+# (within a line, across a line break, in any case), what the literal matchers' listed
+# windows must not turn quadratic.
+QUERIES = ["a", "x", "\u00e9", "A", "\r", "aa", "a\na", "\n\n", "xa" * 8, "A" * 40]
+
+
 @SLOW
-@given(data=shapes, query=st.sampled_from(["a", "x", "\u00e9", "A", "\r"]),
+@example(  # many false candidates first (the rare-byte anchor is given up), then overlaps
+    # across lines: re-listing the window at each line took 3 ms a line, 75 s here
+    data=(b"\n" * 40 + b"a\na\n") * 20 + b"a\n" * (1 << 16), query="a\na",
+    case_sensitive=True, offset=10**9, regex=False, context=0, mode="content")
+@example(  # without case, overlapping densely (each byte starts a match); within the budget
+    data=(b"a" * 200 + b"\n") * 1700, query="A" * 40, case_sensitive=False, offset=0,
+    regex=False, context=0, mode="count")
+@given(data=shapes, query=st.sampled_from(QUERIES),
        case_sensitive=st.booleans(), offset=st.sampled_from([0, 10, 10**9]),
        regex=st.booleans(), context=st.sampled_from([0, 1, 10]),
        mode=st.sampled_from(["content", "files_with_matches", "count"]))
@@ -109,7 +122,8 @@ def test_search_text_is_bounded_whatever_the_shape(
 ) -> None:
     _write(root, "hay.txt", data * 8, False)  # up to 8 MiB: more than the call's budget below
     if regex:
-        query = {"a": "a+", "x": "(x|a)*x", "A": "[aA].?", "\r": "\\r$"}.get(query, query)
+        query = {"a": "a+", "x": "(x|a)*x", "A": "[aA].?", "\r": "\\r$", "aa": "(a|aa)+$",
+                 "a\na": "a.?a", "\n\n": "^$", "A" * 40: "(?i)a{40}"}.get(query, query)
     res = bounded(lambda: search_text(
         root, query, "", file_glob="hay.txt", case_sensitive=case_sensitive, offset=offset,
         limit=50, cap=CAP, file_limit=16 << 20, budget=4 << 20, control=NoControl(),
