@@ -12,8 +12,9 @@ for a file).
 
 Patterns run on RE2 (linear time), because ignore files are content of the
 root and may be hostile: `*a*a*a*a*b` on a long name costs what `*` does. One
-file keeps at most `MAX_RULES` patterns (lines past them are dropped); a line
-RE2 refuses is dropped, as ripgrep drops an invalid glob.
+file keeps at most `MAX_RULES` patterns (lines past them are dropped), compiled
+in sets of `CHUNK` (a set of thousands of wildcard-heavy rules may not compile);
+a line RE2 refuses is dropped, as ripgrep drops an invalid glob.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from typing import NamedTuple
 import re2
 
 MAX_RULES = 20_000  # per file; lines past it are dropped (real files hold a few hundred)
+# Rules per RE2 set. One set of 10,000 wildcard-heavy rules fails to compile (the whole
+# file was then ignored), and at 20,000 RE2's simplifier writes a thousand lines to stderr.
+CHUNK = 2048
 _OPTS = re2.Options()
 _OPTS.log_errors = False
 _OPTS.never_capture = True
@@ -144,36 +148,68 @@ def parse_line(raw: bytes) -> Rule | None:
     return Rule(negate, dir_only, on_name, regex)
 
 
+Match = Callable[[bytes], list[int]]  # a string -> the indexes of the rules that match it
+
+
 class _Side:
-    """The rules matched against one string (names or paths): one RE2 set for all of them."""
+    """The rules matched against one string (names or paths): one RE2 set per `CHUNK` of
+    them (one set for a file of the usual size). `match` gives indexes into `rule_of`."""
 
     __slots__ = ("match", "rule_of")
 
     def __init__(self, rules: list[tuple[int, Rule]]) -> None:
         self.rule_of: list[int] = []
-        self.match: Callable[[bytes], list[int]] | None = None
-        if not rules:
-            return
-        patterns = re2.Set.FullMatchSet(_OPTS)
-        for k, rule in rules:
-            try:
-                patterns.Add(rule.regex)
-            except re2.error:
-                continue  # a line RE2 refuses is dropped, as ripgrep drops invalid globs
-            self.rule_of.append(k)
-        if not self.rule_of:
-            return
+        self.match: Match | None = None
+        sets: list[tuple[Match, int]] = []
+        for i in range(0, len(rules), CHUNK):
+            base = len(self.rule_of)
+            match = _compile(rules[i : i + CHUNK], self.rule_of)
+            if match is not None:
+                sets.append((match, base))
+        if len(sets) == 1:
+            self.match = sets[0][0]  # the binding's own call, as most files have
+        elif sets:
+            self.match = _joined(sets)
+
+
+def _compile(rules: list[tuple[int, Rule]], rule_of: list[int]) -> Match | None:
+    """One RE2 set of `rules` (the numbers of those it holds appended to `rule_of`), or None
+    when it holds none or does not compile (its rules are then dropped, as a line RE2 refuses
+    is, and as ripgrep drops an invalid glob)."""
+    patterns = re2.Set.FullMatchSet(_OPTS)
+    held = []
+    for k, rule in rules:
         try:
-            patterns.Compile()
+            patterns.Add(rule.regex)
         except re2.error:
-            self.rule_of = []
-            return
-        self.match = patterns._set.Match  # the binding's call: a list of set indexes
+            continue
+        held.append(k)
+    if not held:
+        return None
+    try:
+        patterns.Compile()
+    except re2.error:
+        return None
+    rule_of.extend(held)
+    return patterns._set.Match  # the binding's own call: a list of set indexes
+
+
+def _joined(sets: list[tuple[Match, int]]) -> Match:
+    def match(s: bytes) -> list[int]:
+        found: list[int] = []
+        for one, base in sets:
+            hit = one(s)
+            if hit:
+                found += [base + i for i in hit]
+        return found
+
+    return match
 
 
 class IgnoreFile:
-    """The rules of one ignore file. One RE2 set call per side says which rules match
-    (a set never backtracks; if it runs out of memory it answers 'none', i.e. shown)."""
+    """The rules of one ignore file. One RE2 set call per side (per `CHUNK` of its rules)
+    says which rules match (a set never backtracks; if it runs out of memory it answers
+    'none', i.e. shown)."""
 
     __slots__ = ("names", "paths", "rules")
 

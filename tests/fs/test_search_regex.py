@@ -311,6 +311,21 @@ def test_a_huge_ignore_file_costs_bounded_time(tmp_path: Path) -> None:
     assert len(r["files"]) == 400  # x7zzy.0txt matches line 7; the lines past 1 MiB are dropped
 
 
+def test_a_long_ignore_file_of_wildcard_rules_applies_whole_and_re2_stays_quiet(
+    tmp_path: Path, capfd: pytest.CaptureFixture[str],
+) -> None:
+    # 10,000 rules of six classes each (under 1 MiB): one RE2 set of them all does not
+    # compile (the file was then ignored whole); larger ones fill stderr from RE2's simplifier.
+    rules = ["/".join(["[a-z0-9][!x]*?"] * 6) + str(i) for i in range(10_000)] + ["*.log"]
+    root = small_root(tmp_path, {
+        ".gitignore": "\n".join(rules) + "\n", "a.log": "hit\n", "b.txt": "hit\n",
+        "abc/def/ghi/jkl/mno/pqr7": "hit\n",  # rule 7, in the first set; `*.log` in the last
+    })
+    r = run(root, "hit", output_mode="files_with_matches")
+    assert r["files"] == ["b.txt"]
+    assert capfd.readouterr().err == ""
+
+
 def test_ignore_files_past_the_call_budget_are_not_read_and_the_note_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:

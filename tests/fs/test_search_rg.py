@@ -21,6 +21,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.fs import ignore_rules
 from app.fs.paging import NoControl
 from app.fs.search import search_files, search_text
 from app.security.resolve import SecureRoot
@@ -110,6 +111,18 @@ def test_context_shows_the_lines_rg_C_shows_once_each(tmp_path: Path, seed: int)
         assert len(shown) == len(set(shown)), "a line is shown twice"
         theirs = rgkit.ascii_perl_classes(pattern)
         assert set(shown) == rgkit.rg_context_lines(top, theirs, n), pattern
+
+
+@pytest.mark.parametrize("seed", SEEDS)
+def test_rules_split_across_re2_sets_decide_as_one_files_rules(
+    tmp_path: Path, seed: int, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A long ignore file's rules go to several RE2 sets; two rules a set here, so the
+    seeded files (up to seven lines, negations among them) are split everywhere."""
+    monkeypatch.setattr(ignore_rules, "CHUNK", 2)
+    top, root = _root(tmp_path, seed)
+    for pattern in ("foo", "x*"):
+        check(top, root, pattern)
 
 
 @pytest.mark.parametrize("seed", SEEDS)
