@@ -16,8 +16,9 @@ runs each case once and asserts a generous version of it.
 The cases are the attacks that once froze or bloated the server:
 glob patterns that make a backtracking regex exponential, files of empty
 lines (once 1.3 GB for one read), one huge line, CR-only and CRLF files,
-UTF-16 files of empty lines, a search whose every line matches, and edits of
-a file of repetitive lines (difflib over the whole file: 20 s).
+UTF-16 files of empty lines, a search whose every line matches, a search under
+8 MiB of ignore files of wildcard-heavy rules, and edits of a file of
+repetitive lines (difflib over the whole file: 20 s).
 """
 
 from __future__ import annotations
@@ -66,6 +67,24 @@ def build(folder: Path) -> None:
     import random
 
     rnd = random.Random(0)
+    # Ignore files as large as one is read (1 MiB), eight levels deep (a call reads 8 MiB of
+    # them at most), of wildcard-heavy rules; a level's rules are held while below it.
+    level = folder / "ignored"
+    for depth in range(8):
+        level.mkdir()
+        rules: list[str] = []
+        size = 0
+        while size < MIB - 256:
+            if depth % 2:
+                line = "/".join(["[a-z0-9][!x]*?"] * 6) + f"{len(rules)}\n"
+            else:
+                line = "**/" + "*".join(rnd.choices("abc", k=12)) + f"*{len(rules)}/**\n"
+            rules.append(line)
+            size += len(line)
+        (level / (".ignore" if depth % 2 else ".gitignore")).write_text("".join(rules))
+        for j in range(20):
+            (level / f"f{j}.txt").write_text("a\n" * 10)
+        level = level / "sub"
     with open(folder / "repetitive.txt", "w") as f:
         f.writelines(f"value {rnd.randrange(150)}\n" for _ in range(14000))
     with open(folder / "repetitive_big.txt", "w") as f:
@@ -138,6 +157,10 @@ CASES: dict[str, str] = {
         "search_text(root, 'A' * 100, '', file_glob='overlapping.txt', case_sensitive=False, "
         "offset=0, limit=50, cap=cap, file_limit=BUDGET, budget=64 << 20, "
         "control=NoControl(), output_mode='count').returned"
+    ),
+    "search_under_hostile_ignore_files": (
+        "search_text(root, 'zzz', 'ignored', file_glob='*', case_sensitive=True, offset=0, "
+        "limit=50, cap=cap, file_limit=BUDGET, budget=64 << 20, control=NoControl()).examined_files"
     ),
     "edit_repetitive_14k_lines": "edit('repetitive.txt', 0.5)",
     "edit_repetitive_400k_lines": "edit('repetitive_big.txt', 0.5)",

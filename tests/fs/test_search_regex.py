@@ -338,6 +338,34 @@ def test_ignore_files_past_the_call_budget_are_not_read_and_the_note_says_so(
     assert "3 ignore file(s) were not read" in r["note"]
 
 
+def test_rules_past_the_call_budget_are_dropped_and_the_note_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(ignore_mod, "MAX_CALL_IGNORE_RULES", 3)
+    files = {f"d{i}/.gitignore": "*.log\n# a comment\n*.tmp\n" for i in range(3)}
+    files.update({f"d{i}/a.{ext}": "hit\n" for i in range(3) for ext in ("log", "tmp")})
+    root = small_root(tmp_path, files)
+    r = run(root, "hit", output_mode="files_with_matches")
+    # d0: both rules; d1: `*.log` only (its `*.tmp` is past the budget); d2: not read.
+    assert r["files"] == ["d1/a.tmp", "d2/a.log", "d2/a.tmp"]
+    assert "2 ignore file(s) were not read, or only in part" in r["note"]
+
+
+@pytest.mark.parametrize(("text", "most", "kept", "dropped"), [
+    (b"a\nb\n", 2, 2, False),
+    (b"a\nb\n# only comments past the cap\n\n", 2, 2, False),
+    (b"a\nb\n#\nc\n", 2, 2, True),
+    (b"a\nb\n", 1, 1, True),
+    (b"# none\n", 1, 0, False),
+])
+def test_an_ignore_file_says_whether_rules_past_its_cap_were_dropped(
+    text: bytes, most: int, kept: int, dropped: bool,
+) -> None:
+    from app.fs.ignore_rules import IgnoreFile
+    parsed, cut = IgnoreFile.parse(text, most)
+    assert (len(parsed.rules) if parsed else 0, cut) == (kept, dropped)
+
+
 _hay = st.text(alphabet="ab\nAé ", max_size=60).map(str.encode)
 
 
