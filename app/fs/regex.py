@@ -26,6 +26,7 @@ import re2
 from app.errors import BadArgument
 from app.fs.grep import _RANK, Caseless, FirstOf, Matcher, hyperscan, line_hits
 from app.fs.literals import required_alternatives, required_literal
+from app.fs.regex_size import MAX_EXPANDED, expanded_size
 
 _ANCHOR = re2._Anchor.UNANCHORED
 _NULL = re2._NULL_SPAN
@@ -103,6 +104,12 @@ class RegexMatcher:
             raise BadArgument(
                 "invalid regex: the pattern spells a line break; search_text matches line by "
                 "line (as ripgrep does), so a match never spans lines"
+            )
+        if not literal and expanded_size(query) > MAX_EXPANDED:
+            raise BadArgument(
+                f"invalid regex: its counted repetitions ({{n,m}}) written out pass "
+                f"{MAX_EXPANDED} items, and compiling it would take seconds (the time grows "
+                "with the square of that); use smaller counts, or * and +"
             )
         opts = re2.Options()
         opts.log_errors = False
