@@ -16,7 +16,8 @@ runs each case once and asserts a generous version of it.
 The cases are the attacks that once froze or bloated the server:
 glob patterns that make a backtracking regex exponential, files of empty
 lines (once 1.3 GB for one read), one huge line, CR-only and CRLF files,
-UTF-16 files of empty lines, a search whose every line matches, a search under
+UTF-16 files of empty lines, a search whose every line matches, a regex whose
+automaton is too large for RE2's DFA, a search under
 8 MiB of ignore files of wildcard-heavy rules, and edits of a file of
 repetitive lines (difflib over the whole file: 20 s).
 """
@@ -67,6 +68,13 @@ def build(folder: Path) -> None:
     import random
 
     rnd = random.Random(0)
+    # Lines of random `a` and `b`: half of them end 21 bytes after an `a`, and the DFA of
+    # `[ab]*a[ab]{20}$` needs 2^21 states, so RE2 runs its NFA (about 2 MB/s).
+    ab = folder / "ab"
+    ab.mkdir()
+    for k in range(20):
+        lines = ("".join(rnd.choices("ab", k=200)) for _ in range(MIB // 2 // 201))
+        (ab / f"ab{k:02d}.txt").write_text("\n".join(lines) + "\n")
     # Ignore files as large as one is read (1 MiB), eight levels deep (a call reads 8 MiB of
     # them at most), of wildcard-heavy rules; a level's rules are held while below it.
     level = folder / "ignored"
@@ -161,6 +169,11 @@ CASES: dict[str, str] = {
     "search_under_hostile_ignore_files": (
         "search_text(root, 'zzz', 'ignored', file_glob='*', case_sensitive=True, offset=0, "
         "limit=50, cap=cap, file_limit=BUDGET, budget=64 << 20, control=NoControl()).examined_files"
+    ),
+    "search_regex_past_its_dfa": (  # stopped by the call's CPU time (3 s), said in its note
+        "search_text(root, '[ab]*a[ab]{20}$', 'ab', file_glob='*', case_sensitive=True, "
+        "offset=0, limit=50, cap=cap, file_limit=BUDGET, budget=64 << 20, control=NoControl(), "
+        "regex=True, output_mode='count').truncated"
     ),
     "edit_repetitive_14k_lines": "edit('repetitive.txt', 0.5)",
     "edit_repetitive_400k_lines": "edit('repetitive_big.txt', 0.5)",

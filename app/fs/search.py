@@ -265,6 +265,14 @@ def _text_notes(scan: TextScan, walk: _Walk) -> list[str | None]:
             "(breadth-first order) were not examined: narrow the search with path=, "
             "file_glob= or exclude=, or a more specific query"
         )
+    if scan.stopped_slow is not None:
+        notes.append(
+            f"stopped after {scan.cpu_limit:g} s of CPU, having scanned {scan.scanned} bytes in "
+            f"{scan.examined} files (the pattern is slow on this text: RE2 left its fast "
+            f"automaton); '{name_of(scan.stopped_slow)}' and the files after it were not "
+            "examined: narrow the search with path=, file_glob= or exclude=, or a simpler "
+            "pattern (fewer counted repetitions after a class)"
+        )
     if scan.too_large:
         notes.append(f"{scan.too_large} file(s) over {scan.file_limit} bytes were not searched")
     notes.append(unreadable_note(walk.walker))
@@ -283,7 +291,8 @@ def _text_result(scan: TextScan, walk: _Walk, offset: int, limit: int, cap: int
         cut = n < len(page)
         shown = [h["path"] for h in page[:n]] if scan.mode == FILES else page[:n]
         return SearchTextResult(
-            truncated=scan.stopped_at is not None or scan.stopped_in is not None,
+            truncated=(scan.stopped_at is not None or scan.stopped_in is not None
+                       or scan.stopped_slow is not None),
             examined_files=scan.examined,
             scanned_bytes=scan.scanned, skipped_too_large=scan.too_large,
             skipped_binary=scan.binary, skipped_links=walk.walker.skipped_links,

@@ -7,6 +7,7 @@ the call's byte budget. `TextScan.search` then finds its matching lines with
 the call's matcher (`app.fs.grep` or `app.fs.regex`) and records what the
 output mode lists. Each matching line costs `LINE_COST` budget bytes on top of
 the bytes read; where the budget runs out, the scan records the file and line.
+A call also stops, at a file, once it has spent `MAX_CPU_S` of CPU.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from __future__ import annotations
 import itertools
 import os
 import stat as stat_mod
+import time
 from collections.abc import Callable, Iterator
 
 from app.fs.grep import FirstOf, Matcher, preview, wide_encoding
@@ -29,6 +31,11 @@ CONTENT, FILES, COUNT = "content", "files_with_matches", "count"
 # each is found, counted and maybe previewed in Python, so a file of millions of
 # one-character matching lines must not be millions of steps (tens of seconds).
 LINE_COST = 128
+# CPU seconds one call may spend, checked every CLOCK_EVERY bytes read: RE2 matches in
+# linear time, but a pattern whose automaton has too many states (`[ab]*a[ab]{20}$`)
+# leaves its DFA for a step-by-step NFA, about 2 MB/s: 30 s for the byte budget.
+MAX_CPU_S = 3.0
+CLOCK_EVERY = 1 << 20
 
 
 class TextScan:
@@ -50,6 +57,9 @@ class TextScan:
         self.charged = 0  # LINE_COST per matching line
         self.stopped_at: str | None = None  # the first file the byte budget left out
         self.stopped_in: tuple[str, int] | None = None  # (file, line) where lines used it up
+        self.stopped_slow: str | None = None  # the first file left out for want of CPU time
+        self.cpu_limit, self.started = MAX_CPU_S, time.thread_time()
+        self.clock_at = CLOCK_EVERY  # bytes scanned when the clock is looked at next
 
     @property
     def spent(self) -> int:
@@ -65,6 +75,8 @@ class TextScan:
         ask, first, budget, find, check = self.ask, self.first, self.budget, self.find, \
             self.control.check
         for name in names:
+            if self.scanned >= self.clock_at and self._out_of_time(prefix + name):
+                return True
             try:
                 fd = open_(name, flags, dir_fd=dir_fd)
             except OSError:  # gone, swapped for a link, or unreadable: skipped
@@ -101,6 +113,13 @@ class TextScan:
             if hint >= 0 and self.search(data, hint, prefix + name):
                 return True
         return False
+
+    def _out_of_time(self, path: str) -> bool:
+        self.clock_at = self.scanned + CLOCK_EVERY
+        if time.thread_time() - self.started <= self.cpu_limit:
+            return False
+        self.stopped_slow = path
+        return True
 
     def _large(self, fd: int, head: bytes, path: str) -> bytes | None:
         """A file larger than `first`: its size against the guards, then the whole of it

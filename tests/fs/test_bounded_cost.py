@@ -131,6 +131,28 @@ def test_search_text_is_bounded_whatever_the_shape(
     assert res.returned <= 50
 
 
+def test_a_search_stops_at_its_cpu_time_and_says_where(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from app.fs import textscan
+
+    # No time at all, the clock looked at after every byte: the first file is searched,
+    # then the call stops before the second.
+    monkeypatch.setattr(textscan, "MAX_CPU_S", 0.0)
+    monkeypatch.setattr(textscan, "CLOCK_EVERY", 1)
+    folder = tmp_path / "slow"
+    folder.mkdir()
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (folder / name).write_text("hit\n")
+    slow = secure_root(folder, permissions=["read"], max_read_bytes=BUDGET)
+    res = search_text(slow, "h.t", "", file_glob="*", case_sensitive=True, offset=0, limit=50,
+                      cap=CAP, file_limit=BUDGET, budget=BUDGET, control=NoControl(), regex=True)
+    assert res.truncated and res.examined_files == 1
+    assert [m.path for m in res.matches or []] == ["a.txt"]
+    assert res.note and "stopped after 0 s of CPU" in res.note
+    assert "'b.txt' and the files after it were not examined" in res.note
+
+
 def test_a_search_stopped_by_matching_lines_says_so(root: SecureRoot) -> None:
     Path(root.real, "dense.txt").write_bytes(b"a\n" * 200_000)
     res = search_text(root, "a", "", file_glob="dense.txt", case_sensitive=True,
