@@ -30,6 +30,10 @@ CASES: list[tuple[str, dict[str, Any]]] = [
     ("search_text", {"query": "a", "file_glob": "matches.txt", "offset": 10_000_000}),
     ("search_text", {"query": "A", "file_glob": "matches.txt", "case_sensitive": False,
                      "output_mode": "count"}),
+    # RE2 on its NFA until the call's CPU time is spent; 8 MiB of wildcard-heavy ignore files
+    ("search_text", {"query": "[ab]*a[ab]{20}$", "path": "ab", "regex": True,
+                     "output_mode": "count"}),
+    ("search_text", {"query": "zzz", "path": "ignored"}),
     ("read_text_file", {"path": "empty_lines.txt", "end_line": 1_000_000_000}),
     ("read_text_file", {"path": "empty_lines.txt", "tail": 100_000}),
     ("read_text_file", {"path": "utf16_lines.txt", "start_line": 4_000_000,
