@@ -12,35 +12,12 @@ from __future__ import annotations
 
 import re
 
+from app.fs.regex_size import class_end
+
 _PUNCT = frozenset("\\.+*?()|[]{}^$-/#&~,:;<>=!@%'\"`_ ")
 _QUANT = re.compile(r"\{(\d+)(,(\d*))?\}")
 _START_FLAGS = re.compile(r"\(\?([imsU]+)\)")
 _UNSURE = -1  # an atom or quantifier the scan does not read: no literal
-
-
-def _skip_class(p: str, i: int) -> int | None:
-    """Index after the class starting at p[i] == '[', or None when unsure."""
-    j = i + 1
-    if j < len(p) and p[j] == "^":
-        j += 1
-    if j < len(p) and p[j] == "]":
-        j += 1
-    while j < len(p):
-        c = p[j]
-        if c == "\\":
-            if j + 1 < len(p) and p[j + 1] in "xpPQ":
-                return None
-            j += 2
-        elif c == "[" and p.startswith("[:", j):
-            end = p.find(":]", j + 2)
-            if end < 0:
-                return None
-            j = end + 2
-        elif c == "]":
-            return j + 1
-        else:
-            j += 1
-    return None
 
 
 def _skip_group(p: str, i: int) -> int | None:
@@ -55,7 +32,7 @@ def _skip_group(p: str, i: int) -> int | None:
             j += 2
             continue
         if c == "[":
-            end = _skip_class(p, j)
+            end = class_end(p, j)
             if end is None:
                 return None
             j = end
@@ -84,7 +61,7 @@ def _atom(p: str, i: int) -> tuple[str | None, int]:
             return None, i + 2
         return None, _UNSURE  # \x.., \p{..}, \Q, octal, ...: not worth parsing
     if c == "[":
-        end = _skip_class(p, i)
+        end = class_end(p, i)
         return None, _UNSURE if end is None else end
     if c == "(":
         if p.startswith("(?", i) and not p.startswith(("(?:", "(?P<"), i):

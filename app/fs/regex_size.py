@@ -92,20 +92,29 @@ def _item_end(p: str, i: int) -> int:
         m = _BRACED.match(p, i)
         return m.end() if m else i + 2
     if c == "[":
-        j = i + 1
-        if j < len(p) and p[j] == "^":
-            j += 1
-        if j < len(p) and p[j] == "]":
-            j += 1
-        while j < len(p):
-            if p[j] == "\\":
-                m = _BRACED.match(p, j)
-                j = m.end() if m else j + 2
-            elif p.startswith("[:", j) and (end := p.find(":]", j + 2)) >= 0:
-                j = end + 2
-            elif p[j] == "]":
-                return j + 1
-            else:
-                j += 1
-        return len(p)
+        end = class_end(p, i)
+        return len(p) if end is None else end
     return i + 1
+
+
+def class_end(p: str, i: int) -> int | None:
+    """Index after the class starting at p[i] == '[', or None when it is unclosed or holds
+    `\\Q` (not read here)."""
+    j = i + 1
+    if j < len(p) and p[j] == "^":
+        j += 1
+    if j < len(p) and p[j] == "]":
+        j += 1
+    while j < len(p):
+        if p[j] == "\\":
+            if p.startswith("\\Q", j):
+                return None
+            m = _BRACED.match(p, j)
+            j = m.end() if m else j + 2
+        elif p.startswith("[:", j) and (end := p.find(":]", j + 2)) >= 0:
+            j = end + 2
+        elif p[j] == "]":
+            return j + 1
+        else:
+            j += 1
+    return None

@@ -295,6 +295,8 @@ def test_a_match_starting_before_the_required_literal_is_found(tmp_path: Path,
     (r"\bfoo\b", ("foo", False)), (r"(?i)\btodo\b", ("todo", True)), ("fo+bar", ("bar", False)),
     ("ab?cd", ("cd", False)), ("x*", None), ("a|b", None), (r"a\.b", ("a.b", False)),
     (r"a(?i)b", None), (r"\x41bc", None), ("(ab)+cde", ("cde", False)), (r"[]a]bc", ("bc", False)),
+    # braced escapes in a class (`\x{5d}` is `]`), and `\Q` in one, which is not read
+    (r"[\p{L}]+foo", ("foo", False)), (r"[\x{5d}a]bc", ("bc", False)), (r"[\Q]\E]foo", None),
 ])
 def test_the_required_literal_is_found_or_none(pattern: str, literal: Any) -> None:
     assert required_literal(pattern) == literal
