@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import re
 
-from app.fs.regex_size import class_end
+from app.fs.regex_size import COUNT, class_end
 
 _PUNCT = frozenset("\\.+*?()|[]{}^$-/#&~,:;<>=!@%'\"`_ ")
-_QUANT = re.compile(r"\{(\d+)(,(\d*))?\}")
 _START_FLAGS = re.compile(r"\(\?([imsU]+)\)")
 _UNSURE = -1  # an atom or quantifier the scan does not read: no literal
 
@@ -81,7 +80,7 @@ def _quantifier(p: str, i: int) -> tuple[bool, bool, int]:
     if i >= len(p) or p[i] not in "*?+{":
         return False, False, i
     if p[i] == "{":
-        qm = _QUANT.match(p, i)
+        qm = COUNT.match(p, i)
         if qm is None:
             return False, False, _UNSURE
         optional = int(qm.group(1)) == 0

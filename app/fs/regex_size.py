@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 MAX_EXPANDED = 4000  # pattern items with counted repetitions written out (compile ≤ ~0.1 s)
-_COUNT = re.compile(r"\{(\d+)(?:,(\d*))?\}")
+COUNT = re.compile(r"\{(\d+)(?:,(\d*))?\}")  # {n}, {n,}, {n,m}: n, then m or ""
 _BRACED = re.compile(r"\\[pPx]\{[^}]*\}")
 
 
@@ -32,7 +32,7 @@ def expanded_size(p: str) -> int:
     while i < n:
         c = p[i]
         top = stack[-1]
-        if c == "{" and (m := _COUNT.match(p, i)):
+        if c == "{" and (m := COUNT.match(p, i)):
             times = int(m[2]) if m[2] else int(m[1])
             top[0] += top[1] * (times - 1)
             top[1] *= times
