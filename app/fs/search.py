@@ -268,10 +268,10 @@ def _text_notes(scan: TextScan, walk: _Walk) -> list[str | None]:
     if scan.stopped_slow is not None:
         notes.append(
             f"stopped after {scan.cpu_limit:g} s of CPU, having scanned {scan.scanned} bytes in "
-            f"{scan.examined} files (the pattern is slow on this text: RE2 left its fast "
-            f"automaton); '{name_of(scan.stopped_slow)}' and the files after it were not "
-            "examined: narrow the search with path=, file_glob= or exclude=, or a simpler "
-            "pattern (fewer counted repetitions after a class)"
+            f"{scan.examined} files (usually a regex too large for RE2's fast automaton, "
+            f"such as a class under a long count); '{name_of(scan.stopped_slow)}' and the "
+            "files after it were not examined: narrow the search with path=, file_glob= or "
+            "exclude=, or a simpler pattern"
         )
     if scan.too_large:
         notes.append(f"{scan.too_large} file(s) over {scan.file_limit} bytes were not searched")

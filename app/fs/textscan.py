@@ -69,7 +69,8 @@ class TextScan:
     def scan_dir(self, dir_fd: int, prefix: str, names: list[str]) -> bool:
         """Reads and searches the files `names` of one directory (walk path `prefix +
         name`, made only where it is shown), in order; True when the call stops here:
-        the page is full or the budget spent (`stopped_at`, `stopped_in` say where)."""
+        the page is full, the budget or the CPU time spent (`stopped_at`, `stopped_in`,
+        `stopped_slow` say where)."""
         # Per file one open, one read, one close: system calls are what a search costs,
         # and the Python around them is kept to this one loop.
         open_, read, close, flags = os.open, os.read, os.close, FILE_FLAGS
