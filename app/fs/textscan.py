@@ -33,8 +33,9 @@ CONTENT, FILES, COUNT = "content", "files_with_matches", "count"
 LINE_COST = 128
 # CPU seconds one call may spend, looked at between files every CLOCK_EVERY bytes read:
 # RE2 matches in linear time, but a pattern whose automaton has too many states
-# (`[ab]*a[ab]{20}$`) leaves its DFA for a step-by-step NFA, about 2 MB/s: 30 s for the
-# byte budget. A call may pass it by one file (about 5 s for an 8 MiB file at that rate).
+# (`[ab]*a[ab]{20}$`) leaves its DFA for a step-by-step NFA, about 2 MB/s: some 30 s
+# (estimated) for the byte budget. A call may pass it by one file (about 5 s for an 8 MiB
+# file at that rate).
 MAX_CPU_S = 3.0
 CLOCK_EVERY = 1 << 18
 
