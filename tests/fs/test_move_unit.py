@@ -268,6 +268,25 @@ def test_a_folder_no_rule_could_reach_is_never_opened(tmp_path, monkeypatch):
     assert (top / "other" / "lib").is_dir() and (top / "src2").is_dir()
 
 
+@pytest.mark.parametrize("held", [0, 1, 32])
+def test_the_check_descends_wide_and_deep_trees_with_few_descriptors(tmp_path, monkeypatch, held):
+    """Subfolders open from a held parent handle, or from the root's handle once MAX_HELD
+    parents are held: either way every folder is looked into and no descriptor is left."""
+    top = tmp_path / "r"
+    for i in range(40):  # wider than MAX_HELD
+        (top / "app" / f"w{i:02}" / "a" / "b").mkdir(parents=True)
+    (top / "app" / "w39" / "a" / "b" / "prod.yaml").write_text("SECRET")
+    monkeypatch.setattr(exposure, "MAX_HELD", held)
+    root = secure_root(top, deny=["app/*/prod.yaml"])
+    fds = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(DeniedName):
+        move.move_file(root, "app", "other")
+    (top / "app" / "w39" / "a" / "b" / "prod.yaml").unlink()
+    move.move_file(root, "app", "other")
+    assert len(os.listdir("/proc/self/fd")) == fds
+    assert (top / "other" / "w39" / "a" / "b").is_dir()
+
+
 # --- the exposure check against a reference: every entry below the moved folder, walked in full
 
 
