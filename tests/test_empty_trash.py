@@ -67,3 +67,32 @@ def test_a_trash_that_is_a_link_is_refused(one_root_config, tree, tmp_path) -> N
     r = run(one_root_config("workspace"), "--empty-trash", "main", "--older-than", "0")
     assert r.returncode == 1 and "cannot be emptied" in r.stderr
     assert (elsewhere / "20200101T000000Z").exists()
+
+
+def test_a_tree_of_any_depth_is_emptied(one_root_config, tree) -> None:
+    """An agent builds a folder deeper than Python's recursion limit (1,200 levels, one
+    create_directory; the request limit allows 2,048) with a file at the bottom, and
+    deletes it: its stamp is measured and emptied like any other, with no recursion and one
+    folder open at a time (a recursive walk ends in RecursionError, and would hold a
+    descriptor per level)."""
+    from app.fs import trash, write
+    from app.registry import Registry
+
+    cfg = one_root_config("workspace")
+    root = Registry(str(cfg), audit=False).current.root("main")
+    deep = "/".join(["d"] * 1200)
+    try:
+        write.create_directory(root, deep)
+        write.write_file(root, f"{deep}/bottom.txt", "x" * 7)
+        (tree / "src" / "link_out").symlink_to("/")  # a link beside it, removed as a link
+        trash.delete(root, "d")
+        trash.delete(root, "src")
+        dry = run(cfg, "--empty-trash", "main", "--older-than", "0", "--dry-run")
+        assert dry.returncode == 0, dry.stderr
+        assert "would remove 2 delete(s), 44 bytes; kept 0 newer" in dry.stdout
+        done = run(cfg, "--empty-trash", "main", "--older-than", "0")
+        assert done.returncode == 0, done.stderr[-2000:]
+        assert "removed 2 delete(s), 44 bytes" in done.stdout
+        assert os.listdir(tree / ".mcp-trash") == []
+    finally:  # pytest's own clean-up (shutil.rmtree) recurses: too deep for it
+        subprocess.run(["rm", "-rf", str(tree)], check=True, timeout=60)

@@ -50,8 +50,13 @@ PLANTED = {
     "a/b/inner.txt": "/ pattern naming a folder (a/b)",
     "a/b/c/deep.txt": "/ pattern naming a folder (a/b)",
     "vault/x/y.txt": "config-level / pattern with a wildcard (vault/*/y.txt)",
+    # Five levels below `deep`: a move check that stops descending early misses it.
+    "deep/a/b/c/d/key.txt": "root-level / pattern whose wildcard spans levels (deep/*/key.txt)",
 }
-NAMES = ["config", "a", "b", "c", "x", "vault", "new", "prod.yaml", "y.txt", "inner.txt", "f.txt"]
+# Ancestors of the deep secret: moving any of them away would carry it out of its rule.
+DEEP_ANCESTORS = ["deep", "deep/a", "deep/a/b", "deep/a/b/c", "deep/a/b/c/d"]
+NAMES = ["config", "a", "b", "c", "x", "vault", "new", "prod.yaml", "y.txt", "inner.txt", "f.txt",
+         "deep"]
 # What an ignore file may say, negations of denied names included.
 IGNORES = ["!*.secret\n", "*\n!*\n", "!/private.md\n!config/prod.yaml\n", "!a/b/\n!**/*.txt\n",
            "!.env\n!id_rsa\n!keys/\n", "vault/\n!vault/x/y.txt\n"]
@@ -63,8 +68,10 @@ CTL = NoControl()
 
 
 class NeverDenied(RuleBasedStateMachine):
-    @initialize()
-    def setup(self) -> None:
+    # Each run starts with a move of an ancestor of the deep secret, so that every run
+    # asks the move check to descend all the way (it must refuse: nothing changes).
+    @initialize(src=st.sampled_from(DEEP_ANCESTORS), dst=st.sampled_from(["moved", "x", "a/x"]))
+    def setup(self, src: str, dst: str) -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="loom-sm-"))
         ws = self.tmp / "ws"
         ws.mkdir()
@@ -77,12 +84,14 @@ class NeverDenied(RuleBasedStateMachine):
         self.git = _commit_everything(ws, self.tmp / "home")
         cfg = self.tmp / "loom.toml"
         cfg.write_text(roots_toml(
-            ("ws", ws, "workspace", {"deny": ["private.md", "config/prod.yaml", "a/b"]}),
+            ("ws", ws, "workspace",
+             {"deny": ["private.md", "config/prod.yaml", "a/b", "deep/*/key.txt"]}),
             audit_log=self.tmp / "state" / "audit.log",
             extra='deny = ["*.secret", "vault/*/y.txt"]\nsearch_fetch_tools = true',
         ))
         self.reg = Registry(str(cfg), audit=False)
         self.root = self.reg.current.root("ws")
+        self._answer(lambda: move.move_file(self.root, src, dst))
 
     def teardown(self) -> None:
         if hasattr(self, "tmp"):
@@ -131,7 +140,8 @@ class NeverDenied(RuleBasedStateMachine):
     def move_file(self, src: str, dst: str, overwrite: bool) -> None:
         self._answer(lambda: move.move_file(self.root, src, dst, overwrite=overwrite))
 
-    @rule(src=st.sampled_from(["config", "a", "a/b", "vault", "vault/x", "keys"]), dst=path_st)
+    @rule(src=st.sampled_from(["config", "a", "a/b", "vault", "vault/x", "keys", *DEEP_ANCESTORS]),
+          dst=path_st)
     def move_an_ancestor(self, src: str, dst: str) -> None:
         self._answer(lambda: move.move_file(self.root, src, dst))
 
@@ -254,6 +264,18 @@ class NeverDenied(RuleBasedStateMachine):
                 self.root, base="HEAD", target=None, path=path, offset=0, cap=1 << 20,
                 read_budget=1 << 24, control=CTL,
             ))
+
+    @invariant()
+    def secrets_stay_denied_where_they_lie(self) -> None:
+        # Wherever the calls so far have put a planted secret (the trash included), the
+        # rules deny its path: a move that carried one out of its rule fails here at once,
+        # before any read has to find it.
+        if hasattr(self, "tmp"):
+            ws = self.tmp / "ws"
+            for p in ws.rglob("*"):
+                if p.is_file() and not p.is_symlink() and SECRET in p.read_text(errors="replace"):
+                    rel = p.relative_to(ws).parts
+                    assert self.root.rules.path(rel) is not None, f"{'/'.join(rel)} is not denied"
 
     @invariant()
     def secrets_stay_on_disk(self) -> None:

@@ -11,11 +11,15 @@ first 4 KiB, after BOM detection) are refused.
 The whole file is read, so it must fit in the root's `max_read_bytes`; the
 write is `app.fs.atomic.replace_file`, guarded so that a file changed by
 someone else after we read it is never overwritten with our stale edit. The
+entry's keys (`app.fs.locks`) are held from the read to the rename: two edits
+of one file through this server never interleave, so of several sent with one
+`expected_sha256` exactly one is applied. The
 answer's diff is `app.fs.edit_diff`'s.
 """
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -27,6 +31,7 @@ from app.fs import textio
 from app.fs.atomic import replace_file
 from app.fs.edit_diff import COARSE_NOTE, Span, bounded_diff
 from app.fs.hashing import sha256_bytes
+from app.fs.locks import changing
 from app.fs.paging import Control, NoControl
 from app.fs.write import existing_target, read_current, unchanged_guard
 from app.security.resolve import Parent, SecureRoot
@@ -173,9 +178,12 @@ def edit_file(
         if expected_sha256:  # the file the hash came from is gone
             raise FileChanged() from None
         raise
+    # A dry run changes nothing, so it waits for no one.
+    keys = contextlib.nullcontext() if dry_run else changing(parent, wait=control.check)
     with parent:
         try:
-            done = _edit(root, parent, edits, dry_run, expected_sha256, control)
+            with keys:
+                done = _edit(root, parent, edits, dry_run, expected_sha256, control)
         except LoomError:
             raise
         except OSError as exc:

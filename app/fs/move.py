@@ -14,28 +14,26 @@ change meanwhile, by the kernel (EINVAL).
 
 A deny pattern with `/` (`config/prod.yaml`) names a place, not a name: moving
 an ancestor (`config` -> `config2`) would carry the denied file to a path the
-pattern no longer matches. Such a move is refused, naming the pattern, when
-something below the source is denied by a whole-path rule (or is one of the
-server's own files) and would not be denied at its new path. Refusing keeps the
-rule auditable (the denied file stays where the operator's pattern says); see
-docs/security.md "Deny patterns that name a path". Only directories that a pattern could
-reach are looked at (the literal text before its first wildcard decides).
+pattern no longer matches. Such a move is refused (`app.fs.exposure`, which
+fails closed: a folder it cannot look into refuses the move too).
+
+Both entries' keys (`app.fs.locks`) are held from the first look to the
+rename, so a move never interleaves with another change of either entry
+through this server (a hash-checked edit of the source, a write at the
+destination).
 """
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import stat as stat_mod
-from collections import deque
 
 from pydantic import BaseModel
 
 from app.errors import (
     AlreadyExists,
     BadArgument,
-    DeniedName,
     IsSymlink,
     LoomError,
     NotARegularFile,
@@ -44,7 +42,9 @@ from app.errors import (
     os_error,
 )
 from app.fs.atomic import fsync_dir, lstat_at, rename_noreplace
-from app.security.resolve import DIR_FLAGS, Parent, SecureRoot
+from app.fs.exposure import refuse_exposing
+from app.fs.locks import changing
+from app.security.resolve import Parent, SecureRoot
 from app.security.walk import kind_of_mode
 
 
@@ -80,31 +80,8 @@ def move_file(
         root, destination, op
     ) as dst:
         try:
-            s_st = lstat_at(src.fd, src.name)
-            if s_st is None:
-                raise NotFound(f"no such file or directory: '{src.rel}'")
-            kind = kind_of_mode(s_st.st_mode)
-            if kind == "dir" and _inside(dst.target_parts, src.target_parts):
-                raise BadArgument(f"cannot move '{src.rel}' into its own subtree ('{dst.rel}')")
-            if kind == "dir":
-                try:
-                    _refuse_exposing(root, src, dst)
-                except LoomError as exc:
-                    root.record("DENY", src.rel, op, exc)  # the audit log says why
-                    raise
-            d_st = lstat_at(dst.fd, dst.name)
-            replaced = d_st is not None
-            if d_st is not None:
-                if (d_st.st_dev, d_st.st_ino) == (s_st.st_dev, s_st.st_ino):
-                    raise BadArgument("source and destination are the same entry")
-                _refuse_destination(d_st, dst.rel, overwrite)
-                if kind == "dir":
-                    raise AlreadyExists(
-                        f"destination '{dst.rel}' is a file; a directory never replaces a file"
-                    )
-                os.rename(src.name, dst.name, src_dir_fd=src.fd, dst_dir_fd=dst.fd)
-            else:
-                rename_noreplace(src.fd, src.name, dst.fd, dst.name)
+            with changing(src, dst):
+                kind, replaced = _move(root, src, dst, overwrite, op)
         except LoomError:
             raise
         except OSError as exc:
@@ -115,69 +92,33 @@ def move_file(
         return MoveResult(source=src.rel, destination=dst.rel, type=kind, replaced=replaced)
 
 
-MAX_CHECKED = 200_000  # entries looked at under a moved directory before giving up
-
-
-def _refuse_exposing(root: SecureRoot, src: Parent, dst: Parent) -> None:
-    """Refuse moving a directory whose content a whole-path rule denies where it is now
-    and would not deny where it goes. (The server's own files are also denied by
-    identity, which a rename keeps: only their path rule needs this check.)"""
-    rules = root.rules
-    old, new = src.target_parts, dst.target_parts
-    if not rules.may_deny_below(old):
-        return
-    try:
-        top = os.open(src.name, DIR_FLAGS, dir_fd=src.fd)
-    except OSError:
-        return  # not a plain directory any more: the rename decides
-    queue: deque[tuple[int, tuple[str, ...]]] = deque([(top, ())])
-    seen = 0
-    try:
-        while queue:
-            fd, below = queue.popleft()
-            try:
-                try:
-                    with os.scandir(fd) as it:
-                        entries = list(it)
-                except OSError:
-                    entries = []
-                for e in entries:
-                    seen += 1
-                    if seen > MAX_CHECKED:
-                        raise BadArgument(
-                            f"'{src.rel}' holds more than {MAX_CHECKED} entries: too many to "
-                            "check that moving it exposes nothing denied; move its parts instead"
-                        )
-                    if rules.name(e.name) is not None:
-                        continue  # denied by its name, which moves with it
-                    rel = (*below, e.name)
-                    hit = rules.prefixes((*old, *rel))
-                    if hit is not None:
-                        if rules.prefixes((*new, *rel)) is None:
-                            raise _exposes(src.rel, dst.rel, hit)
-                        continue  # denied there too, and so is everything below it
-                    try:
-                        is_dir = e.is_dir(follow_symlinks=False)
-                    except OSError:
-                        is_dir = False
-                    if is_dir and rules.may_deny_below((*old, *rel)):
-                        with contextlib.suppress(OSError):
-                            queue.append((os.open(e.name, DIR_FLAGS, dir_fd=fd), rel))
-            finally:
-                os.close(fd)
-    finally:
-        for fd, _ in queue:
-            os.close(fd)
-
-
-def _exposes(src: str, dst: str, pattern: str) -> DeniedName:
-    err = DeniedName(pattern)
-    err.message = (
-        f"cannot move '{src}' to '{dst}': something inside it matches deny pattern "
-        f"'{pattern}' and would not at its new path; nothing was moved"
-    )
-    err.args = (err.message,)
-    return err
+def _move(
+    root: SecureRoot, src: Parent, dst: Parent, overwrite: bool, op: str
+) -> tuple[str, bool]:
+    """The checks and the rename, both entries' keys held: (what moved, replaced a file)."""
+    s_st = lstat_at(src.fd, src.name)
+    if s_st is None:
+        raise NotFound(f"no such file or directory: '{src.rel}'")
+    kind = kind_of_mode(s_st.st_mode)
+    if kind == "dir" and _inside(dst.target_parts, src.target_parts):
+        raise BadArgument(f"cannot move '{src.rel}' into its own subtree ('{dst.rel}')")
+    if kind == "dir":
+        try:
+            refuse_exposing(root, src, dst)
+        except LoomError as exc:
+            root.record("DENY", src.rel, op, exc)  # the audit log says why
+            raise
+    d_st = lstat_at(dst.fd, dst.name)
+    if d_st is None:
+        rename_noreplace(src.fd, src.name, dst.fd, dst.name)
+        return kind, False
+    if (d_st.st_dev, d_st.st_ino) == (s_st.st_dev, s_st.st_ino):
+        raise BadArgument("source and destination are the same entry")
+    _refuse_destination(d_st, dst.rel, overwrite)
+    if kind == "dir":
+        raise AlreadyExists(f"destination '{dst.rel}' is a file; a directory never replaces a file")
+    os.rename(src.name, dst.name, src_dir_fd=src.fd, dst_dir_fd=dst.fd)
+    return kind, True
 
 
 def _refuse_destination(st: os.stat_result, rel: str, overwrite: bool) -> None:

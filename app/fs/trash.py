@@ -12,7 +12,8 @@ directory; a link moves as itself, never its target.
 the server reaches it only from the root's handle with no link followed
 (`open_subdir`), so a `.mcp-trash` planted as a link is refused, not used.
 Restoring is manual, on the host. A refused delete removes the stamp
-directory it made: nothing is left behind.
+directory it made: nothing is left behind. The entry's keys (`app.fs.locks`)
+are held from the look to the rename, as for every change through the server.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from pydantic import BaseModel
 
 from app.errors import LoomError, NotFound, OSRefusal, os_error
 from app.fs.atomic import fsync_dir, lstat_at, rename_noreplace
+from app.fs.locks import changing
 from app.security.paths import join
 from app.security.resolve import DIR_FLAGS, SecureRoot
 
@@ -67,7 +69,7 @@ def _new_stamp_dir(trash_fd: int, base: str) -> str:
 
 def delete(root: SecureRoot, path: str, *, now: datetime | None = None) -> DeleteResult:
     op = "delete"
-    with root.open_parent(path, op=op, perm="delete") as parent:
+    with root.open_parent(path, op=op, perm="delete") as parent, changing(parent):
         if lstat_at(parent.fd, parent.name) is None:
             raise NotFound(f"no such file or directory: '{parent.rel}'")
         trash_fd = open_trash(root)

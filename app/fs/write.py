@@ -9,7 +9,10 @@ fsync, rename, directory fsync).
 Lost-update guard: with `expected_sha256`, the file on disk is hashed first
 and its identity (inode, size, times) is checked again just before the
 rename; any difference is `file changed since it was read` and nothing is
-written.
+written. The server's own changes of one entry hold its keys
+(`app.fs.locks`) from the first look to the rename, so of the calls sent with
+one hash exactly one wins. Missing folders are made on the way and removed
+again if the write fails (`app.fs.folders`).
 """
 
 from __future__ import annotations
@@ -33,7 +36,9 @@ from app.errors import (
     os_error,
 )
 from app.fs.atomic import Identity, fsync_dir, lstat_at, replace_file
+from app.fs.folders import Made, open_parent_making, undone_on_failure
 from app.fs.hashing import sha256_bytes, sha256_fd
+from app.fs.locks import changing
 from app.security.resolve import FILE_FLAGS, Parent, SecureRoot
 
 
@@ -143,6 +148,38 @@ def encode_content(content: str, root: SecureRoot) -> bytes:
     return data
 
 
+def _exists(rel: str) -> AlreadyExists:
+    return AlreadyExists(f"'{rel}' already exists; pass overwrite=true to replace it")
+
+
+def _put(parent: Parent, data: bytes, overwrite: bool, expected: str | None) -> bool:
+    """Write `data` at the entry (its keys held); True when this created the file."""
+    for _ in range(2):
+        st = existing_target(parent)
+        if st is not None and not overwrite:
+            raise _exists(parent.rel)
+        guard = None
+        if expected is not None:
+            if st is None:
+                raise FileChanged()
+            digest, seen = hash_of_current(parent)
+            if digest != expected:
+                raise FileChanged()
+            guard, st = unchanged_guard(parent, seen), seen
+        try:
+            replace_file(parent.fd, parent.name, data, replace=st is not None, like=st,
+                         guard=guard)
+        except FileExistsError:
+            # Created after our look by another program (this server's calls on one name
+            # wait for each other): never ours to replace without overwrite=true; with it,
+            # look again (a file there is replaced, anything else refused for what it is).
+            if not overwrite:
+                raise _exists(parent.rel) from None
+            continue
+        return st is None
+    raise AlreadyExists(f"'{parent.rel}' kept being recreated by another program; not written")
+
+
 def write_file(
     root: SecureRoot,
     path: str,
@@ -152,46 +189,26 @@ def write_file(
     expected_sha256: str | None = None,
 ) -> WriteResult:
     op = "write_file"
-    root.authorize(path, perm="write", op=op)  # permission before the size complaint
+    parts = root.authorize(path, perm="write", op=op)  # permission before the size complaint
     data = encode_content(content, root)
     expected = expected_sha256.lower() if expected_sha256 else None
-    try:
+    if expected is not None:
         # With a hash the file must exist, so its folder must too: create nothing.
-        parent = root.open_parent(path, op=op, perm="write", create_parents=expected is None)
-    except NotFound:
-        if expected is not None:
-            raise FileChanged() from None
-        raise
-    with parent:
         try:
-            st = existing_target(parent)
-            guard = None
-            if st is not None and not overwrite:
-                raise AlreadyExists(
-                    f"'{parent.rel}' already exists; pass overwrite=true to replace it"
-                )
-            if expected is not None:
-                if st is None:
-                    raise FileChanged()
-                digest, seen = hash_of_current(parent)
-                if digest != expected:
-                    raise FileChanged()
-                guard = unchanged_guard(parent, seen)
-                st = seen
-            replace_file(parent.fd, parent.name, data, replace=st is not None, like=st,
-                         guard=guard)
+            parent, made = root.open_parent(path, op=op, perm="write"), Made()
+        except NotFound:
+            raise FileChanged() from None
+    else:
+        parent, made = open_parent_making(root, parts, op)
+    with parent, undone_on_failure(made):
+        try:
+            with changing(parent):
+                created = _put(parent, data, overwrite, expected)
         except LoomError:
             raise
-        except FileExistsError:
-            # Someone created it between our look and the rename: still not ours to replace.
-            raise AlreadyExists(
-                f"'{parent.rel}' already exists; pass overwrite=true to replace it"
-            ) from None
         except OSError as exc:
             raise os_error(exc, parent.rel) from None
-        return WriteResult(
-            path=parent.rel, created=st is None, size=len(data), sha256=sha256_bytes(data)
-        )
+    return WriteResult(path=parent.rel, created=created, size=len(data), sha256=sha256_bytes(data))
 
 
 def create_directory(root: SecureRoot, path: str) -> DirectoryResult:
@@ -200,7 +217,8 @@ def create_directory(root: SecureRoot, path: str) -> DirectoryResult:
     parts = root.authorize(path, perm="write", op=op)
     if not parts:
         return DirectoryResult(path="", created=False)  # the root always exists
-    with root.open_parent(path, op=op, perm="write", create_parents=True) as parent:
+    parent, made = open_parent_making(root, parts, op)
+    with parent, undone_on_failure(made):
         try:
             os.mkdir(parent.name, 0o777, dir_fd=parent.fd)
         except FileExistsError:

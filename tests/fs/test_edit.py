@@ -265,3 +265,46 @@ def test_decode_gives_back_the_text_and_its_exact_bytes(text, codec):
         assert enc.label in ("utf-8", "gb18030")
     else:
         assert got == text
+
+
+# -- the diff's size: the changed lines and their context, not the whole file ----------------
+
+THOUSAND = "".join(f"line {i:04}\n" for i in range(1000))
+
+
+@pytest.mark.parametrize(
+    ("edits_made", "hunks", "lines"),
+    [
+        # (old, new) pairs on the 1,000-line file; hunks and lines of the expected diff
+        ([("line 0500\n", "line 500 changed\n")], 1, 11),  # 2 headers, @@, 3 + -+ + 3
+        ([("line 0000\n", "first\n")], 1, 8),  # no context above
+        ([("line 0999\n", "last\n")], 1, 8),  # none below
+        ([("line 0100\n", "a\n"), ("line 0900\n", "b\n")], 2, 20),  # two far apart
+        ([("line 0500\n", "x\n"), ("line 0504\n", "y\n")], 1, 16),  # contexts meet: one hunk
+        ([("line 0500\nline 0501\n", "")], 1, 11),  # two lines removed
+        ([("line 0500\n", "a\nb\nc\n")], 1, 13),  # one line becomes three
+    ],
+)
+def test_a_small_edit_of_a_long_file_gives_a_small_diff(tmp_path, edits_made, hunks, lines):
+    """The diff is difflib's unified diff of the whole file (the reference), and its size is
+    what the edit touched: a one-line edit of 1,000 lines is 11 lines, never the file twice
+    over ("all removed, all added"), whatever the budget."""
+    import difflib
+
+    from app.fs.edit import edit_file
+    from tests.security.conftest import make_root
+
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "long.txt").write_text(THOUSAND)
+    root = make_root(tmp_path / "r")
+    out = edit_file(root, "long.txt", [TextEdit(old_text=o, new_text=n) for o, n in edits_made],
+                    max_output_chars=1_000_000, dry_run=True)
+    after = THOUSAND
+    for o, n in edits_made:
+        after = after.replace(o, n, 1)
+    reference = "".join(difflib.unified_diff(
+        THOUSAND.splitlines(keepends=True), after.splitlines(keepends=True),
+        fromfile="a/long.txt", tofile="b/long.txt"))
+    assert out.diff == reference
+    assert out.diff.count("\n") == lines and out.diff.count("\n@@ ") == hunks
+    assert not out.diff_truncated and out.note == "dry run: nothing was written"

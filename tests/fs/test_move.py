@@ -198,3 +198,107 @@ def test_a_destination_that_appears_after_any_check_is_never_overwritten(
     else:
         assert late.read_text() == "appeared\n"
         assert (disk.ws / "notes.txt").read_text() == "one\ntwo\nthree\n"
+
+
+# -- no overwrite, decided at the rename: a race test that cannot miss ---------------------
+
+
+_REAL_OPEN = os.open
+
+
+class _Looks:
+    """Every look at a name `late.txt` (stat, lstat, access, open; os.path's helpers call
+    these) is counted; after the `plant_after`-th, the name appears, made by "another
+    program". Whatever the move looks at, and however often, some run of the test makes
+    the destination appear right after its last look."""
+
+    def __init__(self, monkeypatch, target, plant_after: int | None) -> None:
+        self.count = 0
+        self.planted = False
+        self.target, self.plant_after = target, plant_after
+        for attr in ("stat", "lstat", "access", "open"):
+            monkeypatch.setattr(os, attr, self._wrap(getattr(os, attr)))
+
+    def _wrap(self, fn):
+        def look(path, *args, **kwargs):
+            try:
+                return fn(path, *args, **kwargs)
+            finally:  # a look that finds nothing (FileNotFoundError) is a look too
+                if isinstance(path, str | bytes) and os.fsdecode(path).endswith("late.txt"):
+                    self.count += 1
+                    if self.count == self.plant_after:
+                        self._plant()
+
+        return look
+
+    def _plant(self) -> None:
+        self.planted = True
+        fd = _REAL_OPEN(self.target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+        os.write(fd, b"appeared\n")
+        os.close(fd)
+
+
+@pytest.mark.parametrize("fallback", [False, True], ids=["renameat2", "link-unlink-fallback"])
+def test_a_destination_appearing_after_any_look_of_move_file_is_never_overwritten(
+    tmp_path, monkeypatch, fallback
+):
+    """move_file as a whole (not only its rename helper): for k = 1, 2, ... the destination
+    appears right after the move's k-th look at it. A move that checks and then renames
+    overwrites it for some k; one whose rename refuses an existing name never does."""
+    from app.fs import move
+
+    if fallback:
+        monkeypatch.setattr(atomic, "_renameat2", lambda: None)
+    with monkeypatch.context() as m:  # how many looks a plain move takes
+        disk, root = populated_ws(tmp_path / "count")
+        looks = _Looks(m, disk.ws / "dir" / "late.txt", None)
+        move.move_file(root, "notes.txt", "dir/late.txt")
+        total = looks.count
+    assert total >= 1
+    for k in range(1, total + 2):
+        with monkeypatch.context() as m:
+            disk, root = populated_ws(tmp_path / f"k{k}")
+            late = disk.ws / "dir" / "late.txt"
+            looks = _Looks(m, late, k)
+            try:
+                move.move_file(root, "notes.txt", "dir/late.txt")
+                moved = True
+            except Exception as exc:  # the message is checked below
+                moved, message = False, str(exc)
+        if looks.planted:  # it appeared: it must still be there, untouched
+            assert late.read_text() == "appeared\n" and not moved, (
+                f"appeared after look {k} of {total} and was overwritten")
+            assert message == "destination 'dir/late.txt' already exists; pass overwrite=true "\
+                "to replace it"
+            assert (disk.ws / "notes.txt").read_text() == "one\ntwo\nthree\n"
+        else:
+            assert moved and late.read_text() == "one\ntwo\nthree\n"
+
+
+def test_a_move_without_overwrite_never_uses_a_plain_rename(tmp_path, monkeypatch):
+    """Asserted directly: with renameat2 available, a move that may not replace anything
+    reaches the kernel as renameat2(RENAME_NOREPLACE), files and folders alike, and never as
+    rename(2), which replaces whatever is there."""
+    from app.fs import move
+
+    if atomic._renameat2() is None:
+        pytest.skip("no renameat2 on this platform")
+    _, root = populated_ws(tmp_path)
+    calls: list[str] = []
+    real_fn = atomic._renameat2()
+
+    def renameat2(a, b, c, d, flags):
+        calls.append(f"renameat2 flags={flags}")
+        return real_fn(a, b, c, d, flags)
+
+    def plain(*args, **kwargs):
+        calls.append("rename")
+        raise AssertionError("plain rename in a move that must not replace")
+
+    monkeypatch.setattr(atomic, "_renameat2", lambda: renameat2)
+    monkeypatch.setattr(os, "rename", plain)
+    monkeypatch.setattr(os, "replace", plain)
+    move.move_file(root, "notes.txt", "n2.txt")
+    move.move_file(root, "dir", "d2")
+    move.move_file(root, "link_out", "l2")
+    assert calls == [f"renameat2 flags={atomic.RENAME_NOREPLACE}"] * 3

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from app.errors import AlreadyExists, BadArgument, DeniedName, LoomError, OSRefusal
-from app.fs import move
+from app.fs import exposure, move
 from app.security.deny import DenyRules
 from tests.kit import secure_root
 
@@ -45,7 +45,7 @@ def test_any_other_refusal_names_the_source() -> None:
 
 
 def test_the_exposing_refusal_names_both_paths_and_the_pattern() -> None:
-    err = move._exposes("s/a", "d/b", "config/prod.yaml")
+    err = exposure.exposes("s/a", "d/b", "config/prod.yaml")
     assert isinstance(err, DeniedName) and str(err) == err.message == (
         "cannot move 's/a' to 'd/b': something inside it matches deny pattern "
         "'config/prod.yaml' and would not at its new path; nothing was moved"
@@ -75,9 +75,9 @@ def test_a_folder_too_big_to_check_is_refused_only_above_the_bound(tmp_path, mon
     for i in range(4):
         (top / "big" / f"f{i}").write_text("x")
     root = secure_root(top, deny=["*/config/prod.yaml"])  # may deny below any folder
-    monkeypatch.setattr(move, "MAX_CHECKED", 5)  # big holds 5 entries: still checked
+    monkeypatch.setattr(exposure, "MAX_CHECKED", 5)  # big holds 5 entries: still checked
     move.move_file(root, "big", "big2")
-    monkeypatch.setattr(move, "MAX_CHECKED", 4)
+    monkeypatch.setattr(exposure, "MAX_CHECKED", 4)
     with pytest.raises(LoomError) as exc:
         move.move_file(root, "big2", "big3")
     assert exc.value.message == (
@@ -152,20 +152,6 @@ def test_a_missing_destination_folder_is_named(tmp_path, destination, folder):
     )
 
 
-def test_a_folder_that_cannot_be_listed_is_left_to_the_rename(tmp_path, monkeypatch):
-    top = tmp_path / "r"
-    (top / "app" / "lib").mkdir(parents=True)
-    root = secure_root(top, deny=["app/config/prod.yaml"])  # the check looks inside app
-
-    def unreadable(*args, **kwargs):
-        raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
-
-    monkeypatch.setattr(move.os, "scandir", unreadable)
-    move.move_file(root, "app", "other")
-    monkeypatch.undo()
-    assert (top / "other" / "lib").is_dir() and not (top / "app").exists()
-
-
 def test_moving_a_folder_onto_itself_is_the_same_entry_not_its_own_subtree(tmp_path):
     top = tmp_path / "r"
     (top / "d" / "in").mkdir(parents=True)
@@ -185,28 +171,120 @@ def test_the_bound_counts_only_what_a_pattern_could_reach(tmp_path, monkeypatch)
             (top / folder / f"f{i}").write_text("x")
     (top / "config" / "lib.yaml").write_text("x")
     root = secure_root(top, deny=["config/prod.yaml"])  # may deny below `config` only
-    monkeypatch.setattr(move, "MAX_CHECKED", 3)  # config holds 2 entries; big ones hold 6
+    monkeypatch.setattr(exposure, "MAX_CHECKED", 3)  # config holds 2 entries; big ones hold 6
     move.move_file(root, "src", "src2")  # `src` cannot hold anything the rule denies
     move.move_file(root, "config", "config2")  # `config/big` cannot either
     assert (top / "src2" / "f5").exists() and (top / "config2" / "big" / "f5").exists()
 
 
-def test_a_subfolder_that_cannot_be_opened_is_left_to_the_rename(tmp_path, monkeypatch):
+# --- a folder the check cannot look into refuses the move (fail closed) ------------------
+# The failures are injected at the check's two system calls (`exposure.open_folder`,
+# `exposure.list_folder`), so the table runs as root too, where mode bits stop nothing;
+# tests/security/test_move_deny.py has the same case with real permissions (not as root).
+
+FAILURES = [
+    (errno.EACCES, "permission denied by the operating system"),
+    (errno.EMFILE, "too many open files"),
+    (errno.ENOMEM, "enomem"),
+    (errno.ENOENT, "no such file or directory"),  # the folder, or an entry, vanished
+]
+
+
+def _fail_at(monkeypatch, step: str, where: str, code: int) -> None:
+    """Make the check's open or listing of folder `where` (a name, or "" for the top)
+    fail with `code`."""
+    real_open, real_list = exposure.open_folder, exposure.list_folder
+    opened: dict[int, str] = {}
+
+    def open_folder(name, dir_fd):
+        if step == "opened" and name == where:
+            raise OSError(code, os.strerror(code))
+        fd = real_open(name, dir_fd)
+        opened[fd] = name
+        return fd
+
+    def list_folder(fd):
+        if step == "listed" and opened.get(fd) == where:
+            raise OSError(code, os.strerror(code))
+        return real_list(fd)
+
+    monkeypatch.setattr(exposure, "open_folder", open_folder)
+    monkeypatch.setattr(exposure, "list_folder", list_folder)
+
+
+@pytest.mark.parametrize(("code", "why"), FAILURES)
+@pytest.mark.parametrize("step", ["opened", "listed"])
+@pytest.mark.parametrize(("where", "shown"), [("app", "app"), ("config", "app/config"),
+                                             ("deep", "app/config/deep")])
+def test_a_folder_the_check_cannot_look_into_refuses_the_move(
+    tmp_path, monkeypatch, code, why, step, where, shown
+):
     top = tmp_path / "r"
-    (top / "app" / "config").mkdir(parents=True)
-    (top / "app" / "config" / "x.yaml").write_text("x")
-    root = secure_root(top, deny=["app/config/prod.yaml"])
-    real_open = os.open
+    (top / "app" / "config" / "deep").mkdir(parents=True)
+    (top / "app" / "config" / "deep" / "prod.yaml").write_text("SECRET")
+    lines: list[tuple] = []
+    root = secure_root(top, deny=["app/*/prod.yaml"], audit=lambda *a: lines.append(a))
+    _fail_at(monkeypatch, step, where, code)
+    with pytest.raises(OSRefusal) as exc:
+        move.move_file(root, "app", "other")
+    assert exc.value.message == (
+        f"cannot move 'app' to 'other': folder '{shown}' cannot be {step} ({why}), so it "
+        "cannot be checked that the move exposes nothing denied; nothing was moved"
+    )
+    assert lines[-1][0] == "DENY" and lines[-1][2] == "app"
+    assert (top / "app" / "config" / "deep" / "prod.yaml").exists() and not (top / "other").exists()
 
-    def no_config(path, flags, *args, **kwargs):
-        if path == "config":
-            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
-        return real_open(path, flags, *args, **kwargs)
 
-    monkeypatch.setattr(move.os, "open", no_config)
-    move.move_file(root, "app", "other")
+def test_an_entry_that_vanishes_while_listed_refuses_the_move(tmp_path, monkeypatch):
+    """The entry is listed, then gone when its type is asked (no d_type on this file system)."""
+    top = tmp_path / "r"
+    (top / "app" / "sub").mkdir(parents=True)
+
+    class Gone:
+        name = "sub"
+
+        def is_dir(self, follow_symlinks=True):
+            raise FileNotFoundError(errno.ENOENT, "gone")
+
+    monkeypatch.setattr(exposure.os, "scandir", lambda fd: contextlib.nullcontext(iter([Gone()])))
+    with pytest.raises(OSRefusal) as exc:
+        move.move_file(secure_root(top, deny=["app/*/x"]), "app", "other")
+    assert "folder 'app' cannot be listed (no such file or directory)" in exc.value.message
     monkeypatch.undo()
-    assert (top / "other" / "config" / "x.yaml").exists() and not (top / "app").exists()
+    assert (top / "app" / "sub").is_dir() and not (top / "other").exists()
+
+
+def test_a_folder_no_rule_could_reach_is_never_opened(tmp_path, monkeypatch):
+    """Failing closed costs nothing where no pattern reaches: such folders are not looked at,
+    so one that cannot be read does not stop the move."""
+    top = tmp_path / "r"
+    (top / "app" / "lib").mkdir(parents=True)
+    (top / "src").mkdir()
+    _fail_at(monkeypatch, "opened", "lib", errno.EACCES)
+    root = secure_root(top, deny=["app/config/prod.yaml"])  # reaches app/config only
+    move.move_file(root, "app", "other")
+    _fail_at(monkeypatch, "opened", "src", errno.EACCES)
+    move.move_file(root, "src", "src2")
+    assert (top / "other" / "lib").is_dir() and (top / "src2").is_dir()
+
+
+@pytest.mark.parametrize("held", [0, 1, 32])
+def test_the_check_descends_wide_and_deep_trees_with_few_descriptors(tmp_path, monkeypatch, held):
+    """Subfolders open from a held parent handle, or from the root's handle once MAX_HELD
+    parents are held: either way every folder is looked into and no descriptor is left."""
+    top = tmp_path / "r"
+    for i in range(40):  # wider than MAX_HELD
+        (top / "app" / f"w{i:02}" / "a" / "b").mkdir(parents=True)
+    (top / "app" / "w39" / "a" / "b" / "prod.yaml").write_text("SECRET")
+    monkeypatch.setattr(exposure, "MAX_HELD", held)
+    root = secure_root(top, deny=["app/*/prod.yaml"])
+    fds = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(DeniedName):
+        move.move_file(root, "app", "other")
+    (top / "app" / "w39" / "a" / "b" / "prod.yaml").unlink()
+    move.move_file(root, "app", "other")
+    assert len(os.listdir("/proc/self/fd")) == fds
+    assert (top / "other" / "w39" / "a" / "b").is_dir()
 
 
 # --- the exposure check against a reference: every entry below the moved folder, walked in full
@@ -248,10 +326,11 @@ DENY_SETS = [
 ]
 
 
-@settings(max_examples=60, deadline=None,
+@settings(max_examples=80, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
-    paths=st.lists(st.lists(st.sampled_from(TREE_NAMES), min_size=1, max_size=3), max_size=8),
+    # Up to 7 levels: a check that stops descending early passes every shallower tree.
+    paths=st.lists(st.lists(st.sampled_from(TREE_NAMES), min_size=1, max_size=7), max_size=8),
     deny=st.sampled_from(DENY_SETS),
     order=st.sampled_from(["sorted", "reversed"]),
     into=st.sampled_from(["dst", "dst2", "src2"]),
@@ -259,6 +338,10 @@ DENY_SETS = [
 # A sibling listed after an entry denied by its name, or after one denied at both places:
 @example(paths=[[".env"], ["config", "prod.yaml"]], deny=DENY_SETS[3], order="sorted", into="dst")
 @example(paths=[["lib"], ["a"]], deny=DENY_SETS[4], order="reversed", into="dst")
+# Denied three and six levels down (`*` in a deny pattern crosses `/`):
+@example(paths=[["a", "config", "prod.yaml"]], deny=DENY_SETS[3], order="sorted", into="dst")
+@example(paths=[["lib"], ["a", "lib", "a", "config", "lib", "prod.yaml"]], deny=DENY_SETS[3],
+         order="reversed", into="dst2")
 def test_the_exposure_check_agrees_with_a_full_walk(tmp_path_factory, monkeypatch, paths, deny,
                                                     order, into):
     """Refused exactly when a full walk finds an entry that would leave its rule, whatever the

@@ -9,11 +9,13 @@ sequences; this file pins the decisions.
 
 from __future__ import annotations
 
+import errno
+import os
 from pathlib import Path
 
 import anyio
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from app.errors import DeniedName
@@ -116,6 +118,111 @@ def test_the_issue_sequence_over_http(tmp_path: Path) -> None:
     assert (top / "config" / "prod.yaml").exists() and not (top / "config2").exists()
     log = (tmp_path / "state" / "audit.log").read_text()
     assert "DENY root=src path=config op=move_file" in log
+
+
+# -- a folder the check cannot list: the move is refused, never waved through ----------
+
+
+def _unlistable(monkeypatch: pytest.MonkeyPatch, top: Path, how: str) -> None:
+    """vault/ made one the server may pass through but not list. `mode`: really mode 0311
+    (root ignores mode bits, so only when not root); `injected`: every O_DIRECTORY open of
+    a name `vault` fails with EACCES, as the kernel answers for mode 0311."""
+    if how == "mode":
+        (top / "vault").chmod(0o311)
+        return
+    real = os.open
+
+    def refuse(path, flags, *args, **kwargs):
+        if path == "vault" and flags & os.O_DIRECTORY:
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+        return real(path, flags, *args, **kwargs)
+
+    monkeypatch.setattr(os, "open", refuse)
+
+
+@pytest.mark.parametrize("how", [
+    pytest.param("mode", marks=pytest.mark.skipif(os.geteuid() == 0,
+                                                  reason="root lists a 0311 folder anyway")),
+    "injected",
+])
+def test_a_folder_that_cannot_be_listed_is_not_moved_over_http(tmp_path, monkeypatch, how):
+    """Root `ws2` (workspace), deny = ["/vault/prod.yaml"], vault/ traversable but not
+    listable: reading vault/prod.yaml is refused naming the rule; moving vault -> v2 is
+    refused with the reason; v2/prod.yaml does not exist."""
+    top = tmp_path / "ws2"
+    (top / "vault").mkdir(parents=True)
+    (top / "vault" / "prod.yaml").write_text("password: SECRET\n")
+    cfg = tmp_path / "loom.toml"
+    cfg.write_text(roots_toml(("ws2", top, "workspace", {"deny": ["/vault/prod.yaml"]}),
+                              audit_log=tmp_path / "state" / "audit.log"))
+    with live_server(cfg) as srv:
+
+        async def main() -> list[tuple[bool, str]]:
+            out = []
+            async with srv.session() as s:
+                for name, args in (
+                    ("read_text_file", {"path": "vault/prod.yaml"}),
+                    ("move_file", {"source": "vault", "destination": "v2"}),
+                    ("read_text_file", {"path": "v2/prod.yaml"}),
+                ):
+                    r = await s.call_tool(name, args)
+                    out.append((bool(r.is_error), " ".join(getattr(c, "text", "")
+                                                           for c in r.content)))
+            return out
+
+        try:
+            _unlistable(monkeypatch, top, how)
+            answers = anyio.run(main)
+        finally:
+            monkeypatch.undo()
+            (top / "vault").chmod(0o755)
+    assert answers[0] == (True, "matches deny pattern 'vault/prod.yaml'")
+    assert answers[1] == (True, (
+        "cannot move 'vault' to 'v2': folder 'vault' cannot be opened (permission denied by "
+        "the operating system), so it cannot be checked that the move exposes nothing "
+        "denied; nothing was moved"))
+    assert answers[2][0] and "SECRET" not in answers[2][1]
+    assert (top / "vault" / "prod.yaml").exists() and not (top / "v2").exists()
+    assert "DENY root=ws2 path=vault op=move_file" in (tmp_path / "state" / "audit.log").read_text()
+
+
+# -- deep trees: the check must descend all the way -----------------------------------
+# A check that stops after k levels passes every tree no deeper than k. These trees put
+# the denied file 3 to 14 levels below the moved folder, under patterns whose wildcard
+# spans any number of levels (`*` crosses `/` in a deny pattern).
+
+_dir_name = st.sampled_from(["a", "b", "config", "lib", "x"])
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    chain=st.lists(_dir_name, min_size=2, max_size=13),
+    pattern=st.sampled_from(["src/*/prod.yaml", "src/*/config/prod.yaml", "src/a*/prod.yaml",
+                             "s?c/*/prod.yaml"]),
+    siblings=st.lists(st.lists(_dir_name, min_size=1, max_size=4), max_size=4),
+)
+@example(chain=["a", "config"], pattern="src/*/prod.yaml", siblings=[])  # the 3-level case
+@example(chain=["a"] * 13, pattern="src/*/prod.yaml", siblings=[["b"], ["b", "c"]])
+def test_a_denied_file_at_any_depth_stops_the_move(
+    tmp_path_factory: pytest.TempPathFactory, chain: list[str], pattern: str,
+    siblings: list[list[str]],
+) -> None:
+    top = tmp_path_factory.mktemp("deep")
+    if pattern.endswith("config/prod.yaml"):
+        chain = [*chain, "config"]
+    if pattern.startswith("src/a*"):
+        chain = ["a", *chain]
+    for extra in siblings:  # folders beside the chain: the check must look past them too
+        (top / "src").joinpath(*extra).mkdir(parents=True, exist_ok=True)
+    secret = (top / "src").joinpath(*chain, "prod.yaml")
+    secret.parent.mkdir(parents=True, exist_ok=True)
+    secret.write_text("SECRET")
+    root = make_root(top, deny=[pattern])
+    assert root.rules.path(("src", *chain, "prod.yaml")) == pattern  # denied where it is
+    with pytest.raises(DeniedName) as info:
+        move.move_file(root, "src", "moved")
+    assert f"deny pattern '{pattern}'" in info.value.message
+    assert secret.exists() and not (top / "moved").exists()
 
 
 # -- the pruning is conservative: never skips a folder a pattern could reach --------
