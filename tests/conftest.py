@@ -11,6 +11,17 @@ import pytest
 from tests.kit import config_file, roots_toml
 
 
+@pytest.fixture(autouse=True)
+def _private_state_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """Every test (and every server it starts, which inherits the environment) keeps its
+    state (made token, default audit log, index) in a folder of its own, never the home."""
+    state = tmp_path_factory.mktemp("xdg-state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    return state
+
+
 @pytest.fixture
 def write_config(tmp_path: Path) -> Callable[..., Path]:
     """Write a TOML config into tmp_path/cfg and return its path."""
