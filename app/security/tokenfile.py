@@ -114,7 +114,7 @@ def read_token(tf: TokenFile, hold: Callable[[int], object] | None = None) -> st
     if not token:
         raise _refuse("empty; delete it to have a new one made, or write a token in it")
     if any(b < 0x21 or b > 0x7E for b in token):
-        raise _refuse("a token is one word of printable ASCII characters")
+        raise _refuse("must hold one word of printable ASCII characters")
     return token.decode("ascii")
 
 
