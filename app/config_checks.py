@@ -151,14 +151,13 @@ def check_token_file(
     any link on the way to it); a configured one follows `check_own_files`."""
     own = (("token file (LOOMFS_TOKEN_FILE)", token, links),)
     for r in resolved:
-        where = f"invalid config: root '{r.name}'"
         if not made:
-            check_own_files(r.real, r.permissions, own, where)
+            check_own_files(r.real, r.permissions, own, f"invalid config: root '{r.name}'")
         elif contains(r.real, token) or any(contains(r.real, link) for link in links):
             raise ConfigError(
-                f"{where} holds the token file the server made (or a link on the way to "
-                "it); set XDG_STATE_HOME to a folder outside every root, or give "
-                "LOOMFS_TOKEN_FILE"
+                f"root '{r.name}' holds the place of the token file the server makes (or a "
+                "link on the way to it): set XDG_STATE_HOME to a folder outside every root, "
+                "or give LOOMFS_TOKEN_FILE"
             )
 
 

@@ -119,16 +119,21 @@ class Registry:
         audit: bool = True,
         token_file: TokenFile | str | object | None = _FROM_ENV,
     ) -> None:
+        """`token_file`: the file whose token /mcp requires, read at every load (a path, or
+        a `TokenFile`); by default none is read and `LOOMFS_TOKEN_FILE`, if set, is only
+        protected."""
         self.config_path = config_path
         self._with_audit = audit
+        # Files that hold a token this server does not read (stdio, or a test): protected all
+        # the same. Where a token is made (by this server or another one of this user's) is
+        # always among them.
+        others = [default_token_path()]
         if token_file is _FROM_ENV:
-            token_file = os.environ.get("LOOMFS_TOKEN_FILE") or None
-        if isinstance(token_file, str):
+            others.append(os.environ.get("LOOMFS_TOKEN_FILE") or "")
+        elif isinstance(token_file, str):
             token_file = TokenFile(os.path.abspath(token_file))
         self.token_file = token_file if isinstance(token_file, TokenFile) else None
-        # Where a token is made (by this server or another one of this user's): always
-        # protected, whichever token this one uses.
-        self.made_token_path = default_token_path()
+        self._other_tokens = [os.path.abspath(p) for p in others if p]
         self.protected = Protected()
         self._lock = threading.Lock()
         self._listeners: list[Callable[[Snapshot, Snapshot], None]] = []
@@ -165,7 +170,7 @@ class Registry:
         # The file at the config path is the config, even when this load refuses it.
         loaded = config_mod.load(self.config_path, hold=self.protected.hold_fd)
         token, token_paths = self._read_token(loaded)
-        self.protected.hold_paths([self.made_token_path])
+        self.protected.hold_paths(self._other_tokens)
         if len(self.protected) > MAX_HELD:
             raise ConfigError(
                 f"the server already holds {len(self.protected)} of its own old files (config, "
@@ -178,8 +183,9 @@ class Registry:
         # The links on the way to the config too (in a read-only root: it cannot be swapped,
         # but nor need the agent see the way to the file that defines its roots).
         own = (
-            *token_paths, os.path.realpath(self.made_token_path), *loaded.source_links,
-            *self.protected.log_paths(), old.config.source if old is not None else None,
+            *token_paths, *self._other_tokens, *map(os.path.realpath, self._other_tokens),
+            *loaded.source_links, *self.protected.log_paths(),
+            old.config.source if old is not None else None,
         )
         audit = old.audit if old is not None else None
         fresh = None

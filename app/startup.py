@@ -177,7 +177,7 @@ def serve(args: argparse.Namespace, config_path: str, loaded: LoadedConfig) -> i
     from app.server import LoomServer
 
     try:
-        # stdio: the token file of LOOMFS_TOKEN_FILE, if any, is protected (and read) all the same.
+        # stdio reads no token; LOOMFS_TOKEN_FILE, if set, is protected all the same.
         registry = Registry(config_path) if auth is None else Registry(
             config_path, token_file=auth.file
         )

@@ -311,7 +311,7 @@ def test_the_made_token_is_never_inside_a_root(
     state = _private_state_home
     inside = write_config(roots_toml(("top", state, "reference"), audit_log=None))
     code, err = refused_start(inside, [], {}, monkeypatch, capsys)
-    assert code == 1 and "holds the token file the server made" in err
+    assert code == 1 and "holds the place of the token file the server makes" in err
     assert not made_path(state).exists()
 
     (tmp_path / "docs").mkdir()
@@ -322,7 +322,7 @@ def test_the_made_token_is_never_inside_a_root(
     cfg.write_text(roots_toml(("docs", tmp_path / "docs", "reference"),
                               ("top", state, "reference"), audit_log=None))
     said = srv.call(token, "reload_config", {})
-    assert "holds the token file the server made" in said and str(state) not in said
+    assert "holds the place of the token file the server makes" in said and str(state) not in said
     assert "top" not in srv.call(token, "list_roots", {})
 
 
@@ -349,3 +349,19 @@ def test_the_made_tokens_place_is_protected_whichever_token_is_used(
         assert isinstance(info.value, DeniedName), rel
         with pytest.raises(DeniedName):
             listing.stat_path(r, rel)
+
+
+def test_a_configured_token_file_in_a_root_that_grants_write_is_refused(
+    write_config: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """Read again at every reload: an agent that could swap it would choose who connects."""
+    ws = tmp_path / "ws"
+    (ws / "secrets").mkdir(parents=True)
+    (ws / "secrets" / "token").write_text("configured-token\n")
+    cfg = write_config(roots_toml(("ws", ws, "workspace"), audit_log=None))
+    code, err = refused_start(
+        cfg, [], {"LOOMFS_TOKEN_FILE": str(ws / "secrets" / "token")}, monkeypatch, capsys
+    )
+    assert code == 1
+    assert "grants write, delete and contains the server's token file (LOOMFS_TOKEN_FILE)" in err
