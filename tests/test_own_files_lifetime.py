@@ -178,3 +178,28 @@ def test_no_new_file_is_refused_while_the_servers_files_come_and_go(place: Path)
             break
     # What makes the test worth having: new files did get numbers the server's files had.
     assert reused >= 20, f"inode numbers came back only {reused} times"
+
+
+def test_a_reload_past_the_cap_on_held_files_is_refused_and_changes_nothing(
+    place: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Old configs that keep a link elsewhere stay held (each is a descriptor): past the
+    cap a reload is refused, saying why, rather than dropping one or running out."""
+    import app.registry
+
+    monkeypatch.setattr(app.registry, "MAX_HELD", 3)
+    cfg = place / "etc" / "loom.toml"
+    body = roots_toml(("ws", place / "ws", "workspace"), audit_log=place / "state" / "a.log")
+    cfg.write_text(body)
+    reg = Registry(str(cfg), token_file=None)  # the config and the audit log: 2 held
+    for i in range(5):
+        os.link(cfg, place / "etc" / f"kept-{i}.toml")  # a backup keeps each old version
+        save_atomically(cfg, body + f"# v{i}\n", "rename-over")
+        try:
+            reg.reload()
+        except ConfigError as exc:
+            assert "already holds 4 of its own old files" in exc.message
+            assert reg.current.generation == i + 1  # the last good snapshot
+            break
+    else:
+        raise AssertionError("never refused")

@@ -43,7 +43,9 @@ Identity = tuple[int, int]
 SWEEP_SECONDS = 30.0
 # Open enough to hold: O_PATH needs no permission and is never a read; elsewhere a
 # non-blocking read-only open (a FIFO must not stall the load).
-_HOLD_FLAGS = getattr(os, "O_PATH", os.O_RDONLY | os.O_NONBLOCK) | os.O_CLOEXEC
+_HOLD_FLAGS = getattr(os, "O_PATH", os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)) | getattr(
+    os, "O_CLOEXEC", 0
+)
 
 
 def _close_all(held: dict[Identity, int]) -> None:
