@@ -79,8 +79,9 @@ class HttpAuth:
     made_now: bool = False
 
 
-def http_auth(args: argparse.Namespace, settings: Settings, host: str, loaded: LoadedConfig
-              ) -> HttpAuth | tuple[int, str]:
+def http_auth(
+    args: argparse.Namespace, settings: Settings, host: str, loaded: LoadedConfig
+) -> HttpAuth | tuple[int, str]:
     """Closed by default: the token the person configured, else one made at the first start
     (and reused); or the exit code and the reason to refuse."""
     from app.http.guards import is_loopback
@@ -90,8 +91,10 @@ def http_auth(args: argparse.Namespace, settings: Settings, host: str, loaded: L
         return 2, "LOOMFS_TOKEN and LOOMFS_TOKEN_FILE are both set: keep one"
     if args.no_auth:
         if configured:
-            return 2, "--no-auth asks for no token, but LOOMFS_TOKEN or LOOMFS_TOKEN_FILE " \
-                      "gives one: drop one of them"
+            return 2, (
+                "--no-auth asks for no token, but LOOMFS_TOKEN or LOOMFS_TOKEN_FILE gives "
+                "one: drop one of them"
+            )
         if not is_loopback(host):
             return 2, f"refusing --no-auth on non-loopback host {host!r}: it is for loopback only"
         return HttpAuth()
@@ -135,8 +138,9 @@ def announce_auth(auth: HttpAuth, url: str) -> None:
     if auth.file is None:
         print("token: from LOOMFS_TOKEN; /mcp requires it", file=err, flush=True)
         return
-    how = ("made now" if auth.made_now else "made at an earlier start") if auth.file.made \
-        else "LOOMFS_TOKEN_FILE"
+    how = "LOOMFS_TOKEN_FILE"
+    if auth.file.made:
+        how = "made now" if auth.made_now else "made at an earlier start"
     path = shlex.quote(auth.file.path)
     print(f"token: {auth.file.path} ({how}; read again at every reload); /mcp requires it. "
           "A client connects with:", file=err)
