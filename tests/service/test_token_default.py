@@ -121,9 +121,9 @@ def wait_for(check: Callable[[], bool], what: str, deadline: float = 10.0) -> No
 
 
 def test_http_without_a_token_makes_one_requires_it_and_reuses_it(
-    serve: Callable[..., Running], _private_state_home: Path
+    serve: Callable[..., Running], private_state_home: Path
 ) -> None:
-    path = made_path(_private_state_home)
+    path = made_path(private_state_home)
     srv = serve()
     token = path.read_text().strip()
     assert len(token) >= 43 and re.fullmatch(r"[A-Za-z0-9_-]+", token)
@@ -154,11 +154,11 @@ def test_http_without_a_token_makes_one_requires_it_and_reuses_it(
 @pytest.mark.parametrize("how", ["sighup", "reload_config"])
 @pytest.mark.parametrize("source", ["made", "LOOMFS_TOKEN_FILE"])
 def test_a_rotated_token_takes_effect_at_reload_and_the_old_one_stops_working(
-    serve: Callable[..., Running], _private_state_home: Path, tmp_path: Path,
+    serve: Callable[..., Running], private_state_home: Path, tmp_path: Path,
     source: str, how: str,
 ) -> None:
     if source == "made":
-        srv, path = serve(), made_path(_private_state_home)
+        srv, path = serve(), made_path(private_state_home)
     else:
         path = tmp_path / "secrets" / "token"
         path.parent.mkdir()
@@ -177,9 +177,9 @@ def test_a_rotated_token_takes_effect_at_reload_and_the_old_one_stops_working(
 
 
 def test_a_reload_whose_token_file_cannot_be_used_keeps_the_token(
-    serve: Callable[..., Running], _private_state_home: Path
+    serve: Callable[..., Running], private_state_home: Path
 ) -> None:
-    srv, path = serve(), made_path(_private_state_home)
+    srv, path = serve(), made_path(private_state_home)
     token = path.read_text().strip()
     os.chmod(path, 0o644)  # open to others: refused, never used
     said = srv.call(token, "reload_config", {})
@@ -192,13 +192,13 @@ def test_a_reload_whose_token_file_cannot_be_used_keeps_the_token(
 
 
 def test_no_auth_serves_without_a_token_and_says_so(
-    serve: Callable[..., Running], _private_state_home: Path
+    serve: Callable[..., Running], private_state_home: Path
 ) -> None:
     srv = serve("--no-auth")
     assert srv.status(None) == 200
     err = stop(srv)
     assert "WARNING: --no-auth" in err and "every process" in err
-    assert not made_path(_private_state_home).exists()
+    assert not made_path(private_state_home).exists()
 
 
 REFUSED_STARTS = [
@@ -234,13 +234,13 @@ def refused_start(
 
 @pytest.mark.parametrize(("args", "env", "said"), REFUSED_STARTS)
 def test_starts_that_would_serve_open_or_unclear_are_refused(
-    one_root_config: Callable[..., Path], _private_state_home: Path,
+    one_root_config: Callable[..., Path], private_state_home: Path,
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
     args: list[str], env: dict[str, str], said: str,
 ) -> None:
-    made_path(_private_state_home).parent.mkdir(mode=0o700)
-    made_path(_private_state_home).write_text("made-earlier\n")
-    os.chmod(made_path(_private_state_home), 0o600)
+    made_path(private_state_home).parent.mkdir(mode=0o700)
+    made_path(private_state_home).write_text("made-earlier\n")
+    os.chmod(made_path(private_state_home), 0o600)
     code, err = refused_start(one_root_config("reference"), args, env, monkeypatch, capsys)
     assert code != 0 and said in err, err
     assert "listening on" not in err
@@ -286,11 +286,11 @@ BAD_MADE_FILES = [
 @pytest.mark.parametrize(("make", "said"), [c[1:] for c in BAD_MADE_FILES],
                          ids=[c[0] for c in BAD_MADE_FILES])
 def test_a_made_token_file_that_is_not_the_servers_is_refused_never_repaired(
-    one_root_config: Callable[..., Path], _private_state_home: Path,
+    one_root_config: Callable[..., Path], private_state_home: Path,
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
     make: Callable[[Path], None], said: str,
 ) -> None:
-    path = made_path(_private_state_home)
+    path = made_path(private_state_home)
     path.parent.mkdir(mode=0o700)
     make(path)
     before = os.lstat(path)
@@ -302,13 +302,13 @@ def test_a_made_token_file_that_is_not_the_servers_is_refused_never_repaired(
 
 
 def test_the_made_token_is_never_inside_a_root(
-    write_config: Callable[..., Path], _private_state_home: Path, tmp_path: Path,
+    write_config: Callable[..., Path], private_state_home: Path, tmp_path: Path,
     serve: Callable[..., Running], monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """At start nothing is made when a root would hold it; a reload that would put it in
     a root is refused and changes nothing."""
-    state = _private_state_home
+    state = private_state_home
     inside = write_config(roots_toml(("top", state, "reference"), audit_log=None))
     code, err = refused_start(inside, [], {}, monkeypatch, capsys)
     assert code == 1 and "holds the place of the token file the server makes" in err
@@ -327,18 +327,18 @@ def test_the_made_token_is_never_inside_a_root(
 
 
 def test_the_made_tokens_place_is_protected_whichever_token_is_used(
-    write_config: Callable[..., Path], _private_state_home: Path, tmp_path: Path
+    write_config: Callable[..., Path], private_state_home: Path, tmp_path: Path
 ) -> None:
     """A server on stdio (or with its own token) whose read-only root holds the state folder
     of another one: the made token there is refused by path, and by identity under
     another name."""
-    path = made_path(_private_state_home)
+    path = made_path(private_state_home)
     path.parent.mkdir(mode=0o700)
     path.write_text("another-servers-token\n")
     ws = tmp_path / "ws"
     ws.mkdir()
     os.link(path, ws / "innocent.txt")
-    cfg = write_config(roots_toml(("top", _private_state_home, "reference"),
+    cfg = write_config(roots_toml(("top", private_state_home, "reference"),
                                   ("ws", ws, "workspace"), audit_log=None))
     reg = Registry(str(cfg), token_file=None)
     snap = reg.current
