@@ -1,9 +1,14 @@
 # loom-fs-mcp over Streamable HTTP, mirroring start_http.sh.
 # In a container the server must bind 0.0.0.0, which the bind guard only allows with
-# --allow-remote AND a token: pass LOOMFS_TOKEN (or mount a file for LOOMFS_TOKEN_FILE).
+# --allow-remote AND a token you configure (a token the server would make does not count):
+# pass LOOMFS_TOKEN, or mount a secret file and point LOOMFS_TOKEN_FILE at it (read again
+# at every reload: rotate it, then `docker kill -s HUP <container>`).
 # Mount roots as volumes (read-only for `reference` roots) and a roots.toml naming them:
-#   docker run -p 127.0.0.1:8000:8000 -e LOOMFS_TOKEN=... \
+#   docker run -p 127.0.0.1:8000:8000 -e LOOMFS_TOKEN="$(cat ~/.loomfs-token)" \
 #     -v ~/docs:/roots/docs:ro -v ./roots.toml:/config/roots.toml:ro loom-fs-mcp
+# or, with a file:
+#   docker run ... -v ~/.loomfs-token:/run/secrets/loomfs-token:ro \
+#     -e LOOMFS_TOKEN_FILE=/run/secrets/loomfs-token loom-fs-mcp
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \

@@ -1,6 +1,9 @@
 # Set up (first run) and serve loom-fs-mcp over Streamable HTTP on 127.0.0.1:8000.
 # Mirrors start_http.sh: creates .venv, installs, creates config\roots.toml from the
 # example if missing, then runs the HTTP server. Extra arguments pass through.
+# /mcp needs a bearer token: with neither LOOMFS_TOKEN nor LOOMFS_TOKEN_FILE set, the first
+# start makes one in the state folder (XDG_STATE_HOME, else ~/.local/state, then
+# loom-fs-mcp\token) and prints where it is; -- --no-auth serves without one (loopback only).
 $ErrorActionPreference = "Stop"
 Set-Location -Path $PSScriptRoot
 

@@ -3,8 +3,13 @@
 #   - creates .venv if missing and installs the package into it
 #   - creates config/roots.toml from config/roots.example.toml if missing
 #   - runs: loom-fs-mcp --transport http --config config/roots.toml [extra args...]
+# /mcp needs a bearer token: with neither LOOMFS_TOKEN nor LOOMFS_TOKEN_FILE set, the first
+# start makes one at ${XDG_STATE_HOME:-~/.local/state}/loom-fs-mcp/token (0600) and prints
+# where it is and the client command lines that use it; later starts reuse it. --no-auth
+# serves without one (loopback only). See docs/service.md, "The bearer token".
 # Extra arguments pass through (e.g. --port 8001). Environment: LOOMFS_VENV, LOOMFS_TOKEN,
-# LOOMFS_TOKEN_FILE, LOOMFS_ALLOWED_HOSTS, LOOMFS_ALLOWED_ORIGINS, LOOMFS_HOST, LOOMFS_PORT.
+# LOOMFS_TOKEN_FILE, LOOMFS_ALLOWED_HOSTS, LOOMFS_ALLOWED_ORIGINS, LOOMFS_HOST, LOOMFS_PORT,
+# XDG_STATE_HOME.
 set -euo pipefail
 cd "$(dirname "$0")"
 

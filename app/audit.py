@@ -5,6 +5,10 @@ server instances must not share a file. To purge a live log, truncate it
 (`truncate -s 0`), never delete it: the handler keeps its descriptor and
 would go on writing into the unlinked inode.
 
+The log and its rotations are created 0600 in a folder created 0700: they
+name every root and every file accessed. (A file an older start created keeps
+its mode; a rotation renames, so the next new file is private.)
+
 One `AuditLog` lives as long as the server: a reload that changes the file or
 its bounds re-points it (`reconfigure`), so a call that started on the old
 snapshot still gets its line, in the new file. It writes through its own
@@ -23,7 +27,7 @@ import time
 import weakref
 from collections.abc import Callable
 
-OnOpen = Callable[[tuple[int, int]], None]
+OnOpen = Callable[[int], object]  # given the descriptor of each file the log opens
 
 # Who is calling: "stdio", or the HTTP peer. Set by the transport for each request.
 current_client: contextvars.ContextVar[str] = contextvars.ContextVar(
@@ -43,23 +47,29 @@ def _field(value: str) -> str:
 
 
 class _Handler(logging.handlers.RotatingFileHandler):
-    """Tells `on_open` the identity of every file it opens (the first, each after rotation),
-    so the roots can deny the audit log under any name it gets (`app.security.protected`)."""
+    """Opens each file (the first, each after rotation) private to this user, and gives
+    `on_open` its descriptor, so the roots can deny the audit log under any name it gets
+    (`app.security.protected` holds it)."""
 
     def __init__(self, path: str, max_bytes: int, backups: int, on_open: OnOpen | None) -> None:
         self._on_open = on_open
         super().__init__(path, maxBytes=max_bytes, backupCount=backups, encoding="utf-8")
 
     def _open(self):
-        stream = super()._open()
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
+        fd = os.open(self.baseFilename, flags, 0o600)
+        stream = self._builtin_open(fd, "a", encoding=self.encoding, errors=self.errors)
         if self._on_open is not None:
-            st = os.fstat(stream.fileno())
-            self._on_open((st.st_dev, st.st_ino))
+            try:
+                self._on_open(stream.fileno())
+            except BaseException:
+                stream.close()
+                raise
         return stream
 
 
 def _open(path: str, max_bytes: int, backups: int, on_open: OnOpen | None) -> logging.Handler:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
+    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
     handler = _Handler(path, max_bytes, backups, on_open)
     handler.setFormatter(_UTCFormatter("%(asctime)s %(message)s"))
     return handler

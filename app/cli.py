@@ -27,7 +27,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--allow-remote",
         action="store_true",
-        help="allow a non-loopback --host (also needs a token)",
+        help="allow a non-loopback --host (also needs a token you configured)",
+    )
+    p.add_argument(
+        "--no-auth",
+        action="store_true",
+        help="HTTP without a bearer token (loopback only): every local process can connect",
     )
     p.add_argument("--check", action="store_true", help="validate the config, print roots, exit")
     p.add_argument(

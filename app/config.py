@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -30,6 +31,7 @@ from app.config_checks import (
 )
 from app.errors import ConfigError
 from app.messages import sentence
+from app.security.tokenfile import state_dir
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -162,14 +164,21 @@ class LoadedConfig:
 
 
 def default_audit_log() -> str:
-    state = os.environ.get("XDG_STATE_HOME") or os.path.expanduser("~/.local/state")
-    return os.path.join(state, "loom-fs-mcp", "audit.log")
+    return os.path.join(state_dir(), "audit.log")
 
 
-def read_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+Hold = Callable[[int], object]
+
+
+def read_file(path: str | os.PathLike[str], hold: Hold | None = None) -> dict[str, Any]:
+    """The file's data; `hold` is given the descriptor of the very file read (the
+    server protects its config by that identity, even when this load refuses it)."""
     p = Path(path)
     try:
-        text = p.read_bytes()
+        with open(p, "rb") as fh:
+            if hold is not None:
+                hold(fh.fileno())
+            text = fh.read()
     except FileNotFoundError:
         raise ConfigError("config: file not found") from None
     except OSError as exc:
@@ -208,10 +217,10 @@ def _format_validation(exc: ValidationError, data: dict[str, Any]) -> str:
     return "invalid config: " + "; ".join(lines)
 
 
-def load(path: str | os.PathLike[str]) -> LoadedConfig:
+def load(path: str | os.PathLike[str], hold: Hold | None = None) -> LoadedConfig:
     """Read and validate a config file; raise ConfigError naming field and root."""
     source, links = resolve_links(os.fspath(path))
-    data = read_file(source)
+    data = read_file(source, hold)
     try:
         model = Config.model_validate(data)
     except ValidationError as exc:

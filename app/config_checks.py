@@ -144,6 +144,23 @@ def check_own_files(
             )
 
 
+def check_token_file(
+    resolved: list[ResolvedRoot], token: str, links: tuple[str, ...], made: bool
+) -> None:
+    """The token file a client must show: the one the server made sits in no root (nor
+    any link on the way to it); a configured one follows `check_own_files`."""
+    own = (("token file (LOOMFS_TOKEN_FILE)", token, links),)
+    for r in resolved:
+        if not made:
+            check_own_files(r.real, r.permissions, own, f"invalid config: root '{r.name}'")
+        elif contains(r.real, token) or any(contains(r.real, link) for link in links):
+            raise ConfigError(
+                f"root '{r.name}' holds the place of the token file the server makes (or a "
+                "link on the way to it): set XDG_STATE_HOME to a folder outside every root, "
+                "or give LOOMFS_TOKEN_FILE"
+            )
+
+
 def check_overlaps(resolved: list[ResolvedRoot]) -> None:
     for i, a in enumerate(resolved):
         for b in resolved[i + 1 :]:

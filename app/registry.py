@@ -6,9 +6,11 @@ builds a complete new snapshot (config validated, every root handle opened)
 before the swap; any failure raises and leaves the old snapshot in place.
 Root handles close when the last snapshot holding them is gone.
 
-The registry also knows the server's own files (`Protected`): the config, the
-token file (`LOOMFS_TOKEN_FILE`) and every audit log written so far, which every
-root denies by path and by identity, across reloads.
+The registry also knows the server's own files (`Protected`): every config file
+loaded, the token file (configured or made) and every audit log written so far,
+which every root denies by path and by identity, across reloads, for as long as
+each file has a link. The token file is read at every load: `token` holds what
+/mcp requires, replaced only when a reload succeeds.
 """
 
 from __future__ import annotations
@@ -20,15 +22,17 @@ from dataclasses import dataclass
 
 from app import config as config_mod
 from app.audit import AuditLog
-from app.config_checks import contains
+from app.config_checks import check_token_file, contains, resolve_links
 from app.errors import ConfigError, UnknownRoot
 from app.fs.history.gitdir import has_repository
 from app.security.deny import DenyRules
 from app.security.policy import PERMISSION_ORDER
 from app.security.protected import Protected
 from app.security.resolve import SecureRoot
+from app.security.tokenfile import TokenFile, TokenHolder, default_token_path, read_token
 
 _FROM_ENV = object()
+MAX_HELD = 256  # the server's own files held open at once (see app.security.protected)
 
 
 @dataclass(frozen=True, eq=False)
@@ -109,43 +113,85 @@ def build(
 
 class Registry:
     def __init__(
-        self, config_path: str, *, audit: bool = True, token_file: str | object | None = _FROM_ENV
+        self,
+        config_path: str,
+        *,
+        audit: bool = True,
+        token_file: TokenFile | str | object | None = _FROM_ENV,
     ) -> None:
+        """`token_file`: the file whose token /mcp requires, read at every load (a path, or
+        a `TokenFile`); by default none is read and `LOOMFS_TOKEN_FILE`, if set, is only
+        protected."""
         self.config_path = config_path
         self._with_audit = audit
+        # Files that hold a token this server does not read (stdio, or a test): protected all
+        # the same. Where a token is made (by this server or another one of this user's) is
+        # always among them.
+        others = [default_token_path()]
         if token_file is _FROM_ENV:
-            token_file = os.environ.get("LOOMFS_TOKEN_FILE") or None
-        self.token_file = os.path.realpath(token_file) if isinstance(token_file, str) else None
+            others.append(os.environ.get("LOOMFS_TOKEN_FILE") or "")
+        elif isinstance(token_file, str):
+            token_file = TokenFile(os.path.abspath(token_file))
+        self.token_file = token_file if isinstance(token_file, TokenFile) else None
+        self._other_tokens = [os.path.abspath(p) for p in others if p]
         self.protected = Protected()
         self._lock = threading.Lock()
         self._listeners: list[Callable[[Snapshot, Snapshot], None]] = []
-        self._current = self._load(None, 1)
+        self._current, token = self._load(None, 1)
+        # The token /mcp requires, read again from its file at every reload (None: no file).
+        self.token = TokenHolder(token) if token is not None else None
 
     @property
     def current(self) -> Snapshot:
+        self.protected.sweep_due()
         return self._current
 
     def on_swap(self, listener: Callable[[Snapshot, Snapshot], None]) -> None:
         self._listeners.append(listener)
 
-    def _load(self, old: Snapshot | None, generation: int) -> Snapshot:
-        loaded = config_mod.load(self.config_path)
+    def _audit_opened(self, fd: int) -> None:
+        self.protected.hold_fd(fd)
+        self.protected.sweep()  # a rotation has just removed the oldest backup
+
+    def _read_token(self, loaded: config_mod.LoadedConfig) -> tuple[str | None, list[str]]:
+        """The token in the token file (None without one), and the paths that lead to it."""
+        tf = self.token_file
+        if tf is None:
+            return None, []
+        try:
+            real, links = resolve_links(tf.path)
+        except ConfigError as exc:
+            raise ConfigError("token file: " + exc.message.removeprefix("config: ")) from None
+        check_token_file(list(loaded.roots), real, links, tf.made)
+        return read_token(tf, hold=self.protected.hold_fd), [tf.path, real, *links]
+
+    def _load(self, old: Snapshot | None, generation: int) -> tuple[Snapshot, str | None]:
+        self.protected.sweep()
+        # The file at the config path is the config, even when this load refuses it.
+        loaded = config_mod.load(self.config_path, hold=self.protected.hold_fd)
+        token, token_paths = self._read_token(loaded)
+        self.protected.hold_paths(self._other_tokens)
+        if len(self.protected) > MAX_HELD:
+            raise ConfigError(
+                f"the server already holds {len(self.protected)} of its own old files (config, "
+                "token, audit log) that still have links elsewhere; restart it"
+            )
         m = loaded.model
         key = (loaded.audit_log, m.audit_log_max_bytes, m.audit_log_backups)
-        # The file at the config path is the config, even when this reload refuses it.
-        self.protected.set_fixed(
-            [loaded.source, self.token_file, old.config.source if old is not None else None]
-        )
         if self._with_audit:
             self.protected.note_log_path(loaded.audit_log, m.audit_log_backups)
         # The links on the way to the config too (in a read-only root: it cannot be swapped,
         # but nor need the agent see the way to the file that defines its roots).
-        own = (self.token_file, *loaded.source_links, *self.protected.log_paths())
+        own = (
+            *token_paths, *self._other_tokens, *map(os.path.realpath, self._other_tokens),
+            *loaded.source_links, *self.protected.log_paths(),
+            old.config.source if old is not None else None,
+        )
         audit = old.audit if old is not None else None
         fresh = None
         if self._with_audit and audit is None:
             try:
-                fresh = audit = AuditLog(*key, on_open=self.protected.add_log)
+                fresh = audit = AuditLog(*key, on_open=self._audit_opened)
             except OSError as exc:
                 raise ConfigError(
                     f"invalid config: audit_log: cannot be opened ({exc.strerror})"
@@ -163,18 +209,21 @@ class Registry:
                     raise ConfigError(
                         f"invalid config: audit_log: cannot be opened ({exc.strerror})"
                     ) from None
-            return snapshot
+            return snapshot, token
         except BaseException:
             if fresh is not None:
                 fresh.close()
             raise
 
     def reload(self) -> Snapshot:
-        """Validate and swap in a new snapshot, or raise and change nothing."""
+        """Validate and swap in a new snapshot (and the token its file holds now), or raise
+        and change nothing."""
         with self._lock:
             old = self._current
-            new = self._load(old, old.generation + 1)
+            new, token = self._load(old, old.generation + 1)
             self._current = new
+            if self.token is not None and token is not None:
+                self.token.replace(token)
         for listener in list(self._listeners):
             listener(old, new)
         return new

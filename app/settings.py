@@ -12,6 +12,8 @@ from typing import Annotated, Any
 from pydantic import field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+from app.security.tokenfile import TokenFile, read_token
+
 
 def _list(value: Any) -> Any:
     if isinstance(value, str):
@@ -35,9 +37,9 @@ class Settings(BaseSettings):
     _split = field_validator("allowed_hosts", "allowed_origins", mode="before")(_list)
 
     def resolved_token(self) -> str | None:
+        """The configured token (ConfigError when its file cannot be used)."""
         if self.token:
             return self.token
         if self.token_file:
-            with open(self.token_file, encoding="utf-8") as fh:
-                return fh.read().strip() or None
+            return read_token(TokenFile(self.token_file))
         return None

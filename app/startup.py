@@ -7,12 +7,22 @@ import contextlib
 import errno
 import logging
 import os
+import shlex
 import signal
 import socket
 import sys
+from dataclasses import dataclass
 
 from app.config import LoadedConfig
+from app.config_checks import check_token_file, resolve_links
 from app.errors import ConfigError
+from app.security.tokenfile import (
+    TokenFile,
+    TokenHolder,
+    default_token_path,
+    ensure_token,
+    read_token,
+)
 from app.settings import Settings
 
 
@@ -41,7 +51,7 @@ def announce(loaded: LoadedConfig, transport: str) -> None:
 
 
 def bind_guard(host: str, allow_remote: bool, token: str | None) -> str | None:
-    """The reason a bind must be refused, or None."""
+    """The reason a bind must be refused, or None (`token`: one the person configured)."""
     from app.http.guards import is_loopback  # here: stdio never loads the HTTP stack
 
     if is_loopback(host):
@@ -57,6 +67,87 @@ def bind_guard(host: str, allow_remote: bool, token: str | None) -> str | None:
         f"refusing to listen on non-loopback host {host!r}: that needs --allow-remote and a "
         f"token; missing: {' and '.join(missing)}"
     )
+
+
+@dataclass(frozen=True)
+class HttpAuth:
+    """What /mcp requires: LOOMFS_TOKEN's value, a token file's (configured or made), or,
+    with --no-auth, nothing."""
+
+    token: str | None = None
+    file: TokenFile | None = None
+    made_now: bool = False
+
+
+def http_auth(
+    args: argparse.Namespace, settings: Settings, host: str, loaded: LoadedConfig
+) -> HttpAuth | tuple[int, str]:
+    """Closed by default: the token the person configured, else one made at the first start
+    (and reused); or the exit code and the reason to refuse."""
+    from app.http.guards import is_loopback
+
+    configured = settings.token or settings.token_file
+    if settings.token and settings.token_file:
+        return 2, "LOOMFS_TOKEN and LOOMFS_TOKEN_FILE are both set: keep one"
+    if args.no_auth:
+        if configured:
+            return 2, (
+                "--no-auth asks for no token, but LOOMFS_TOKEN or LOOMFS_TOKEN_FILE gives "
+                "one: drop one of them"
+            )
+        if not is_loopback(host):
+            return 2, f"refusing --no-auth on non-loopback host {host!r}: it is for loopback only"
+        return HttpAuth()
+    refusal = bind_guard(host, args.allow_remote, configured)
+    if refusal:
+        return 2, refusal
+    if settings.token:
+        return HttpAuth(token=settings.token)
+    if settings.token_file:
+        given = TokenFile(os.path.abspath(settings.token_file))
+        return _usable(given) or HttpAuth(file=given)
+    path = default_token_path()
+    try:
+        check_token_file(list(loaded.roots), *resolve_links(path), made=True)
+        made = ensure_token(path)
+    except ConfigError as exc:
+        return 1, exc.message
+    except OSError as exc:
+        return 1, f"cannot make the token file {path} ({exc.strerror})"
+    return _usable(TokenFile(path, made=True)) or HttpAuth(
+        file=TokenFile(path, made=True), made_now=made
+    )
+
+
+def _usable(tf: TokenFile) -> tuple[int, str] | None:
+    """Why the token file cannot serve, with its path (the operator's terminal), or None."""
+    try:
+        read_token(tf)
+    except ConfigError as exc:
+        return 1, f"{exc.message} ({tf.path})"
+    return None
+
+
+def announce_auth(auth: HttpAuth, url: str) -> None:
+    """Where the token is and the command lines that use it (the operator's terminal)."""
+    err = sys.stderr
+    if auth.token is None and auth.file is None:
+        print("WARNING: --no-auth: /mcp requires no token; every process of every user on "
+              "this machine can use these roots", file=err, flush=True)
+        return
+    if auth.file is None:
+        print("token: from LOOMFS_TOKEN; /mcp requires it", file=err, flush=True)
+        return
+    how = "LOOMFS_TOKEN_FILE"
+    if auth.file.made:
+        how = "made now" if auth.made_now else "made at an earlier start"
+    path = shlex.quote(auth.file.path)
+    print(f"token: {auth.file.path} ({how}; read again at every reload); /mcp requires it. "
+          "A client connects with:", file=err)
+    print(f'  claude mcp add --transport http loom-fs {url} --header '
+          f'"Authorization: Bearer $(cat {path})"', file=err)
+    print(f'  export LOOMFS_TOKEN="$(cat {path})"   # for clients that read it from the '
+          "environment (docs/clients.md)", file=err, flush=True)
 
 
 def platform_refusal() -> str | None:
@@ -78,22 +169,22 @@ def serve(args: argparse.Namespace, config_path: str, loaded: LoadedConfig) -> i
     settings = Settings()
     host = args.host or settings.host
     port = args.port if args.port is not None else settings.port
-    try:
-        token = settings.resolved_token()
-    except OSError as exc:
-        print(f"loom-fs-mcp: LOOMFS_TOKEN_FILE cannot be read ({exc.strerror})", file=sys.stderr)
-        return 1
+    auth: HttpAuth | None = None
     if args.transport == "http":
-        refusal = bind_guard(host, args.allow_remote, token)
-        if refusal:
-            print(f"loom-fs-mcp: {refusal}", file=sys.stderr)
-            return 2
+        decided = http_auth(args, settings, host, loaded)
+        if isinstance(decided, tuple):
+            print(f"loom-fs-mcp: {decided[1]}", file=sys.stderr)
+            return decided[0]
+        auth = decided
     setup_logging()
     from app.registry import Registry
     from app.server import LoomServer
 
     try:
-        registry = Registry(config_path)
+        # stdio reads no token; LOOMFS_TOKEN_FILE, if set, is protected all the same.
+        registry = Registry(config_path) if auth is None else Registry(
+            config_path, token_file=auth.file
+        )
     except ConfigError as exc:
         print(f"loom-fs-mcp: {exc.message}", file=sys.stderr)
         return 1
@@ -103,9 +194,9 @@ def serve(args: argparse.Namespace, config_path: str, loaded: LoadedConfig) -> i
         sweep_temp_files(root)
     server = LoomServer(registry)
     announce(registry.current.config, args.transport)
-    if args.transport == "stdio":
+    if auth is None:
         return _serve_stdio(server)
-    return _serve_http(server, host, port, token, settings)
+    return _serve_http(server, host, port, auth, settings)
 
 
 def _serve_stdio(server) -> int:
@@ -139,7 +230,7 @@ def listening_socket(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _serve_http(server, host: str, port: int, token: str | None, settings: Settings) -> int:
+def _serve_http(server, host: str, port: int, auth: HttpAuth, settings: Settings) -> int:
     import uvicorn
 
     from app.http import build_app
@@ -160,9 +251,13 @@ def _serve_http(server, host: str, port: int, token: str | None, settings: Setti
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     print(f"listening on http://{shown}:{bound}/mcp", file=sys.stderr, flush=True)
+    announce_auth(auth, f"http://{shown}:{bound}/mcp")
+    # A fixed LOOMFS_TOKEN, or the holder the registry refills from the token file at each
+    # reload (None with --no-auth).
+    token = TokenHolder(auth.token) if auth.token else server.registry.token
     app = build_app(
         server,
-        token=token,
+        token=token,  # type: ignore[arg-type]  # BearerAuth takes a TokenHolder too
         allowed_hosts=settings.allowed_hosts,
         allowed_origins=settings.allowed_origins,
         handle_sighup=True,

@@ -54,7 +54,7 @@ def main() -> None:
             (top / "a" / f"e{i:03}.txt").write_text("y\n")
         (Path(tmp) / "cfg.toml").write_text("z\n")
         protected = Protected()
-        protected.set_fixed([str(Path(tmp) / "cfg.toml")])
+        protected.hold_paths([str(Path(tmp) / "cfg.toml")])
 
         def root(ids: Protected | None) -> SecureRoot:
             return SecureRoot(name="r", role="reference", permissions=["read"], real=str(top),

@@ -11,6 +11,27 @@ import pytest
 from tests.kit import config_file, roots_toml
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _state_home_outside_the_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """No test writes the real home: every server started in this session (in process, or
+    a child that inherits the environment, module-scoped ones included) keeps its state
+    (made token, default audit log, index) under a temporary XDG_STATE_HOME."""
+    state = tmp_path_factory.mktemp("xdg-state")
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("XDG_STATE_HOME", str(state))
+        yield state
+
+
+@pytest.fixture
+def private_state_home(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> Path:
+    """A state folder of this test's own (a first start that makes a token, for one)."""
+    state = tmp_path_factory.mktemp("xdg-state")
+    monkeypatch.setenv("XDG_STATE_HOME", str(state))
+    return state
+
+
 @pytest.fixture
 def write_config(tmp_path: Path) -> Callable[..., Path]:
     """Write a TOML config into tmp_path/cfg and return its path."""

@@ -173,3 +173,25 @@ def test_after_close_nothing_is_written(tmp_path: Path) -> None:
     log.close()
     log("ALLOW", "docs", "late", "op", None)
     assert target.read_text() == ""
+
+
+@pytest.mark.parametrize("umask", [0o022, 0o000])
+def test_the_log_its_rotations_and_its_folder_are_private(tmp_path: Path, umask: int) -> None:
+    """The log names every root and file accessed: 0600 files in a 0700 folder it makes,
+    whatever the umask (the index beside it is private too)."""
+    target = tmp_path / "state" / "audit.log"
+    old = os.umask(umask)
+    try:
+        log = AuditLog(str(target), 300, 2)
+        try:
+            for i in range(40):
+                log("ALLOW", "docs", f"file-{i:04d}.txt", "read_text_file", None)
+        finally:
+            log.close()
+    finally:
+        os.umask(old)
+    files = sorted(os.listdir(target.parent))
+    assert files == ["audit.log", "audit.log.1", "audit.log.2"]
+    for name in files:
+        assert (target.parent / name).stat().st_mode & 0o777 == 0o600, name
+    assert target.parent.stat().st_mode & 0o777 == 0o700

@@ -385,7 +385,7 @@ def test_a_forged_forwarded_for_never_reaches_the_audit_log(place: Path) -> None
 
     log.unlink()
     port = free_port()
-    proc = spawn_http(cfg, "--port", str(port))
+    proc = spawn_http(cfg, "--port", str(port), "--no-auth")
     try:
         wait_healthy(port, proc)
         anyio.run(_call_with_forged_peer, f"http://127.0.0.1:{port}/mcp")

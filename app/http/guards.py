@@ -3,7 +3,8 @@
 Small pure-ASGI middlewares, outermost first (`app.http.factory.build_app` stacks them):
 1. `HostOriginGuard` - DNS-rebinding defence: Host must be loopback or listed
    (421), a present Origin must be loopback or listed (403).
-2. `BearerAuth` - when a token is configured, /mcp needs it (401).
+2. `BearerAuth` - when a token is required, /mcp needs it (401); the token is read from
+   its holder on every request, so a reload that read a rotated token file applies at once.
 3. `app.http.body.BodyLimit` - requests above the limit get 413 before anything
    reads them.
 4. `TrimMcpHeaders` - `Mcp-Method`/`Mcp-Name` without surrounding whitespace.
@@ -17,6 +18,8 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
+
+from app.security.tokenfile import TokenHolder
 
 
 def split_host(value: str) -> str:
@@ -102,24 +105,26 @@ class HostOriginGuard:
 
 class BearerAuth:
     """`Authorization: Bearer <token>`, the scheme in any case (RFC 9110 §11.1), compared
-    in constant time."""
+    in constant time with the token its holder has now (a string: that token, for good)."""
 
-    def __init__(self, app: ASGIApp, token: str | None, prefix: str = "/mcp"):
+    def __init__(self, app: ASGIApp, token: str | TokenHolder | None, prefix: str = "/mcp"):
         self.app = app
-        self.expected = token.encode() if token else None
+        self.token = token if isinstance(token, TokenHolder) else TokenHolder(token)
         self.prefix = prefix
 
-    def authorized(self, header: str | None) -> bool:
+    @staticmethod
+    def authorized(header: str | None, expected: bytes) -> bool:
         scheme, _, credentials = (header or "").strip().partition(" ")
         got = credentials.strip().encode("latin-1")
-        same = hmac.compare_digest(got, self.expected or b"")  # compared whatever the scheme
+        same = hmac.compare_digest(got, expected)  # compared whatever the scheme
         return scheme.lower() == "bearer" and same
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if self.expected is not None and scope["type"] == "http":
+        expected = self.token.current  # once per request: a rotation never splits one
+        if expected is not None and scope["type"] == "http":
             path = scope.get("path", "")
             guarded = path == self.prefix or path.startswith(self.prefix + "/")
-            if guarded and not self.authorized(header(scope, b"authorization")):
+            if guarded and not self.authorized(header(scope, b"authorization"), expected):
                 await plain(
                     send,
                     401,

@@ -93,9 +93,13 @@ class ServerProcess:
 def run_server(
     config: Path, *, token: str | None = None, port: int = 0
 ) -> Iterator[ServerProcess]:
+    """With `token`, /mcp requires it (LOOMFS_TOKEN); without, the server runs `--no-auth`
+    (the conformance suite and the Inspector's defaults send no header)."""
     env = env_without_loomfs(**({"LOOMFS_TOKEN": token} if token else {}))
+    auth = [] if token else ["--no-auth"]
     proc = subprocess.Popen(
-        [console_script(), "--config", str(config), "--transport", "http", "--port", str(port)],
+        [console_script(), "--config", str(config), "--transport", "http", "--port", str(port),
+         *auth],
         stdin=subprocess.DEVNULL,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,

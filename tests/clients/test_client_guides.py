@@ -7,8 +7,10 @@ stdio; the HTTP clients' URL and header, with their variables filled in).
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
+import subprocess
 import textwrap
 from pathlib import Path
 from typing import Any
@@ -21,6 +23,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from app.cli import build_parser
+from app.security.tokenfile import default_token_path
 from app.settings import Settings
 from tests.clients.conftest import REPO, console_script
 from tests.live import live_server
@@ -141,17 +144,42 @@ async def test_claude_desktop_config_starts_the_server_over_stdio(
     assert res.structured_content["roots"][0]["name"] == "main"
 
 
-def http_headers() -> dict[str, dict[str, str]]:
-    """Each HTTP client's headers, with its variables filled in as that client would."""
+def shell(line: str, home: Path) -> str:
+    """What bash makes of `line` (a command substitution reads the file under `home`), with
+    nothing of this process's environment but PATH."""
+    return subprocess.run(
+        ["bash", "-c", line], env={"HOME": str(home), "PATH": os.environ["PATH"]},
+        capture_output=True, text=True, check=True, timeout=30,
+    ).stdout
+
+
+def made_token_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A home whose made token (where the server makes it with XDG_STATE_HOME unset, the
+    path the guide reads) holds TOKEN."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("XDG_STATE_HOME")
+    path = Path(default_token_path())
+    assert path == home / ".local" / "state" / "loom-fs-mcp" / "token"
+    path.parent.mkdir(parents=True)
+    path.write_text(f"{TOKEN}\n")
+    return home
+
+
+def http_headers(home: Path) -> dict[str, dict[str, str]]:
+    """Each HTTP client's headers, with its variables filled in as that client would: the
+    shell lines of the guide run by bash, reading the token file under `home`."""
     snippets = json_snippets()
     header = claude_code_http_command()[-1]
-    name, _, value = header.partition(": ")
+    name, _, value = shell(f'printf %s "{header}"', home).partition(": ")
+    (token_line,) = [ln for ln in bash_lines() if ln.startswith("export LOOMFS_TOKEN=")]
+    env_token = shell(f'{token_line}; printf %s "$LOOMFS_TOKEN"', home)
     (export,) = [ln for ln in bash_lines() if ln.startswith("export LOOMFS_AUTH_HEADER=")]
-    tunnel_value = shlex.split(export)[1].partition("=")[2].replace("$LOOMFS_TOKEN", TOKEN)
+    tunnel_value = shell(f'{token_line}; {export}; printf %s "$LOOMFS_AUTH_HEADER"', home)
     return {
-        "claude-code": {name: value.replace("$LOOMFS_TOKEN", TOKEN)},
+        "claude-code": {name: value},
         "cursor": {
-            k: v.replace("${env:LOOMFS_TOKEN}", TOKEN)
+            k: v.replace("${env:LOOMFS_TOKEN}", env_token)
             for k, v in snippets["cursor"]["mcpServers"]["loom-fs"]["headers"].items()
         },
         "vscode": {
@@ -164,9 +192,10 @@ def http_headers() -> dict[str, dict[str, str]]:
 
 @pytest.mark.parametrize("client", ["claude-code", "cursor", "vscode", "tunnel-client"])
 async def test_http_config_is_accepted_by_a_server_with_that_token(
-    client: str, one_root_config: Any
+    client: str, one_root_config: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    headers = http_headers()[client]
+    headers = http_headers(made_token_home(tmp_path, monkeypatch))[client]
+    assert headers and all(TOKEN in v for v in headers.values()), headers
     with live_server(one_root_config("reference"), token=TOKEN) as srv:
         url = default_url().replace(":8000/", f":{srv.port}/")
         async with (

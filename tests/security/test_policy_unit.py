@@ -105,7 +105,7 @@ def test_the_servers_own_files_are_refused_by_identity(tmp_path: Path) -> None:
     mine.write_text("x")
     other.write_text("y")
     protected = Protected()
-    protected.set_fixed([str(mine)])
+    protected.hold_paths([str(mine)])
     p = policy(["read"], rules=DenyRules(identities=protected))
     with pytest.raises(ServerFile):
         p.check_identity(os.stat(mine))

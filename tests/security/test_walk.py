@@ -358,7 +358,7 @@ def test_the_servers_own_files_are_invisible_under_any_name(tmp_path: Path) -> N
     (tmp_path / "sub" / "copy.txt").write_text("token")
     (tmp_path / "sub" / "other.txt").write_text("x")
     ids = Protected()
-    ids.set_fixed([str(tmp_path / "config.toml")])
+    ids.hold_paths([str(tmp_path / "config.toml")])
     root = make_root(tmp_path)
     root.rules = DenyRules(identities=ids)
     walker = Walker(root, ())

@@ -38,7 +38,9 @@ def run_until_healthy(copy: Path, env: dict[str, str], deadline: float) -> tuple
     port = free_port()
     env = env_without_loomfs(**env)
     env["LOOMFS_PORT"] = str(port)
-    env["XDG_STATE_HOME"] = str(copy / ".state")
+    # Outside the copy: the example config serves the repository, and the token the first
+    # start makes is never inside a root.
+    env["XDG_STATE_HOME"] = str(copy.parent / "state")
     proc = subprocess.Popen(
         ["./start_http.sh"],
         cwd=copy,
@@ -75,6 +77,9 @@ def test_start_http_reusing_a_venv_creates_config_and_serves(tmp_path: Path) -> 
     ).read_text()
     assert "created config/roots.toml" in err
     assert "transport: http" in err
+    # Closed by default: a token was made, outside the copy, and the start said where.
+    token = tmp_path / "state" / "loom-fs-mcp" / "token"
+    assert f"token: {token} (made now" in err and token.stat().st_mode & 0o777 == 0o600
 
 
 @pytest.mark.slow

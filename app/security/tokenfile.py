@@ -1,0 +1,145 @@
+"""The bearer token's file: made at the first HTTP start, read at start and every reload.
+
+With no token configured (`LOOMFS_TOKEN`, `LOOMFS_TOKEN_FILE`), the HTTP
+server makes one (`secrets.token_urlsafe(32)`) at `state_dir()/token`, created
+0600 with `O_EXCL|O_NOFOLLOW` in a folder created 0700, and reuses it at later
+starts. A made file must stay the server's: a regular file, never a link,
+owned by this user and closed to everyone else; anything else is refused,
+never repaired. A configured file may be a link (container secrets are) but
+must be a regular file at the end of it: it is read again at every reload.
+
+What is read is bounded (`MAX_TOKEN_BYTES`) and must be one printable ASCII
+word: the token is compared with a header's bytes. Errors never name the
+path: a reload's message goes to the client that asked for it.
+
+`TokenHolder` is what the HTTP guard reads on every request: one attribute,
+replaced by a reload that read a new token, so a rotation takes effect then
+and the old token stops working.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from app.errors import ConfigError
+
+MAX_TOKEN_BYTES = 4096
+TOKEN_NAME = "token"
+
+
+def state_dir() -> str:
+    """`$XDG_STATE_HOME/loom-fs-mcp` (default `~/.local/state/loom-fs-mcp`): the token, the
+    default audit log and the search index live here."""
+    base = os.environ.get("XDG_STATE_HOME") or ""
+    if not os.path.isabs(base):  # the XDG spec: a relative value is ignored
+        base = os.path.expanduser("~/.local/state")
+    return os.path.join(base, "loom-fs-mcp")
+
+
+def default_token_path() -> str:
+    return os.path.join(state_dir(), TOKEN_NAME)
+
+
+@dataclass(frozen=True)
+class TokenFile:
+    path: str
+    made: bool = False  # the server's own (made at a first start): held to stricter rules
+
+
+class TokenHolder:
+    """The bearer token /mcp requires now (None: none is required, `--no-auth`)."""
+
+    def __init__(self, token: str | None = None) -> None:
+        self.current: bytes | None = token.encode("ascii") if token else None
+
+    def replace(self, token: str) -> None:
+        if not token:
+            raise ValueError("a token holder never goes from a token to none")
+        self.current = token.encode("ascii")
+
+
+def _refuse(reason: str) -> ConfigError:
+    return ConfigError(f"token file: {reason}")
+
+
+def _check_private(st: os.stat_result) -> None:
+    if st.st_uid != os.geteuid():
+        raise _refuse("owned by another user; delete it to have a new one made")
+    if st.st_mode & 0o077:
+        raise _refuse(
+            f"open to other users (mode {stat.S_IMODE(st.st_mode):04o}); chmod 600 it"
+        )
+
+
+def _read_bounded(fd: int) -> bytes:
+    chunks: list[bytes] = []
+    size = 0
+    while size <= MAX_TOKEN_BYTES:
+        chunk = os.read(fd, MAX_TOKEN_BYTES + 1 - size)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+    if size > MAX_TOKEN_BYTES:
+        raise _refuse(f"larger than {MAX_TOKEN_BYTES} bytes; a token is one line")
+    return b"".join(chunks)
+
+
+def read_token(tf: TokenFile, hold: Callable[[int], object] | None = None) -> str:
+    """The token in `tf`, or ConfigError saying why not. `hold` is given the descriptor
+    of the very file read (the server's own files are protected by its identity)."""
+    flags = os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | (os.O_NOFOLLOW if tf.made else 0)
+    try:
+        fd = os.open(tf.path, flags)
+    except OSError as exc:
+        raise _refuse(f"cannot be read ({exc.strerror})") from None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _refuse("not a regular file (it is read again at every reload)")
+        if tf.made:
+            _check_private(st)
+        if hold is not None:
+            hold(fd)
+        data = _read_bounded(fd)
+    except OSError as exc:
+        raise _refuse(f"cannot be read ({exc.strerror})") from None
+    finally:
+        os.close(fd)
+    token = data.strip()
+    if not token:
+        raise _refuse("empty; delete it to have a new one made, or write a token in it")
+    if any(b < 0x21 or b > 0x7E for b in token):
+        raise _refuse("must hold one word of printable ASCII characters")
+    return token.decode("ascii")
+
+
+def _private_folder(path: str) -> None:
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    st = os.stat(path)
+    if not stat.S_ISDIR(st.st_mode):
+        raise _refuse("its folder is not a directory")
+    if st.st_uid == os.geteuid() and st.st_mode & 0o077:
+        os.chmod(path, 0o700)  # the server's own state folder, made by an older start
+
+
+def ensure_token(path: str) -> bool:
+    """Make the token file at `path` unless one is there; True when it was made now.
+
+    Raises OSError when the file cannot be made (the caller says why, with the path)."""
+    _private_folder(os.path.dirname(path))
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    try:
+        fd = os.open(path, flags, 0o600)
+    except FileExistsError:
+        return False  # reused: read_token decides whether it may be
+    try:
+        os.write(fd, (secrets.token_urlsafe(32) + "\n").encode("ascii"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    return True
