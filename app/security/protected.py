@@ -37,8 +37,16 @@ import threading
 import time
 import weakref
 from collections.abc import Iterable
+from typing import NamedTuple
 
 Identity = tuple[int, int]
+
+
+class Known(NamedTuple):
+    """The identities held, and their inode numbers (the walk's one-lookup fast miss)."""
+
+    ids: frozenset[Identity]
+    inodes: frozenset[int]
 
 SWEEP_SECONDS = 30.0
 # Open enough to hold: O_PATH needs no permission and is never a read; elsewhere a
@@ -67,8 +75,9 @@ class Protected:
         self._held: dict[Identity, int] = {}  # identity -> descriptor keeping its inode
         self._log_paths: dict[str, int] = {}  # audit path -> most backups it was given
         self._swept_at = time.monotonic()
-        self.ids: frozenset[Identity] = frozenset()
-        self.inodes: frozenset[int] = frozenset()  # the walk's one-lookup fast miss
+        # One immutable pair, published by one assignment: a reader that takes `known` once
+        # never sees new ids beside old inode numbers (a fast miss on a file just protected).
+        self.known: Known = Known(frozenset(), frozenset())
         self._finalizer = weakref.finalize(self, _close_all, self._held)
 
     def __len__(self) -> int:
@@ -76,7 +85,15 @@ class Protected:
 
     def _publish(self) -> None:
         ids = frozenset(self._held)
-        self.ids, self.inodes = ids, frozenset(i for _, i in ids)
+        self.known = Known(ids, frozenset(i for _, i in ids))
+
+    @property
+    def ids(self) -> frozenset[Identity]:
+        return self.known.ids
+
+    @property
+    def inodes(self) -> frozenset[int]:
+        return self.known.inodes
 
     def _adopt(self, fd: int) -> Identity | None:
         """Hold the file open on `fd` (taking the descriptor) if it is a regular file."""
@@ -143,4 +160,5 @@ class Protected:
         )
 
     def hit(self, st: os.stat_result) -> bool:
-        return st.st_ino in self.inodes and (st.st_dev, st.st_ino) in self.ids
+        known = self.known
+        return st.st_ino in known.inodes and (st.st_dev, st.st_ino) in known.ids

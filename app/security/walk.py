@@ -190,11 +190,10 @@ class Walker:
                     entries = [e for e in entries if rules.prefixes((*parts, e.name)) is None]
                 # The server's own files under any name (hard links): one set test per
                 # directory in C, a stat only when an inode number matches.
-                if protected is not None and not protected.inodes.isdisjoint(
-                    map(_inode, entries)
-                ):
+                known = protected.known if protected is not None else None
+                if known is not None and not known.inodes.isdisjoint(map(_inode, entries)):
                     dev = os.fstat(fd).st_dev
-                    ids = protected.ids
+                    ids = known.ids
                     entries = [e for e in entries if (dev, e.inode()) not in ids]
                 entries.sort(key=_by_name)
                 self.examined_entries += len(entries)
