@@ -17,12 +17,29 @@ if ! command -v rg >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
 fi
 scripts/install_node.sh  # Node 22, MCP conformance suite, Inspector (tests/clients); fails loudly
 
+# With arguments: one pytest run, as given. Without: the suite on parallel workers, then the
+# tests marked `serial` alone (they read the wall clock or count a racing thread's work, which a
+# second worker's load would skew; tests/conftest.py lists them). Exit code 5 (no tests
+# collected) from either run is a failure.
 set +e
-.venv/bin/python -m pytest "$@"
-rc=$?
-set -e
-if [ "$rc" -eq 5 ]; then
-  echo "run_tests.sh: pytest collected no tests; that is a failure" >&2
-  exit 1
+if [ "$#" -gt 0 ]; then
+  .venv/bin/python -m pytest "$@"
+  rcs=($?)
+else
+  .venv/bin/python -m pytest -n auto --maxprocesses "${LOOMFS_TEST_WORKERS:-4}" \
+    --dist worksteal -m "not serial"
+  rcs=($?)
+  .venv/bin/python -m pytest -m serial
+  rcs+=($?)
 fi
-exit "$rc"
+set -e
+for rc in "${rcs[@]}"; do
+  if [ "$rc" -eq 5 ]; then
+    echo "run_tests.sh: pytest collected no tests; that is a failure" >&2
+    exit 1
+  fi
+done
+for rc in "${rcs[@]}"; do
+  [ "$rc" -eq 0 ] || exit "$rc"
+done
+exit 0

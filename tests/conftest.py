@@ -10,6 +10,26 @@ import pytest
 
 from tests.kit import config_file, roots_toml
 
+# Tests whose assertions read the wall clock or count what a racing thread managed to do: they
+# run alone, after the parallel part (`run_tests.sh`: `-m "not serial"` on two workers, then
+# `-m serial`), because a second worker's CPU load is exactly what they must not measure.
+SERIAL: dict[str, str] = {
+    "tests/security/test_race.py": "an attacker thread's swaps are counted",
+    "tests/fs/test_write_races.py": "an attacker thread's swaps are counted",
+    "tests/service/test_healthz_under_worst_cases.py": "/healthz must answer within a second",
+    "tests/service/test_cancel.py": "the work must stop within half a second of a cancel",
+    "tests/service/test_http_limits.py": "slow clients are timed byte by byte",
+    "tests/security/test_attacks.py::test_opening_a_fifo_returns_at_once": "a 1.8 s watchdog",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        module = item.nodeid.split("::", 1)[0]
+        test = item.nodeid.split("[", 1)[0]
+        if module in SERIAL or test in SERIAL:
+            item.add_marker(pytest.mark.serial)
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _state_home_outside_the_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
