@@ -28,9 +28,9 @@ def valid(schema: dict[str, Any], value: Any) -> bool:
     return not list(jsonschema.Draft202012Validator(schema).iter_errors(value))
 
 
-def test_every_published_output_schema_is_self_contained(one_root_config) -> None:
+async def test_every_published_output_schema_is_self_contained(one_root_config) -> None:
     server = LoomServer(Registry(str(one_root_config("workspace"))))
-    tools = server._tool_manager.list_tools()
+    tools = await server.list_tools()
     assert len(tools) > 5
     for t in tools:
         text = json.dumps(t.output_schema)
