@@ -28,7 +28,7 @@ from app.calls import InFlight
 from app.registry import Registry, Snapshot
 from app.tools import MODULES
 from app.tools.args import check_arguments, nulls_as_defaults, published_schema
-from app.tools.base import ToolSpec, error_result, flat_schema
+from app.tools.base import ToolSpec, error_result, flat_schema, spec_of
 
 log = logging.getLogger("loomfs.server")
 _pending: set[Any] = set()  # reload tasks started by SIGHUP, kept alive until done
@@ -57,8 +57,8 @@ def collect_tools() -> list[tuple[ToolSpec, Callable[..., Any]]]:
     for name in MODULES:
         module = importlib.import_module(name)
         for value in vars(module).values():
-            spec = getattr(value, "__loom_tool__", None)
-            if isinstance(spec, ToolSpec) and value.__module__ == module.__name__:
+            spec = spec_of(value)
+            if spec is not None and value.__module__ == module.__name__:
                 found.append((spec, value))
     return found
 
