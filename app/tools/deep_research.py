@@ -1,4 +1,4 @@
-"""ChatGPT deep research / company knowledge tools: `search` and `fetch` (SPEC §4.6).
+"""ChatGPT deep research / company knowledge tools: `search` and `fetch` (docs/tools.md).
 
 Present only when the config says `search_fetch_tools = true`. Their shapes
 are OpenAI's published ones (one query string in, `{results: [{id, title,

@@ -1,4 +1,4 @@
-"""The text item written for the model (SPEC §4), through the SDK client on a live server.
+"""The text item written for the model (docs/tools.md), through the SDK client on a live server.
 
 File lines arrive verbatim with their numbers (never JSON-escaped), one short
 line per listing entry or search hit, and a last line that says how to

@@ -1,5 +1,5 @@
 """Limits no HTTP client can push past: sessions, header size, slow senders,
-connections, nested JSON (SPEC §5).
+connections, nested JSON (docs/service.md#limits-no-client-can-push-past).
 
 The header flood runs against the console script (the shipped uvicorn
 configuration, its memory read from /proc); the others against the app under
