@@ -20,7 +20,7 @@ import json
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar, runtime_checkable
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar, cast, runtime_checkable
 
 import anyio
 import anyio.from_thread
@@ -164,11 +164,17 @@ class ToolHost(Protocol):
     async def reload(self) -> Snapshot: ...
 
 
+_HOST_TYPES: set[type] = set()  # server classes already checked (their __init__ sets all)
+
+
 def host_of(ctx: Context) -> ToolHost:
     server = ctx.mcp_server
-    if not isinstance(server, ToolHost):
-        raise TypeError(f"tools run in a LoomServer, not in a {type(server).__name__}")
-    return server
+    # A runtime protocol check costs tens of microseconds: once per class, not per call.
+    if type(server) not in _HOST_TYPES:
+        if not isinstance(server, ToolHost):
+            raise TypeError(f"tools run in a LoomServer, not in a {type(server).__name__}")
+        _HOST_TYPES.add(type(server))
+    return cast(ToolHost, server)
 
 
 def error_result(message: str) -> CallToolResult:
