@@ -10,7 +10,6 @@ their stream, 2026-07-28 clients through the subscriptions bus).
 from __future__ import annotations
 
 import contextlib
-import functools
 import importlib
 import logging
 import weakref
@@ -18,18 +17,18 @@ from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
-from mcp.server.lowlevel import NotificationOptions
 from mcp.server.mcpserver import MCPServer
+from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.subscriptions import ToolsListChanged
 from mcp.types import EmptyResult, SetLevelRequestParams
 
-from app import __version__
+from app import __version__, sdk
 from app.audit import current_client
 from app.calls import InFlight
 from app.registry import Registry, Snapshot
 from app.tools import MODULES
 from app.tools.args import check_arguments, nulls_as_defaults, published_schema
-from app.tools.base import ToolSpec, error_result, flat_schema
+from app.tools.base import ToolSpec, error_result, flat_schema, spec_of
 
 log = logging.getLogger("loomfs.server")
 _pending: set[Any] = set()  # reload tasks started by SIGHUP, kept alive until done
@@ -58,19 +57,22 @@ def collect_tools() -> list[tuple[ToolSpec, Callable[..., Any]]]:
     for name in MODULES:
         module = importlib.import_module(name)
         for value in vars(module).values():
-            spec = getattr(value, "__loom_tool__", None)
-            if isinstance(spec, ToolSpec) and value.__module__ == module.__name__:
+            spec = spec_of(value)
+            if spec is not None and value.__module__ == module.__name__:
                 found.append((spec, value))
     return found
 
 
 class LoomServer(MCPServer):
     def __init__(self, registry: Registry) -> None:
+        # Our own handle on the bus 2026-07-28 clients hear list_changed through.
+        self._bus = InMemorySubscriptionBus()
         super().__init__(
             name="loom-fs-mcp",
             version=__version__,
             instructions=INSTRUCTIONS,
             warn_on_duplicate_tools=False,
+            subscriptions=self._bus,
         )
         self.registry = registry
         self.active_tools: set[str] = set()
@@ -82,12 +84,8 @@ class LoomServer(MCPServer):
         self._reload_lock = anyio.Lock()
         self.client_log_level = logging.INFO
         self.middleware.append(self._observe)
-        low = self._lowlevel_server
-        # MCPServer has no switch for tools.listChanged; the low-level options do.
-        low.create_initialization_options = functools.partial(  # type: ignore[method-assign]
-            low.create_initialization_options, NotificationOptions(tools_changed=True)
-        )
-        low.add_request_handler("logging/setLevel", SetLevelRequestParams, self._set_level)
+        sdk.advertise_tools_changed(self)
+        sdk.add_request_handler(self, "logging/setLevel", SetLevelRequestParams, self._set_level)
         self.apply_surface(registry.current)
 
     # -- surface -------------------------------------------------------------
@@ -118,20 +116,14 @@ class LoomServer(MCPServer):
     def _lighten(self, name: str) -> None:
         """Publish closed, flat schemas, and skip the SDK's re-validation of results.
 
-        Both fields are read live by the SDK. A flat schema (no `$ref`) is cheaper
-        for validating clients. Every result is a `CallToolResult` built by
-        `app.tools.base.ok_result` from our own pydantic model, already valid when
-        it was constructed; the SDK would validate it again against the return
-        type on every call (a seventh of the server's CPU on a 300-match search).
+        A closed input schema refuses an unknown argument, and strict-schema clients
+        convert it. A flat schema (no `$ref`) is cheaper for validating clients. Every
+        result is a `CallToolResult` built by `app.tools.base.ok_result` from our own
+        pydantic model, already valid when it was constructed; the SDK would validate
+        it again against the return type on every call (a seventh of the server's CPU
+        on a 300-match search).
         """
-        tool = self._tool_manager.get_tool(name)
-        assert tool is not None
-        # Closed and flat: an unknown argument is refused, strict-schema clients convert it.
-        tool.parameters = published_schema(tool.parameters)
-        meta = tool.fn_metadata
-        if meta.output_schema is not None:
-            meta.output_schema = flat_schema(meta.output_schema)
-            meta.output_model = None
+        sdk.publish_schemas(self, name, published_schema, flat_schema)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Any = None
@@ -143,12 +135,10 @@ class LoomServer(MCPServer):
         said instead: `unknown argument 'dryrun' (did you mean 'dry_run'?)`,
         `start_line must be at least 1 (got 0)`.
         """
-        tool = self._tool_manager.get_tool(name)
-        if tool is not None:
-            arguments = nulls_as_defaults(tool.parameters, arguments)
-            refusal = check_arguments(
-                name, tool.parameters, arguments, tool.fn_metadata.validate_arguments
-            )
+        takes = sdk.tool_arguments(self, name)
+        if takes is not None:
+            arguments = nulls_as_defaults(takes.schema, arguments)
+            refusal = check_arguments(name, takes.schema, arguments, takes.validate)
             if refusal is not None:
                 log.info("tool %r refused its arguments: %r", name, refusal)
                 return error_result(refusal)
@@ -169,7 +159,7 @@ class LoomServer(MCPServer):
                 await session.send_tool_list_changed()
             except Exception:  # a client that went away must not fail the reload
                 log.debug("list_changed not delivered", exc_info=True)
-        await self._subscriptions.publish(ToolsListChanged())
+        await self._bus.publish(ToolsListChanged())
 
     # -- protocol hooks --------------------------------------------------------
 

@@ -10,7 +10,7 @@ small file, resets its peak resident size (Linux `/proc/self/clear_refs`),
 runs the case, and reports its CPU seconds and its peak resident size
 (`VmHWM`) minus its resident size before the case: what the case cost.
 Prints the median of `--runs` children per case. The bound every case must
-keep (SPEC §6): seconds of CPU, tens of MiB. `tests/fs/test_worst_cases.py`
+keep (docs/tools.md): seconds of CPU, tens of MiB. `tests/fs/test_worst_cases.py`
 runs each case once and asserts a generous version of it.
 
 The cases are the attacks that once froze or bloated the server:

@@ -1,4 +1,4 @@
-"""The config file: every validation rule of SPEC §2, and the shapes that load.
+"""The config file: every validation rule of docs/configuration.md, and the shapes that load.
 
 Every refusal must name the field and the root (where a root is involved) and
 must not quote a host path: `reload_config` sends these messages to the client.

@@ -1,12 +1,17 @@
 """README and docs/: every relative link lands on a file (and a heading, when it names
-one), and README's 5-minute tour does what the README shows when it is run."""
+one), the repository cites no document it does not hold (docs/ is the reference: a
+`docs/page.md` cited in code exists, with its heading), and README's 5-minute tour
+does what the README shows when it is run."""
 
 from __future__ import annotations
 
+import ast
 import importlib
+import io
 import re
 import subprocess
 import sys
+import tokenize
 import unicodedata
 from pathlib import Path
 
@@ -119,6 +124,122 @@ def test_every_dependency_is_named_where_its_reason_is_given() -> None:
     reasons = (REPO / "docs" / "dependencies.md").read_text()
     assert {n for n in runtime if f"`{n}`" not in readme} == set()
     assert {n for n in runtime | tests if f"`{n}`" not in reasons} == set()
+
+
+# -- the repository stands alone -------------------------------------------------
+
+SKIPPED = {".git", ".venv", ".hypothesis", ".mypy_cache", ".ruff_cache", ".pytest_cache",
+           ".ci-cache", "node_modules", "__pycache__"}
+# A citation of a document the repository does not hold: the product contract by its
+# shorthand or file name, other notes files by name, "the spec" (the MCP spec is a
+# public document and may be cited as such), a numbered section (only a public RFC's).
+OUTSIDE = re.compile(
+    r"\bSPEC\b|\b(?:STYLE|SDK-NOTES|BRIEF)\.md\b|(?<!MCP )\b[Tt]he spec\b|§"
+)
+RFC_BEFORE = re.compile(r"\bRFC \d+ $")
+DOCS_CITE = re.compile(r"\bdocs/([\w-]+\.md)(?:#([\w-]+))?")
+# Names of that shape that are data, not citations: files of the repositories the
+# benchmarks and tests build.
+NOT_CITATIONS = {"docs/rare.md"}
+
+
+def repository_files() -> list[Path]:
+    """Every text file of the repository (not caches, environments or build output)."""
+    found = []
+    for path in sorted(REPO.rglob("*")):
+        parts = path.relative_to(REPO).parts
+        if not path.is_file() or SKIPPED & set(parts) or parts[0].endswith(".egg-info"):
+            continue
+        try:
+            path.read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            continue  # binary
+        found.append(path)
+    return found
+
+
+def outside_citations(text: str) -> list[str]:
+    """The lines of `text` that cite a document outside the repository."""
+    cited = []
+    for m in OUTSIDE.finditer(text):
+        if m[0] == "§" and RFC_BEFORE.search(text[max(0, m.start() - 12):m.start()]):
+            continue
+        start = text.rfind("\n", 0, m.start()) + 1
+        end = text.find("\n", m.end())
+        cited.append(text[start:end if end >= 0 else None].strip())
+    return cited
+
+
+def test_no_file_cites_a_document_outside_the_repository() -> None:
+    cited = {path.relative_to(REPO).as_posix(): outside_citations(path.read_text("utf-8"))
+             for path in repository_files() if path != Path(__file__)}  # this file names them
+    assert {name: lines for name, lines in cited.items() if lines} == {}
+
+
+@pytest.mark.parametrize(
+    ("text", "cites"),
+    [
+        # The contract by shorthand, file name or section; notes files; "the spec".
+        ("Ranking (SPEC §4.6): BM25", True),
+        ("the role ceilings of SPEC 3.1", True),
+        ("whose text is the SPEC's message", True),
+        ("The contract is `SPEC.md`'s", True),
+        ("as STYLE.md says", True),
+        ("see SDK-NOTES.md", True),
+        ("rules of spec §2", True),
+        ("# The spec's floor: a write_file", True),
+        # Public documents, and words that only contain the letters.
+        ("the auth scheme (RFC 9110 §11.1)", False),
+        ("as the MCP spec says", False),
+        ("INSPECTOR_JS=$PKGS/x.js", False),
+        ("| `reference` | read | docs, specs, data never to modify |", False),
+        ("spec = ToolSpec(name)", False),
+    ],
+)
+def test_a_citation_outside_is_caught(text: str, cites: bool) -> None:
+    assert bool(outside_citations(text)) is cites
+
+
+def prose_of(source: str) -> str:
+    """A Python file's docstrings and comments (its string data is not prose)."""
+    tree = ast.parse(source)
+    kinds = ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+    docs = [ast.get_docstring(n, clean=False) or "" for n in ast.walk(tree) if isinstance(n, kinds)]
+    comments = [t.string for t in tokenize.generate_tokens(io.StringIO(source).readline)
+                if t.type == tokenize.COMMENT]
+    return "\n".join(docs + comments)
+
+
+def stale_doc_citations(prose: str) -> list[str]:
+    """`docs/page.md` and `docs/page.md#anchor` citations that land nowhere."""
+    stale = []
+    for m in DOCS_CITE.finditer(prose):
+        if m[0] in NOT_CITATIONS:
+            continue
+        page = REPO / "docs" / m[1]
+        if not page.is_file() or (m[2] and m[2] not in anchors(page)):
+            stale.append(m[0])
+    return stale
+
+
+def test_every_docs_page_the_code_cites_exists() -> None:
+    stale = {}
+    for path in repository_files():
+        if path.suffix == ".py" and path != Path(__file__):  # this file's are examples
+            found = stale_doc_citations(prose_of(path.read_text("utf-8")))
+            if found:
+                stale[path.relative_to(REPO).as_posix()] = found
+    assert stale == {}
+
+
+def test_a_stale_docs_citation_is_caught() -> None:
+    source = (
+        '"""See docs/tools.md#history-git and docs/security.md."""\n'
+        "# docs/nope.md, docs/tools.md#no-such-heading\n"
+        "EXAMPLE = 'docs/guide.md'  # a file in a test tree, not a citation\n"
+    )
+    stale = stale_doc_citations(prose_of(source))
+    assert stale == ["docs/nope.md", "docs/tools.md#no-such-heading"]
 
 
 # -- the tour, replayed ---------------------------------------------------------

@@ -21,6 +21,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("registry", ("app.config", "app.config_checks", "app.registry")),
     ("corpus", ("app.corpus",)),
     ("calls", ("app.calls",)),
+    ("sdk", ("app.sdk",)),
     ("tools", ("app.tools",)),
     ("server", ("app.server",)),
     ("transport", ("app.http", "app.stdio")),

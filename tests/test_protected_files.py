@@ -1,4 +1,4 @@
-"""The server's own files (SPEC 3.5): config, token file, every audit log written.
+"""The server's own files (docs/security.md): config, token file, every audit log written.
 
 They are floor-denied by path and by identity (a hard link under an innocent
 name is still refused), across reloads that move the log or lower its backups;

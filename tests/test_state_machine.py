@@ -1,4 +1,4 @@
-"""No sequence of tool calls returns denied content or a denied name (SPEC 3.3).
+"""No sequence of tool calls returns denied content or a denied name (docs/security.md).
 
 A hypothesis `RuleBasedStateMachine` drives the fs functions the tools call
 (write_file, create_directory, move_file, edit_file, delete and every read and

@@ -9,7 +9,7 @@ The ways in are the same as every other tool's (`app.fs.documents`: the walk,
 this does not protect against is the same as elsewhere: filtering is by name,
 so a secret written into an allowed file is readable.
 
-Ranking (SPEC §4.6): BM25 over code-aware words (`app.fs.tokens`) with the
+Ranking (docs/tools.md): BM25 over code-aware words (`app.fs.tokens`) with the
 path and the title as boosted fields, a bonus when the query's words occur as
 a phrase or near each other, then files whose words merely start with a query
 word (`app.corpus.ranked`, one root at a time in `app.fs.ranked`). It runs on a

@@ -1,4 +1,4 @@
-"""Ranked search across every readable root, on their persistent indexes (SPEC §4.6).
+"""Ranked search across every readable root, on their persistent indexes (docs/tools.md).
 
 `search()` gives each root that grants read its index (beside the audit log,
 `index_dir`), lets `app.fs.ranked.rank_root` refresh and query it within one

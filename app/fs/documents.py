@@ -1,4 +1,4 @@
-"""One root's files as documents for `search` and `fetch` (SPEC §4.6): scanned, or read whole.
+"""One root's files as documents for `search` and `fetch` (docs/tools.md): scanned, or read whole.
 
 The ways in are the same as every other tool's: `Scan.root` walks with
 `app.security.walk.Walker` (denied names pruned before descending and

@@ -1,4 +1,4 @@
-"""Search on one root's persistent index (SPEC §4.6): BM25 and its bonuses.
+"""Search on one root's persistent index (docs/tools.md): BM25 and its bonuses.
 
 `rank_root()` refreshes one root's index (`app.fs.fts`), asks it for BM25's
 best candidates over code-aware words (`app.fs.tokens`) plus other forms of

@@ -15,12 +15,12 @@ a synchronous implementation to `run()`, which:
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 from collections.abc import Callable
-from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Protocol, TypeVar, cast, runtime_checkable
 
 import anyio
 import anyio.from_thread
@@ -37,7 +37,7 @@ from app.errors import BadArgument, LoomError
 from app.tools.render import render
 
 if TYPE_CHECKING:
-    from app.registry import Registry
+    from app.registry import Registry, Snapshot
 
 log = logging.getLogger("loomfs.tools")
 T = TypeVar("T")
@@ -77,6 +77,15 @@ class ToolSpec:
     annotations: ToolAnnotations
 
 
+Handler = Callable[..., Any]
+_SPECS: dict[Handler, ToolSpec] = {}  # every handler `@tool` marked
+
+
+def spec_of(value: object) -> ToolSpec | None:
+    """The `ToolSpec` `@tool` gave `value`, or None when it is not a marked handler."""
+    return _SPECS.get(value) if inspect.iscoroutinefunction(value) else None
+
+
 def tool(
     *,
     perm: str | None,
@@ -84,13 +93,19 @@ def tool(
     read_only: bool,
     destructive: bool = False,
     idempotent: bool = False,
-) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Mark an async handler as a tool; `app.server` registers it by permission."""
+) -> Callable[[Handler], Handler]:
+    """Mark an async handler as a tool; `app.server` registers it by permission.
 
-    def mark(fn: Callable[..., Any]) -> Callable[..., Any]:
+    A handler answers a `CallToolResult` (what `run` makes) and declares the model of
+    its structured content as `Annotated[CallToolResult, Model]`: the SDK publishes
+    that model's schema as the tool's `outputSchema`, and `ok_result` finds its
+    renderer by that class.
+    """
+
+    def mark(fn: Handler) -> Handler:
         if not (fn.__doc__ or "").strip():
             raise ValueError(f"tool {fn.__name__} needs a description")
-        fn.__loom_tool__ = ToolSpec(  # type: ignore[attr-defined]
+        _SPECS[fn] = ToolSpec(
             name=fn.__name__,
             perm=perm,
             title=title,
@@ -138,8 +153,28 @@ def flat_schema(schema: dict[str, Any]) -> dict[str, Any]:
         return schema
 
 
-def registry_of(ctx: Context) -> Registry:
-    return ctx.mcp_server.registry  # type: ignore[attr-defined]
+@runtime_checkable
+class ToolHost(Protocol):
+    """What a tool needs of the server it runs in (`app.server.LoomServer`, a layer up)."""
+
+    registry: Registry
+    inflight: InFlight
+    active_tools: set[str]
+
+    async def reload(self) -> Snapshot: ...
+
+
+_HOST_TYPES: set[type] = set()  # server classes already checked (their __init__ sets all)
+
+
+def host_of(ctx: Context) -> ToolHost:
+    server = ctx.mcp_server
+    # A runtime protocol check costs tens of microseconds: once per class, not per call.
+    if type(server) not in _HOST_TYPES:
+        if not isinstance(server, ToolHost):
+            raise TypeError(f"tools run in a LoomServer, not in a {type(server).__name__}")
+        _HOST_TYPES.add(type(server))
+    return cast(ToolHost, server)
 
 
 def error_result(message: str) -> CallToolResult:
@@ -155,7 +190,7 @@ def ok_result(
     data = model.model_dump(mode="json") if isinstance(model, BaseModel) else model
     text = None
     if text_format != "json" and isinstance(model, BaseModel):
-        text = render(type(model).__name__, data, cap)
+        text = render(type(model), data, cap)
     if text is None:
         text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
@@ -183,13 +218,12 @@ async def run(
     A `work` that must answer more than JSON (read_media_file's image block)
     returns its own `CallToolResult`, which is passed through as is.
     """
-    call = Call(registry_of(ctx).current, progress_sink=_progress_sink(ctx))
-    inflight: InFlight | None = getattr(ctx.mcp_server, "inflight", None)
+    host = host_of(ctx)
+    call = Call(host.registry.current, progress_sink=_progress_sink(ctx))
     key = request_key(getattr(ctx.request_context, "request", None), ctx.request_id)
-    # The HTTP layer sets the flag if the client goes away (`app.calls`).
-    tracking = inflight.track(key, call.cancelled) if inflight is not None else nullcontext()
     try:
-        with tracking:
+        # The HTTP layer sets the flag if the client goes away (`app.calls`).
+        with host.inflight.track(key, call.cancelled):
             result = await anyio.to_thread.run_sync(work, call, abandon_on_cancel=True)
     except anyio.get_cancelled_exc_class():
         call.cancelled.set()

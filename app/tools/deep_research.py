@@ -1,4 +1,4 @@
-"""ChatGPT deep research / company knowledge tools: `search` and `fetch` (SPEC §4.6).
+"""ChatGPT deep research / company knowledge tools: `search` and `fetch` (docs/tools.md).
 
 Present only when the config says `search_fetch_tools = true`. Their shapes
 are OpenAI's published ones (one query string in, `{results: [{id, title,
@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult
 from pydantic import BaseModel, Field
 
 from app.corpus import deep_research as dr
@@ -60,7 +61,7 @@ DocId = Annotated[
 
 
 @tool(perm="search_fetch", title="Search files", read_only=True, idempotent=True)
-async def search(ctx: Context, query: Query) -> SearchResult:
+async def search(ctx: Context, query: Query) -> Annotated[CallToolResult, SearchResult]:
     """Search every readable root for the text files that best match the query's words
     (ranked by relevance: words in the file name, title and text, the words near each
     other; code identifiers match by their parts too, so 'http response' finds
@@ -71,11 +72,11 @@ async def search(ctx: Context, query: Query) -> SearchResult:
     def work(call: Call) -> dict[str, Any]:
         return dr.search(call.snapshot, query, call)
 
-    return await run(ctx, work)  # type: ignore[return-value]
+    return await run(ctx, work)
 
 
 @tool(perm="search_fetch", title="Fetch file", read_only=True, idempotent=True)
-async def fetch(ctx: Context, id: DocId) -> FetchResult:
+async def fetch(ctx: Context, id: DocId) -> Annotated[CallToolResult, FetchResult]:
     """Fetch the text of one file by the id search returned ('root/relative/path').
     Reads at most the root's max_read_bytes and answers at most max_output_chars; when
     the text was cut it ends with a visible '[... truncated: ...]' marker and
@@ -85,4 +86,4 @@ async def fetch(ctx: Context, id: DocId) -> FetchResult:
     def work(call: Call) -> dict[str, Any]:
         return dr.fetch(call.snapshot, id)
 
-    return await run(ctx, work)  # type: ignore[return-value]
+    return await run(ctx, work)

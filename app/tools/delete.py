@@ -5,7 +5,10 @@ Registered only when some root grants delete (only the `workspace` role can).
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult
 
 from app.fs import trash
 from app.fs.trash import DeleteResult
@@ -15,7 +18,9 @@ from app.tools.base import Call, PathArg, RootArg, run, tool
 # Destructive although nothing is erased: the entry leaves the agent's view for good
 # (the trash is out of its reach). Not idempotent: a retry trashes whatever now has that path.
 @tool(perm="delete", title="Delete to trash", read_only=False, destructive=True, idempotent=False)
-async def delete(ctx: Context, path: PathArg, root: RootArg = None) -> DeleteResult:
+async def delete(
+    ctx: Context, path: PathArg, root: RootArg = None
+) -> Annotated[CallToolResult, DeleteResult]:
     """Delete a file, directory (with its contents) or symlink by moving it to the root's
     trash (.mcp-trash/<UTC time>/<path>), which only the owner can reach and restore
     from. A symlink is deleted itself, never its target. The root cannot be deleted."""
@@ -23,4 +28,4 @@ async def delete(ctx: Context, path: PathArg, root: RootArg = None) -> DeleteRes
     def work(call: Call) -> DeleteResult:
         return trash.delete(call.root(root), path)
 
-    return await run(ctx, work)  # type: ignore[return-value]
+    return await run(ctx, work)

@@ -1,4 +1,4 @@
-"""History tools: git_log, git_show, git_diff (SPEC 4.7).
+"""History tools: git_log, git_show, git_diff (docs/tools.md#history-git).
 
 Registered when some readable root's top folder holds a `.git` (the `git`
 surface key); a call on a root without one is a clear error naming the root.

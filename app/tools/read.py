@@ -59,7 +59,7 @@ async def list_directory(
     ] = None,
     offset: Offset = 0,
     limit: Limit = 100,
-) -> listing.ListResult:
+) -> Annotated[CallToolResult, listing.ListResult]:
     """List a directory's entries (path, name, type file|dir|symlink|other, size of files,
     modified time in UTC), sorted by name; recursive=true (or a max_depth) walks
     breadth-first to max_depth levels (default 2).
@@ -80,11 +80,13 @@ async def list_directory(
             control=call,
         )
 
-    return await run(ctx, work)  # type: ignore[return-value]
+    return await run(ctx, work)
 
 
 @tool(perm="read", title="Stat path", read_only=True, idempotent=True)
-async def stat_path(ctx: Context, path: PathArg, root: RootArg = None) -> listing.StatResult:
+async def stat_path(
+    ctx: Context, path: PathArg, root: RootArg = None
+) -> Annotated[CallToolResult, listing.StatResult]:
     """Metadata of one file or directory: type, size, modified and created times (UTC; created
     is null where the system does not record it), permission bits, whether a file is text,
     and its sha256 when the whole file fits in the root's max_read_bytes (pass it as
@@ -93,7 +95,7 @@ async def stat_path(ctx: Context, path: PathArg, root: RootArg = None) -> listin
     def work(call: Call) -> listing.StatResult:
         return listing.stat_path(call.root(root), path)
 
-    return await run(ctx, work)  # type: ignore[return-value]
+    return await run(ctx, work)
 
 
 @tool(perm="read", title="Read text file", read_only=True, idempotent=True)
@@ -107,7 +109,7 @@ async def read_text_file(
         int | None,
         Field(default=None, ge=1, le=100_000, description="Return the last N lines instead."),
     ] = None,
-) -> read_mod.ReadTextResult:
+) -> Annotated[CallToolResult, read_mod.ReadTextResult]:
     """Read lines start_line..end_line of a text file (default 1-300), or its last `tail`
     lines, each after its line number (the number is not part of the file: leave it out
     of edit_file's old_text). Decodes UTF-8 (with or without BOM), UTF-16/32 with BOM
@@ -125,7 +127,7 @@ async def read_text_file(
             cap=call.snapshot.limits.max_output_chars,
         )
 
-    return await run(ctx, work)  # type: ignore[return-value]
+    return await run(ctx, work)
 
 
 @tool(perm="read", title="Read several files", read_only=True, idempotent=True)
@@ -136,7 +138,7 @@ async def read_multiple_files(
         Field(min_length=1, max_length=read_mod.MAX_FILES, description="Files to read."),
     ],
     root: RootArg = None,
-) -> read_mod.ReadManyResult:
+) -> Annotated[CallToolResult, read_mod.ReadManyResult]:
     """Read several text files of one root in one call, each from its first line. The
     output is shared between the files; one that does not fit whole says has_more and
     next_start_line (continue it with read_text_file). A file that cannot be read gets its
@@ -147,11 +149,13 @@ async def read_multiple_files(
             call.root(root), paths, cap=call.snapshot.limits.max_output_chars, control=call
         )
 
-    return await run(ctx, work)  # type: ignore[return-value]
+    return await run(ctx, work)
 
 
 @tool(perm="read", title="Read image or audio", read_only=True, idempotent=True)
-async def read_media_file(ctx: Context, path: PathArg, root: RootArg = None) -> media.MediaInfo:
+async def read_media_file(
+    ctx: Context, path: PathArg, root: RootArg = None
+) -> Annotated[CallToolResult, media.MediaInfo]:
     """Return an image (PNG, JPEG, GIF, WebP, BMP) or audio file (WAV, MP3, OGG, FLAC, M4A)
     as MCP image/audio content, with its type, size and sha256. The type is recognised from
     the file's bytes; the file must fit in the root's max_read_bytes."""
@@ -168,4 +172,4 @@ async def read_media_file(ctx: Context, path: PathArg, root: RootArg = None) -> 
             content=[block, *described.content], structured_content=described.structured_content
         )
 
-    return await run(ctx, work)  # type: ignore[return-value]
+    return await run(ctx, work)

@@ -26,24 +26,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from app.tools.render_files import (
-    Data,
-    create_directory,
-    delete,
-    edit_file,
-    list_directory,
-    list_roots,
-    move_file,
-    read_media_file,
-    read_multiple_files,
-    read_text_file,
-    reload_config,
-    search_files,
-    search_text,
-    stat_path,
-    write_file,
-)
-from app.tools.render_git import git_diff, git_log, git_show
+from pydantic import BaseModel
+
+from app.fs.edit import EditResult
+from app.fs.history.diff import DiffResult
+from app.fs.history.log import LogResult
+from app.fs.history.show import ShowResult
+from app.fs.listing import ListResult, StatResult
+from app.fs.media import MediaInfo
+from app.fs.move import MoveResult
+from app.fs.read import ReadManyResult, ReadTextResult
+from app.fs.search import SearchFilesResult, SearchTextResult
+from app.fs.trash import DeleteResult
+from app.fs.write import DirectoryResult, WriteResult
+from app.tools import render_files as files
+from app.tools import render_git as git
+from app.tools.render_files import Data
+from app.tools.roots import ListRootsResult, ReloadResult
 
 # Values shown as they are: a file's lines and a diff are the point of the answer.
 VERBATIM = frozenset({"content", "diff", "message"})
@@ -55,25 +54,26 @@ _BREAKS |= {0x0A: "\\n", 0x0D: "\\r", 0x85: "\\x85", 0x2028: "\\u2028",
 CUT_MARK = "\n[... text cut at max_output_chars; the structured result is complete]"
 
 
-# By result type name (the tools' return models), so this module imports no tool.
-RENDERERS: dict[str, Callable[[Data], str]] = {
-    "ListResult": list_directory,
-    "StatResult": stat_path,
-    "ReadTextResult": read_text_file,
-    "ReadManyResult": read_multiple_files,
-    "MediaInfo": read_media_file,
-    "SearchFilesResult": search_files,
-    "SearchTextResult": search_text,
-    "EditResult": edit_file,
-    "WriteResult": write_file,
-    "DirectoryResult": create_directory,
-    "MoveResult": move_file,
-    "DeleteResult": delete,
-    "ListRootsResult": list_roots,
-    "ReloadResult": reload_config,
-    "LogResult": git_log,
-    "ShowResult": git_show,
-    "DiffResult": git_diff,
+# By result class (the models the tools declare), never by a class's name: another
+# model that happens to share a name must not be printed by this one's renderer.
+RENDERERS: dict[type[BaseModel], Callable[[Data], str]] = {
+    ListResult: files.list_directory,
+    StatResult: files.stat_path,
+    ReadTextResult: files.read_text_file,
+    ReadManyResult: files.read_multiple_files,
+    MediaInfo: files.read_media_file,
+    SearchFilesResult: files.search_files,
+    SearchTextResult: files.search_text,
+    EditResult: files.edit_file,
+    WriteResult: files.write_file,
+    DirectoryResult: files.create_directory,
+    MoveResult: files.move_file,
+    DeleteResult: files.delete,
+    ListRootsResult: files.list_roots,
+    ReloadResult: files.reload_config,
+    LogResult: git.git_log,
+    ShowResult: git.git_show,
+    DiffResult: git.git_diff,
 }
 
 
@@ -88,8 +88,9 @@ def one_line(value: Any) -> Any:
     return value
 
 
-def render(kind: str, data: Data, cap: int | None = None) -> str | None:
-    """The readable text for a result of type `kind`, or None when there is no renderer."""
+def render(kind: type[BaseModel], data: Data, cap: int | None = None) -> str | None:
+    """The readable text for `data`, a result of class `kind`, or None when that class
+    has no renderer."""
     fn = RENDERERS.get(kind)
     if fn is None:
         return None

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult
 from pydantic import Field
 
 from app.fs import search as search_mod
@@ -49,7 +50,7 @@ async def search_files(
     ] = 100,
     exclude: ExcludeArg = [],  # noqa: B006  # never mutated; the schema shows the default
     no_ignore: NoIgnoreArg = False,
-) -> search_mod.SearchFilesResult:
+) -> Annotated[CallToolResult, search_mod.SearchFilesResult]:
     """Find files and directories by glob under path. A pattern without '/' matches the
     base name at any depth (so '*.py' finds every Python file); with '/' it matches the
     path relative to `path`; '**' crosses directories, '*' and '?' stay within one, [abc]
@@ -67,7 +68,7 @@ async def search_files(
             control=call, exclude=exclude, no_ignore=no_ignore,
         )
 
-    return await run(ctx, work)  # type: ignore[return-value]
+    return await run(ctx, work)
 
 
 @tool(perm="read", title="Search text in files", read_only=True, idempotent=True)
@@ -101,7 +102,7 @@ async def search_text(
     ] = "content",
     exclude: ExcludeArg = [],  # noqa: B006
     no_ignore: NoIgnoreArg = False,
-) -> search_mod.SearchTextResult:
+) -> Annotated[CallToolResult, search_mod.SearchTextResult]:
     """Find text in the files under path: one match per matching line, with its path,
     line number and a preview. query is literal unless regex=true (RE2 syntax, like
     ripgrep: (?i), \\b, classes; no backreferences or lookaround). context=N adds N lines
@@ -124,4 +125,4 @@ async def search_text(
             output_mode=output_mode, exclude=exclude, no_ignore=no_ignore,
         )
 
-    return await run(ctx, work)  # type: ignore[return-value]
+    return await run(ctx, work)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult
 from pydantic import ConfigDict, Field
 
 from app.fs import edit as edit_mod
@@ -56,7 +57,7 @@ async def write_file(
         bool, Field(description="Replace an existing file; without it an existing file is kept.")
     ] = False,
     expected_sha256: Sha256Arg = None,
-) -> WriteResult:
+) -> Annotated[CallToolResult, WriteResult]:
     """Create a file with the given text (UTF-8), creating missing parent folders. An
     existing file is replaced only with overwrite=true; pass expected_sha256 (from
     stat_path or read_text_file) so a file someone else changed since you read it is not
@@ -68,7 +69,7 @@ async def write_file(
             call.root(root), path, content, overwrite=overwrite, expected_sha256=expected_sha256
         )
 
-    return await run(ctx, work)  # type: ignore[return-value]
+    return await run(ctx, work)
 
 
 # Not idempotent: applied twice, an edit whose new_text still holds its old_text changes
@@ -84,7 +85,7 @@ async def edit_file(
     root: RootArg = None,
     dry_run: Annotated[bool, Field(description="Return the diff without writing.")] = False,
     expected_sha256: Sha256Arg = None,
-) -> EditResult:
+) -> Annotated[CallToolResult, EditResult]:
     """Replace exact text in a text file: each edit's old_text must occur exactly once in
     the text left by the edits before it (the error says 0 or how many times). All edits
     apply or none do. Returns a unified diff; dry_run=true shows it without writing. The
@@ -102,20 +103,22 @@ async def edit_file(
             control=call,
         )
 
-    return await run(ctx, work)  # type: ignore[return-value]
+    return await run(ctx, work)
 
 
 @tool(
     perm="write", title="Create directory", read_only=False, destructive=False, idempotent=True
 )
-async def create_directory(ctx: Context, path: PathArg, root: RootArg = None) -> DirectoryResult:
+async def create_directory(
+    ctx: Context, path: PathArg, root: RootArg = None
+) -> Annotated[CallToolResult, DirectoryResult]:
     """Create a directory and any missing parents, like `mkdir -p`; an existing directory
     is not an error (created=false)."""
 
     def work(call: Call) -> DirectoryResult:
         return write_mod.create_directory(call.root(root), path)
 
-    return await run(ctx, work)  # type: ignore[return-value]
+    return await run(ctx, work)
 
 
 # Not idempotent: a retry moves whatever has appeared at `source` since.
@@ -128,7 +131,7 @@ async def move_file(
     overwrite: Annotated[
         bool, Field(description="Replace an existing destination file (never a directory).")
     ] = False,
-) -> MoveResult:
+) -> Annotated[CallToolResult, MoveResult]:
     """Move or rename a file, directory or symlink within one root (both paths relative to
     it). The destination's folder must exist. An existing destination is replaced only
     with overwrite=true, and only if it is a file. A symlink moves as itself. The root
@@ -137,4 +140,4 @@ async def move_file(
     def work(call: Call) -> MoveResult:
         return move_mod.move_file(call.root(root), source, destination, overwrite=overwrite)
 
-    return await run(ctx, work)  # type: ignore[return-value]
+    return await run(ctx, work)

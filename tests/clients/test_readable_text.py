@@ -1,4 +1,4 @@
-"""The text item written for the model (SPEC §4), through the SDK client on a live server.
+"""The text item written for the model (docs/tools.md), through the SDK client on a live server.
 
 File lines arrive verbatim with their numbers (never JSON-escaped), one short
 line per listing entry or search hit, and a last line that says how to
@@ -167,6 +167,7 @@ line_text = st.text(
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(line_text, min_size=1, max_size=8))
 def test_the_rendering_of_a_read_is_the_file_verbatim(lines: list[str]) -> None:
+    from app.fs.read import ReadTextResult
     from app.tools.render import render
 
     content = "\n".join(f"{i} | {x}" for i, x in enumerate(lines, 1))
@@ -174,7 +175,7 @@ def test_the_rendering_of_a_read_is_the_file_verbatim(lines: list[str]) -> None:
             "has_more": False, "next_start_line": None, "eof_reached": True,
             "start_beyond_eof": False, "total_lines": len(lines), "sha256": None,
             "content": content, "note": None}
-    text = render("ReadTextResult", data)
+    text = render(ReadTextResult, data)
     assert text is not None
     assert text.split("\n")[1:] == [f"{i}\t{x}" for i, x in enumerate(lines, 1)]
 
@@ -199,13 +200,19 @@ async def test_a_name_cannot_forge_lines_of_the_answer(srv: LiveServer, text_tre
 
 
 def test_a_rendering_over_the_cap_is_cut_with_a_visible_mark() -> None:
+    from pydantic import BaseModel
+
+    from app.fs.listing import ListResult
     from app.tools.render import CUT_MARK, render
+
+    class NoSuchResult(BaseModel):
+        pass
 
     entries = [{"path": f"f{i:04d}.txt", "name": f"f{i:04d}.txt", "type": "file", "size": i,
                 "modified": None} for i in range(500)]
     data = {"root": "ws", "path": "", "entries": entries, "offset": 0, "limit": 500,
             "returned": 500, "has_more": False, "next_offset": None, "skipped_links": 0}
-    text = render("ListResult", data, cap=1000)
+    text = render(ListResult, data, cap=1000)
     assert text is not None and len(text) <= 1000 and text.endswith(CUT_MARK)
-    assert render("ListResult", data, cap=None) == render("ListResult", data, cap=10**6)
-    assert render("NoSuchResult", data) is None  # no renderer: the caller sends the JSON
+    assert render(ListResult, data, cap=None) == render(ListResult, data, cap=10**6)
+    assert render(NoSuchResult, data) is None  # no renderer: the caller sends the JSON

@@ -60,7 +60,7 @@ async def smoke(client: Any, cfg: Path) -> None:
         "results": [{"id": "main/README.md", "title": "README.md", "url": ""}]
     }
 
-    # A domain error is a tool error whose text is the SPEC's message.
+    # A domain error is a tool error whose text is the server's message (docs/tools.md).
     res = await client.call_tool("fetch", {"id": "nope/README.md"})
     assert res.is_error
     assert res.content[0].text == "unknown root 'nope'; known roots: main"

@@ -1,4 +1,4 @@
-"""A root's policy on its own: the role ceilings of SPEC 3.1, the permission order, the
+"""A root's policy on its own: the role ceilings (docs/security.md), the permission order, the
 refusal text, and the audit record of every decision (DENY with its rule, or ALLOW)."""
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ def policy(permissions: list[str], *, role: str = "workspace", rules: DenyRules 
                       audit=None if lines is None else audit)
 
 
-def test_the_role_ceilings_are_the_specs() -> None:
-    # SPEC 3.1: reference reads; sourcecode reads and writes; workspace also deletes.
+def test_the_role_ceilings_are_the_documented_ones() -> None:
+    # docs/security.md: reference reads; sourcecode reads and writes; workspace also deletes.
     assert ROLE_CEILINGS == {
         "reference": ("read",),
         "sourcecode": ("read", "write"),

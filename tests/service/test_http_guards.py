@@ -172,7 +172,7 @@ def _padded_ping(size: int) -> bytes:
 
 
 def test_body_limit_is_pinned_on_both_sides(one_root_config, tree) -> None:
-    # The spec's floor: a write_file of a file at the largest max_read_bytes must get
+    # docs/service.md's floor: a write_file of a file at the largest max_read_bytes must get
     # through the guard and be written.
     cfg = one_root_config("workspace", extra=f"max_read_bytes = {1 << 20}")
     with live_server(cfg, token=TOKEN) as srv:

@@ -1,5 +1,5 @@
 """Limits no HTTP client can push past: sessions, header size, slow senders,
-connections, nested JSON (SPEC §5).
+connections, nested JSON (docs/service.md#limits-no-client-can-push-past).
 
 The header flood runs against the console script (the shipped uvicorn
 configuration, its memory read from /proc); the others against the app under
@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from app import sdk
 from app.http.limits import (
     HEAD_TIMEOUT,
     MAX_HEAD_BYTES,
@@ -42,7 +43,7 @@ def test_a_session_flood_never_locks_a_new_client_out(
 ) -> None:
     with live_server(one_root_config(), max_sessions=5) as srv, httpx.Client(timeout=10) as c:
         flood = [_initialize(c, srv.url) for _ in range(20)]  # never closed
-        assert len(srv.server.session_manager._server_instances) <= 5
+        assert len(sdk.session_table(srv.server.session_manager)) <= 5
         fresh = _initialize(c, srv.url)  # the SDK's default would answer 503 here
         ping = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
         ok = c.post(srv.url, json=ping, headers={**MCP_POST_HEADERS, "mcp-session-id": fresh,

@@ -38,7 +38,7 @@ async def test_2025_session_initialises_lists_and_calls(secured) -> None:
         assert res.structured_content["roots"][0]["name"] == "main"
 
 
-async def test_2025_session_gets_tool_error_with_spec_text(secured, tree) -> None:
+async def test_2025_session_gets_tool_error_with_the_servers_text(secured, tree) -> None:
     # Break the config: the reload is refused, with the validation error as a tool error.
     cfg = Path(secured.registry.config_path)
     cfg.write_text(

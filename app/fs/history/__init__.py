@@ -1,1 +1,1 @@
-"""Read-only git history of a root (SPEC 4.7); see `store` for the threat model."""
+"""Read-only git history of a root (docs/tools.md#history-git); see `store` for the threat model."""
