@@ -1,21 +1,47 @@
 #!/usr/bin/env bash
-# Installs everything the test suite needs on a fresh machine, then runs it all.
-# Extra arguments go to pytest.
+# Installs everything the test suite needs on a fresh machine, then runs it all (CI runs exactly
+# this). Extra arguments go to pytest. Each install is announced on stderr before it starts;
+# nothing here prompts (CI has no terminal): pip runs with --no-input, apt-get with -y and
+# stdin from /dev/null.
+#   - .venv with this package (editable) and its test extras, when pyproject.toml changed
+#   - ripgrep from apt (as root), for the tests that compare searches against it
+#   - Node 22, the MCP conformance suite and Inspector (scripts/install_node.sh), for
+#     tests/clients, into .ci-cache/node-tools ($LOOMFS_NODE_TOOLS), which git ignores
 set -euo pipefail
 cd "$(dirname "$0")"
 
+say() { echo "run_tests.sh: $*" >&2; }
+
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then
+  say "creating .venv with $PY (a virtual environment for the package and its test tools)"
   "$PY" -m venv .venv
 fi
-.venv/bin/python -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-.venv/bin/python -m pip install -q --disable-pip-version-check -e '.[test]'
 
-# Tools some tests drive as real peers (ripgrep for the search benchmark baseline).
-if ! command -v rg >/dev/null 2>&1 && command -v apt-get >/dev/null 2>&1; then
-  (apt-get update -qq && apt-get install -y -qq ripgrep) >/dev/null 2>&1 || true
+# The editable install is what the tests need: they import app/ from this working tree, and the
+# console script they start runs it too, so an edit needs no reinstall. PYTHONWARNINGS drops the
+# one notice setuptools prints for it ("folders ... with the same name as your package ... may
+# take precedence"): the console script never imports from the current directory, and here the
+# folder of that name is the package itself. The stamp skips pip while pyproject.toml is unchanged.
+STAMP=.venv/.loomfs-test-install
+if ! cmp -s pyproject.toml "$STAMP"; then
+  say "installing loom-fs-mcp (editable) and its test extras (pytest, hypothesis, ruff, mypy, ...) into .venv with pip"
+  PIP=(.venv/bin/python -m pip install -q --no-input --disable-pip-version-check)
+  "${PIP[@]}" --upgrade pip >/dev/null
+  PYTHONWARNINGS="ignore:Editable installation" "${PIP[@]}" -e '.[test]'
+  cp pyproject.toml "$STAMP"
 fi
-scripts/install_node.sh  # Node 22, MCP conformance suite, Inspector (tests/clients); fails loudly
+
+if ! command -v rg >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing ripgrep with apt-get (the differential search tests compare against it)"
+    (export DEBIAN_FRONTEND=noninteractive
+     apt-get update -qq && apt-get install -y -qq ripgrep) </dev/null >/dev/null 2>&1 || true
+  fi
+  command -v rg >/dev/null 2>&1 ||
+    say "ripgrep (rg) is not installed: the tests that compare searches against it will be skipped"
+fi
+scripts/install_node.sh  # says what it downloads before it does; fails loudly
 
 # With arguments: one pytest run, as given. Without: the suite on parallel workers, then the
 # tests marked `serial` alone (they read the wall clock or count a racing thread's work, which a
@@ -35,7 +61,7 @@ fi
 set -e
 for rc in "${rcs[@]}"; do
   if [ "$rc" -eq 5 ]; then
-    echo "run_tests.sh: pytest collected no tests; that is a failure" >&2
+    say "pytest collected no tests; that is a failure"
     exit 1
   fi
 done

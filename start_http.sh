@@ -16,11 +16,14 @@ cd "$(dirname "$0")"
 PY=${PYTHON:-python3}
 VENV=${LOOMFS_VENV:-.venv}   # an existing venv with loom-fs-mcp installed may be reused
 if [ ! -x "$VENV/bin/loom-fs-mcp" ]; then
+  echo "start_http.sh: first start: installing loom-fs-mcp and its dependencies into $VENV with pip" >&2
   if [ ! -x "$VENV/bin/python" ]; then
     "$PY" -m venv "$VENV"
   fi
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
-  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -e .
+  PIP=("$VENV/bin/python" -m pip install -q --no-input --disable-pip-version-check)
+  "${PIP[@]}" --upgrade pip >/dev/null
+  # Editable, as run_tests.sh installs it (see there for why this one setuptools notice is dropped).
+  PYTHONWARNINGS="ignore:Editable installation" "${PIP[@]}" -e .
 fi
 
 CONFIG=${LOOMFS_CONFIG:-config/roots.toml}

@@ -155,10 +155,13 @@ def platform_refusal() -> str | None:
     needed = (os.open, os.stat, os.mkdir, os.rename, os.unlink, os.readlink)
     if all(fn in os.supports_dir_fd for fn in needed) and os.scandir in os.supports_fd:
         return None
-    return (
+    why = (
         "this platform lacks the dir_fd/O_NOFOLLOW system calls that confinement relies on; "
         "refusing to serve rather than fall back to path-string checks that races defeat"
     )
+    if sys.platform == "win32":  # a docs/clients.md heading (tests/test_front_door.py)
+        why += '. On Windows, run it inside WSL2: docs/clients.md, "Windows (WSL2)"'
+    return why
 
 
 def serve(args: argparse.Namespace, config_path: str, loaded: LoadedConfig) -> int:

@@ -11,6 +11,7 @@
 #     version of a package.
 # It writes $DIR/tools.env (NODE=, CONFORMANCE_JS=, CONFORMANCE_NEXT_JS=,
 # INSPECTOR_JS=) for the tests.
+# Each download is announced on stderr (what, why, where) before it starts.
 # A second run with the same pins does nothing but check. When npm or Node
 # cannot be had it exits 1 with the reason: the client tests must never be
 # skipped quietly.
@@ -24,8 +25,10 @@ NODE_RANGE="22"
 DIR=${LOOMFS_NODE_TOOLS:-$PWD/.ci-cache/node-tools}
 NPM_FLAGS=(--no-audit --no-fund --loglevel=error --prefer-offline)
 
+say() { echo "install_node.sh: $*" >&2; }
+
 die() {
-  echo "install_node.sh: $*" >&2
+  say "$*"
   echo "install_node.sh: the client tests (tests/clients) cannot run without it" >&2
   exit 1
 }
@@ -41,7 +44,9 @@ node_new_enough() {
 
 if ! command -v npm >/dev/null 2>&1; then
   if command -v apt-get >/dev/null 2>&1; then
-    (apt-get update -qq && apt-get install -y -qq npm) >/dev/null 2>&1 || true
+    say "npm is not installed; installing it with apt-get (it fetches Node 22 and the MCP test tools)"
+    (export DEBIAN_FRONTEND=noninteractive  # never a prompt: CI has no terminal
+     apt-get update -qq && apt-get install -y -qq npm) </dev/null >/dev/null 2>&1 || true
   fi
   command -v npm >/dev/null 2>&1 || die "npm is not installed and could not be installed"
 fi
@@ -57,6 +62,7 @@ else
   esac
   NODE="$DIR/node/node_modules/node-linux-$arch/bin/node"
   if ! { [ -x "$NODE" ] && node_new_enough "$NODE"; }; then
+    say "no node >= 22.19 on PATH; downloading Node 22 (npm package node-linux-$arch, ~185 MB on disk) into $DIR/node"
     npm install "${NPM_FLAGS[@]}" --prefix "$DIR/node" "node-linux-$arch@$NODE_RANGE" >&2 ||
       die "npm could not install node-linux-$arch@$NODE_RANGE"
   fi
@@ -71,6 +77,7 @@ STAMP="$PKGS/.installed"
 WANT="$CONFORMANCE_PKG $INSPECTOR_PKG"
 if [ "$(cat "$STAMP" 2>/dev/null || true)" != "$WANT" ]; then
   mkdir -p "$PKGS"
+  say "downloading the MCP conformance suite and Inspector (~145 MB on disk; the client tests drive them) into $PKGS"
   npm install "${NPM_FLAGS[@]}" --prefix "$PKGS" "$CONFORMANCE_PKG" "$INSPECTOR_PKG" >&2 ||
     die "npm could not install $WANT"
   echo "$WANT" >"$STAMP"
@@ -80,6 +87,7 @@ NEXT="$DIR/pkgs-next"
 NEXT_STAMP="$NEXT/.installed"
 if [ "$(cat "$NEXT_STAMP" 2>/dev/null || true)" != "$CONFORMANCE_NEXT_PKG" ]; then
   mkdir -p "$NEXT"
+  say "downloading the next MCP conformance suite (~50 MB on disk; the 2026-07-28 requirement set) into $NEXT"
   npm install "${NPM_FLAGS[@]}" --prefix "$NEXT" "$CONFORMANCE_NEXT_PKG" >&2 ||
     die "npm could not install $CONFORMANCE_NEXT_PKG"
   echo "$CONFORMANCE_NEXT_PKG" >"$NEXT_STAMP"
@@ -101,4 +109,4 @@ CONFORMANCE_JS=$CONFORMANCE_JS
 CONFORMANCE_NEXT_JS=$CONFORMANCE_NEXT_JS
 INSPECTOR_JS=$INSPECTOR_JS
 EOF
-echo "install_node.sh: node $("$NODE" --version), $WANT $CONFORMANCE_NEXT_PKG ready in $DIR" >&2
+say "node $("$NODE" --version), $WANT $CONFORMANCE_NEXT_PKG ready in $DIR"

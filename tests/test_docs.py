@@ -253,18 +253,34 @@ def readme_block(lang: str, after: str) -> str:
     return m[1]
 
 
+def readme_blocks(lang: str, after: str, before: str) -> list[str]:
+    text = (REPO / "README.md").read_text()
+    part = text[text.index(after) : text.index(before)]
+    return re.findall(rf"^```{lang}\n(.*?)^```", part, re.M | re.S)
+
+
 def test_the_tours_commands_are_the_client_guides_checked_ones() -> None:
     """The token, start and `claude mcp add` lines of the tour are those docs/clients.md
-    gives, which tests/clients/test_client_guides.py replays against a running server."""
+    gives, which tests/clients/test_client_guides.py replays against a running server. The
+    server, which stays in the foreground, has a block of its own: the others go in another
+    terminal, and pasting a block never leaves a line waiting behind the server."""
     guide = (REPO / "docs" / "clients.md").read_text()
     guide_lines = {
         line.strip() for m in re.finditer(r"```bash\n(.*?)```", guide, re.S)
         for line in m[1].splitlines()
     }
-    tour = readme_block("bash", "## A 5-minute tour")
-    lines = [line.strip() for line in tour.splitlines() if line.strip()]
+    step = readme_blocks("bash", "**2. Serve it, and connect a client.**", "**3. A few calls.**")
+    blocks = [[ln.strip() for ln in b.splitlines() if ln.strip()] for b in step]
+    lines = [ln for b in blocks for ln in b]
     assert len(lines) == 3
     assert set(lines) <= guide_lines, set(lines) - guide_lines
+    assert ["./start_http.sh"] in blocks
+    for page in (REPO / "README.md", REPO / "docs" / "clients.md"):
+        for m in re.finditer(r"```bash\n(.*?)```", page.read_text(), re.S):
+            cmds = [ln.split("#")[0].strip() for ln in m[1].splitlines()]
+            cmds = [c for c in cmds if c]
+            if any(c.startswith("./start_http.sh") for c in cmds):
+                assert cmds[-1].startswith("./start_http.sh"), (page.name, cmds)
 
 
 def variable_free(text: str) -> str:

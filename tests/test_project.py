@@ -20,8 +20,22 @@ def test_readme_starts_with_exactly_the_two_setup_commands() -> None:
         for line in first_block.group(1).splitlines()
         if line.split("#")[0].strip()
     ]
-    assert commands == ["./start_http.sh", "./run_tests.sh"]
+    # The server stays in the foreground: last, so that the block pasted whole runs both.
+    assert commands == ["./run_tests.sh", "./start_http.sh"]
     assert text.index("./start_http.sh") < text.index("## Roles")
+
+
+def test_readme_says_what_the_test_command_installs_before_it_is_run() -> None:
+    """The Set up section, before the first other section, names the prerequisites and each
+    thing `./run_tests.sh` installs (and where), which it also says on stderr as it goes."""
+    setup = " ".join(
+        (REPO / "README.md").read_text().split("## Set up\n", 1)[1].split("\n## ", 1)[0].split()
+    )
+    for needed in ("**Prerequisites.**", "Python ≥ 3.10", "`venv` module", "WSL2",
+                   "test extras", "Node 22", "MCP conformance suite", "MCP Inspector",
+                   "`.ci-cache/node-tools` (git-ignored", "ripgrep from apt", "never asking",
+                   "in another terminal"):
+        assert needed in setup, needed
 
 
 def test_ci_runs_the_readme_test_command() -> None:
