@@ -104,8 +104,9 @@ class SessionPolicy:
     def retry_after(self) -> int:
         """Whole seconds until some session can be evicted (a call in flight: a full minute)."""
         now = self.clock()
-        waits = [use.last_call + PROTECTED_FOR - now for use in self.uses.values()
-                 if not use.busy and use.last_call is not None]
+        uses = [self.uses.get(sid) for sid in self.manager._server_instances]
+        waits = [use.last_call + PROTECTED_FOR - now for use in uses
+                 if use is not None and not use.busy and use.last_call is not None]
         return max(1, math.ceil(min(waits, default=PROTECTED_FOR)))
 
     def _evict(self, session_id: str) -> None:
@@ -166,6 +167,8 @@ class SessionGate:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                if status == 200:
+                    use.last_call = self.policy.clock()
             await send(message)
 
         use.busy += 1
