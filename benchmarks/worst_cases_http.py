@@ -18,7 +18,9 @@ line, headers, chunk-size lines, chunk extensions, trailers, the bytes between
 requests) counts against a cap; once 160 MiB of trailers after the last chunk
 of an unauthenticated request raised the server's peak by 164 MiB. The last
 shape is a client that sends many calls on many connections and never reads
-an answer.
+an answer; the stdio one the same over stdin and stdout (once 20,000 reads of the
+242 KB file sent while nothing read stdout took the server from 82 MB to 1.93 GB
+in 74 s).
 """
 
 from __future__ import annotations
@@ -321,13 +323,67 @@ def run_unread(proc: subprocess.Popen[bytes], port: int) -> dict[str, object]:
             "wall_s": wall}
 
 
+def stdio_unread(cfg: Path, calls: int, seconds: float = 10.0) -> dict[str, object]:
+    """The console script over stdio: `calls` reads of the 242 KB file written on its stdin
+    while nothing reads its stdout, for `seconds`; then every answer read."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("LOOMFS_")}
+    proc = subprocess.Popen([EXE, "--config", str(cfg)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
+    written = 0
+
+    def write() -> None:
+        nonlocal written
+        with contextlib.suppress(OSError, ValueError):
+            for n in range(1, calls + 1):
+                stdin.write(json.dumps({"jsonrpc": "2.0", "id": n, "method": "tools/call",
+                                        "params": {"name": "read_text_file",
+                                                   "arguments": {"path": BIG_FILE}}}).encode()
+                            + b"\n")
+                stdin.flush()
+                written = n
+
+    try:
+        init = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "worst-cases-http", "version": "0"}}}
+        stdin.write(json.dumps(init).encode() + b"\n")
+        stdin.flush()
+        stdout.readline()
+        time.sleep(0.3)
+        before = status_kib(proc.pid, "VmRSS")
+        reset_peak(proc.pid)
+        t0 = time.perf_counter()
+        threading.Thread(target=write, daemon=True).start()
+        time.sleep(seconds)
+        grown = (status_kib(proc.pid, "VmHWM") - before) / 1024
+        taken = written
+        answered = sum(1 for _ in range(calls) if b'"result"' in stdout.readline())
+        return {"rss_growth_mib": grown, "status": f"{taken} of {calls} written while unread, "
+                f"{answered} answered after", "closed_early": False,
+                "wall_s": time.perf_counter() - t0}
+    finally:
+        with contextlib.suppress(OSError):
+            stdin.close()
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3)
-    parser.add_argument("--shape", action="append", choices=[*SHAPES, "unread_answers"])
+    parser.add_argument("--shape", action="append",
+                        choices=[*SHAPES, "unread_answers", "stdio_unread_answers"])
     parser.add_argument("--mib", type=int, default=160, help="bytes of each framing shape")
+    parser.add_argument("--stdio-calls", type=int, default=2000)
+    parser.add_argument("--stdio-seconds", type=float, default=10.0,
+                        help="how long the stdio client writes without reading")
     args = parser.parse_args(argv)
-    names = args.shape or [*SHAPES, "unread_answers"]
+    names = args.shape or [*SHAPES, "unread_answers", "stdio_unread_answers"]
     with tempfile.TemporaryDirectory(prefix="loomfs-worst-http-") as tmp:
         cfg = build_root(Path(os.path.realpath(tmp)))
         with server(cfg) as (proc, port):
@@ -335,6 +391,8 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{'shape':34} {'RSS growth MiB':>15} {'wall s':>8}  answer, closed early")
             for name in names:
                 runs = [run_unread(proc, port) if name == "unread_answers"
+                        else stdio_unread(cfg, args.stdio_calls, args.stdio_seconds)
+                        if name == "stdio_unread_answers"
                         else run_shape(proc, port, name, args.mib * MIB)
                         for _ in range(args.runs)]
                 rss = statistics.median(float(str(r["rss_growth_mib"])) for r in runs)
