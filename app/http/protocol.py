@@ -102,14 +102,14 @@ class LimitedHttpToolsProtocol(HttpToolsProtocol):
             self._deadline = None
 
     def _stop(self, raw: bytes) -> None:
-        """Answer `raw` unless an answer has started (then the app sees a disconnect), and
-        close: the rest of what the client sends is never parsed."""
+        """Answer `raw` unless this request's answer has started (a half-sent one is cut
+        off, and the app sees a disconnect), and close: nothing more is parsed."""
         self._disarm()
         self._unparsed = memoryview(b"")
         if self.transport.is_closing():
             return
-        cycle = self.cycle
-        if self._in_head or cycle is None or cycle.response_complete or not cycle.response_started:
+        cycle = self.cycle  # in the head: the previous request's, if any
+        if self._in_head or cycle is None or not cycle.response_started:
             self.transport.write(raw)
         if cycle is not None and not cycle.response_complete:
             cycle.disconnected = True  # a half-sent answer or body is dropped

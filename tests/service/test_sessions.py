@@ -39,14 +39,20 @@ def _ping(c: httpx.Client, srv: LiveServer, sid: str) -> int:
     return r.status_code
 
 
+def _settled(srv: LiveServer, sid: str) -> None:
+    """Wait until the server is done with the requests of `sid` (the client has its answer
+    a moment before the server's record of the request is closed)."""
+    policy = session_policy(srv.app)
+    deadline = time.monotonic() + 10
+    while sid not in policy.uses or policy.uses[sid].busy:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+
+
 def _used(c: httpx.Client, srv: LiveServer, sid: str) -> None:
     """A call in session `sid`, and the server done with it (its record updated)."""
     assert _ping(c, srv, sid) == 200
-    policy = session_policy(srv.app)
-    deadline = time.monotonic() + 10
-    while policy.uses[sid].busy:
-        assert time.monotonic() < deadline
-        time.sleep(0.01)
+    _settled(srv, sid)
 
 
 def _live_ids(srv: LiveServer) -> set[str]:
@@ -149,6 +155,7 @@ def test_the_order_of_eviction_never_used_first_then_longest_idle_over_a_minute(
         clock.now = 1000 + PROTECTED_FOR + 15  # s1 idle 75 s, s2 65 s, s3 55 s
         newcomer = _open(c, srv)
         assert _live_ids(srv) == {s2, s3, newcomer}  # the longest idle went
+        _settled(srv, newcomer)
         clock.now += 1
         later = _open(c, srv)
         # The newcomer never made a call: it goes before s2, idle for 66 s.
