@@ -21,17 +21,20 @@ import threading
 import time
 from pathlib import Path
 
+import httpx
 import pytest
 
+from app.http.limits import LimitedHttpToolsProtocol, uvicorn_limits
 from benchmarks.worst_cases_http import (
     BIG_FILE,
+    TOKEN,
     build_root,
     call_request,
     open_session,
     server,
     status_kib,
 )
-from tests.live import env_without_loomfs
+from tests.live import env_without_loomfs, live_server
 
 pytestmark = pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads /proc")
 
@@ -150,3 +153,22 @@ def test_http_parses_no_request_while_an_answer_goes_unread_and_resumes(tmp_path
         finally:
             for s in socks:
                 s.close()
+
+
+class _QuickUnread(LimitedHttpToolsProtocol):
+    answer_timeout = 0.5
+
+
+def test_a_connection_whose_answers_stay_unread_is_closed(tmp_path: Path) -> None:
+    """Answers fill the socket's buffers; once writing has waited `answer_timeout` for the
+    client to read, the connection is closed (shipped: a minute, test_shipped_limits)."""
+    cfg = build_root(Path(os.path.realpath(tmp_path)))
+    calls = 600  # ~30 MB of answers: far more than the kernel buffers a socket
+    with live_server(cfg, token=TOKEN, uvicorn_options=uvicorn_limits(_QuickUnread)) as srv:
+        sid = open_session(srv.port)
+        with socket.create_connection(("127.0.0.1", srv.port)) as s:
+            s.sendall(b"".join(call_request(sid, n) for n in range(calls)))
+            time.sleep(4)  # reading nothing
+            with pytest.raises((AssertionError, ConnectionResetError)):  # closed, or reset
+                _read_answers(s, calls)  # (our requests were still in its buffer)
+        assert httpx.get(f"{srv.base}/healthz", timeout=5).status_code == 200
