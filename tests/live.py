@@ -137,3 +137,16 @@ def live_server(config: Path, **kwargs: Any) -> Iterator[LiveServer]:
         yield srv
     finally:
         srv.stop()
+
+
+def session_policy(app: Any) -> Any:
+    """The `app.http.sessions.SessionPolicy` inside an app built by `build_app` (found by
+    walking the middleware chain: each holds the next as `.guarded` or `.app`)."""
+    from app.http.sessions import SessionGate
+
+    node = app
+    while node is not None:
+        if isinstance(node, SessionGate):
+            return node.policy
+        node = getattr(node, "guarded", None) or getattr(node, "app", None)
+    raise LookupError("no SessionGate in this app")

@@ -17,8 +17,9 @@ from app import __version__
 from app.http.body import BodyLimit, body_limit_for
 from app.http.disconnect import CancelOnDisconnect
 from app.http.guards import BearerAuth, HostOriginGuard, TrimMcpHeaders
-from app.http.limits import MAX_SESSIONS, SESSION_IDLE_TIMEOUT, evict_when_full
+from app.http.limits import MAX_SESSIONS, SESSION_IDLE_TIMEOUT
 from app.http.response_mode import JsonWhenNothingStreams, PerRequestJSON
+from app.http.sessions import SessionGate, SessionPolicy
 from app.server import LoomServer, install_sighup
 
 
@@ -47,10 +48,12 @@ def build_app(
         max_sessions=max_sessions,
         session_idle_timeout=session_idle_timeout,
     )
-    evict_when_full(server.session_manager)
+    policy = SessionPolicy(server.session_manager)
     routes = _routes(server, mcp_app.routes)
     app = Starlette(routes=routes, lifespan=_lifespan(server, handle_sighup))
-    guarded: ASGIApp = app if json_response is not None else JsonWhenNothingStreams(app)
+    guarded: ASGIApp = SessionGate(app, policy, json_only=json_response is True)
+    if json_response is None:
+        guarded = JsonWhenNothingStreams(guarded)
     if watch_disconnects:
         guarded = CancelOnDisconnect(guarded, server)
     guarded = TrimMcpHeaders(guarded)

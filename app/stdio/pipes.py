@@ -202,17 +202,3 @@ async def pipes(
                 transport.close()
     finally:
         os.close(devnull)
-
-
-async def run_stdio(server: Any) -> None:
-    """Serve `server` (an MCPServer) over stdio until stdin closes."""
-    from mcp.server.stdio import stdio_server
-
-    low = server._lowlevel_server
-    async with pipes(lambda: line_limit(server)) as ends:
-        if ends is None:
-            await server.run_stdio_async()
-            return
-        stdin, stdout = ends
-        async with stdio_server(stdin, stdout) as (read, write):  # type: ignore[arg-type]
-            await low.run(read, write, low.create_initialization_options())

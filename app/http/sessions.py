@@ -1,0 +1,223 @@
+"""Who gets a session when the table is full, and what may open one (`SessionGate`).
+
+Threat: with the token, a client can open sessions until the table is full;
+the SDK then answers 503 to every new client, and our first answer to that,
+closing the longest-idle session, let 300 initialize-only sessions evict a
+client in the middle of its work. An invalid POST (`{}`) was answered 400 but
+went through admission first, so it evicted a session too and carried a
+session id of its own.
+
+- Only a well-formed opening request reaches the SDK's admission: a POST
+  without `Mcp-Session-Id` in the handshake era must accept the answer's media
+  types, send JSON and be a JSON-RPC `initialize` request; anything else is
+  refused here (400/406/415) and never creates or evicts a session.
+- When the table is full, a new session evicts first the oldest session that
+  never made a call after `initialize`, then the longest idle among those
+  whose last call ended over `PROTECTED_FOR` ago. A session with a call in
+  flight, or whose last call ended within `PROTECTED_FOR`, is never evicted;
+  when every session is such, the newcomer gets 503 with `Retry-After` (the
+  seconds until one can be evicted). A call is a POST in the session answered
+  200 (a JSON-RPC request; notifications are answered 202); an open GET stream
+  is not a call.
+
+This module is the one place that touches the SDK's session manager's private
+names (`_admit_session`, `_server_instances`, `_session_owners`; pinned
+`mcp<3`); `tests/service/test_sessions.py` names them.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from mcp.server.streamable_http import check_accept_headers
+from mcp_types import JSONRPCRequest, jsonrpc_message_adapter
+from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from starlette.requests import Request
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from app.http.body import body_of
+from app.http.guards import header
+
+PROTECTED_FOR = 60.0  # seconds after its last call during which a session is never evicted
+
+
+@dataclass
+class _Use:
+    opened: float
+    last_call: float | None = None  # when its last call ended; None: no call yet
+    busy: int = 0  # POSTs in flight
+
+
+class SessionPolicy:
+    """Our record of each session's calls, and the admission rule built on it."""
+
+    def __init__(self, manager: Any, clock: Callable[[], float] = time.monotonic) -> None:
+        self.manager = manager
+        self.clock = clock
+        self.uses: dict[str, _Use] = {}
+        admit = manager._admit_session
+
+        def admit_or_evict(requestor: Any) -> Any:
+            if self._full():
+                victim = self.victim()
+                if victim is None:
+                    return None  # the SDK answers 503; SessionGate adds Retry-After
+                self._evict(victim)
+            return admit(requestor)
+
+        manager._admit_session = admit_or_evict
+
+    def _full(self) -> bool:
+        cap = self.manager.max_sessions
+        return cap is not None and len(self.manager._server_instances) >= cap
+
+    def opened(self, session_id: str) -> _Use:
+        live = self.manager._server_instances
+        for gone in [sid for sid in self.uses if sid not in live]:
+            del self.uses[gone]
+        use = self.uses[session_id] = _Use(opened=self.clock())
+        return use
+
+    def victim(self) -> str | None:
+        """The session a newcomer may replace, or None when every one is protected."""
+        now = self.clock()
+        never: list[tuple[float, str]] = []
+        idle: list[tuple[float, str]] = []
+        for sid in self.manager._server_instances:
+            use = self.uses.get(sid)
+            if use is None or use.busy:  # still opening, or a call in flight
+                continue
+            if use.last_call is None:
+                never.append((use.opened, sid))
+            elif now - use.last_call > PROTECTED_FOR:
+                idle.append((use.last_call, sid))
+        for pool in (never, idle):
+            if pool:
+                return min(pool)[1]
+        return None
+
+    def retry_after(self) -> int:
+        """Whole seconds until some session can be evicted (a call in flight: a full minute)."""
+        now = self.clock()
+        uses = [self.uses.get(sid) for sid in self.manager._server_instances]
+        waits = [use.last_call + PROTECTED_FOR - now for use in uses
+                 if use is not None and not use.busy and use.last_call is not None]
+        return max(1, math.ceil(min(waits, default=PROTECTED_FOR)))
+
+    def _evict(self, session_id: str) -> None:
+        manager = self.manager
+        transport = manager._server_instances.pop(session_id)
+        manager._session_owners.pop(session_id, None)
+        self.uses.pop(session_id, None)
+        # Its id answers 404 at once; ending its idle scope ends its server task, which
+        # terminates the transport (the scope is set whenever there is an idle timeout).
+        if transport.idle_scope is not None:
+            transport.idle_scope.cancel()
+
+
+def opening_refusal(scope: Scope, json_only: bool) -> tuple[int, str] | None:
+    """Why a POST without a session id cannot open one (status, message), or None."""
+    has_json, has_sse = check_accept_headers(Request(scope))
+    if not has_json or not (has_sse or json_only):
+        wanted = "application/json" if json_only else "both application/json and text/event-stream"
+        return 406, f"Not Acceptable: Client must accept {wanted}"
+    content_type = (header(scope, b"content-type") or "").split(";")[0].strip().lower()
+    if content_type != "application/json":
+        return 415, "Unsupported Media Type: Content-Type must be application/json"
+    body = body_of(scope)
+    try:
+        message = jsonrpc_message_adapter.validate_json(body or b"", by_name=False)
+    except (ValueError, RecursionError):
+        message = None
+    if not (isinstance(message, JSONRPCRequest) and message.method == "initialize"):
+        return 400, ("Bad Request: a request without an Mcp-Session-Id header must be an "
+                     "initialize request (JSON-RPC 2.0)")
+    return None
+
+
+class SessionGate:
+    """Refuse what may not open a session, and keep `SessionPolicy`'s record of calls."""
+
+    def __init__(self, app: ASGIApp, policy: SessionPolicy, json_only: bool, path: str = "/mcp"):
+        self.app = app
+        self.policy = policy
+        self.json_only = json_only
+        self.path = path
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope.get("path") != self.path:
+            await self.app(scope, receive, send)
+            return
+        session_id = header(scope, b"mcp-session-id")
+        if session_id is None:
+            await self._opening(scope, receive, send)
+            return
+        use = self.policy.uses.get(session_id)
+        if use is None or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        status = 0
+
+        async def watch(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                if status == 200:
+                    use.last_call = self.policy.clock()
+            await send(message)
+
+        use.busy += 1
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            use.busy -= 1
+            if status == 200:
+                use.last_call = self.policy.clock()
+
+    async def _opening(self, scope: Scope, receive: Receive, send: Send) -> None:
+        version = header(scope, b"mcp-protocol-version")
+        if scope.get("method") != "POST" or (
+            version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS
+        ):  # per-request (2026-07-28) requests open no session
+            await self.app(scope, receive, send)
+            return
+        refusal = opening_refusal(scope, self.json_only)
+        if refusal is not None:
+            await _jsonrpc_error(send, *refusal)
+            return
+
+        opened: _Use | None = None
+
+        async def watch(message: Message) -> None:
+            nonlocal opened
+            if message["type"] == "http.response.start":
+                headers = list(message.get("headers", ()))
+                if message["status"] == 503:
+                    retry = str(self.policy.retry_after()).encode()
+                    message = {**message, "headers": [*headers, (b"retry-after", retry)]}
+                elif message["status"] == 200:
+                    for key, value in headers:
+                        if key.lower() == b"mcp-session-id":
+                            opened = self.policy.opened(value.decode("latin-1"))
+                            opened.busy += 1  # not evicted while its initialize streams
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watch)
+        finally:
+            if opened is not None:
+                opened.busy -= 1
+
+
+async def _jsonrpc_error(send: Send, status: int, text: str) -> None:
+    error = {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": text}}
+    body = json.dumps(error).encode()
+    await send({"type": "http.response.start", "status": status, "headers": [
+        (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    await send({"type": "http.response.body", "body": body})
+
