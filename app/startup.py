@@ -260,7 +260,7 @@ def _serve_http(server, host: str, port: int, auth: HttpAuth, settings: Settings
     token = TokenHolder(auth.token) if auth.token else server.registry.token
     app = build_app(
         server,
-        token=token,  # type: ignore[arg-type]  # BearerAuth takes a TokenHolder too
+        token=token,
         allowed_hosts=settings.allowed_hosts,
         allowed_origins=settings.allowed_origins,
         handle_sighup=True,

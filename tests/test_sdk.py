@@ -128,13 +128,7 @@ def test_the_adapter_declares_every_name_it_reaches_for() -> None:
 
 # Private names of the SDK used outside app/sdk.py today, each with why it is not moved
 # yet. An entry that no longer occurs fails the test: delete it when its use is moved.
-EXCEPTIONS: dict[tuple[str, str], str] = {
-    ("http/limits.py", "_admit_session"): "the session eviction policy is being rewritten",
-    ("http/limits.py", "_server_instances"): "the session eviction policy is being rewritten",
-    ("http/limits.py", "_session_owners"): "the session eviction policy is being rewritten",
-    ("http/limits.py", "_requests_in_flight"): "the session eviction policy is being rewritten",
-    ("stdio.py", "_lowlevel_server"): "stdio is being split into a package",
-}
+EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 def _private(name: str) -> bool:

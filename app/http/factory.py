@@ -20,13 +20,14 @@ from app.http.guards import BearerAuth, HostOriginGuard, TrimMcpHeaders
 from app.http.limits import MAX_SESSIONS, SESSION_IDLE_TIMEOUT
 from app.http.response_mode import JsonWhenNothingStreams, PerRequestJSON
 from app.http.sessions import SessionGate, SessionPolicy
+from app.security.tokenfile import TokenHolder
 from app.server import LoomServer, install_sighup
 
 
 def build_app(
     server: LoomServer,
     *,
-    token: str | None = None,
+    token: str | TokenHolder | None = None,
     allowed_hosts: Iterable[str] = (),
     allowed_origins: Iterable[str] = (),
     json_response: bool | None = None,

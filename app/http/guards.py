@@ -8,6 +8,9 @@ Small pure-ASGI middlewares, outermost first (`app.http.factory.build_app` stack
 3. `app.http.body.BodyLimit` - requests above the limit get 413 before anything
    reads them.
 4. `TrimMcpHeaders` - `Mcp-Method`/`Mcp-Name` without surrounding whitespace.
+Inside them (`factory.build_app`): `CancelOnDisconnect`, `JsonWhenNothingStreams`, and
+`app.http.sessions.SessionGate` - only a well-formed `initialize` opens a session, and a
+full table evicts by use or answers 503.
 """
 
 from __future__ import annotations

@@ -20,9 +20,7 @@ session id of its own.
   200 (a JSON-RPC request; notifications are answered 202); an open GET stream
   is not a call.
 
-This module is the one place that touches the SDK's session manager's private
-names (`_admit_session`, `_server_instances`, `_session_owners`; pinned
-`mcp<3`); `tests/service/test_sessions.py` names them.
+The SDK's session table and admission hook are reached through `app.sdk`.
 """
 
 from __future__ import annotations
@@ -40,6 +38,7 @@ from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app import sdk
 from app.http.body import body_of
 from app.http.guards import header
 
@@ -60,7 +59,7 @@ class SessionPolicy:
         self.manager = manager
         self.clock = clock
         self.uses: dict[str, _Use] = {}
-        admit = manager._admit_session
+        admit = sdk.admission(manager)
 
         def admit_or_evict(requestor: Any) -> Any:
             if self._full():
@@ -70,14 +69,14 @@ class SessionPolicy:
                 self._evict(victim)
             return admit(requestor)
 
-        manager._admit_session = admit_or_evict
+        sdk.set_admission(manager, admit_or_evict)
 
     def _full(self) -> bool:
         cap = self.manager.max_sessions
-        return cap is not None and len(self.manager._server_instances) >= cap
+        return cap is not None and len(sdk.session_table(self.manager)) >= cap
 
     def opened(self, session_id: str) -> _Use:
-        live = self.manager._server_instances
+        live = sdk.session_table(self.manager)
         for gone in [sid for sid in self.uses if sid not in live]:
             del self.uses[gone]
         use = self.uses[session_id] = _Use(opened=self.clock())
@@ -88,7 +87,7 @@ class SessionPolicy:
         now = self.clock()
         never: list[tuple[float, str]] = []
         idle: list[tuple[float, str]] = []
-        for sid in self.manager._server_instances:
+        for sid in sdk.session_table(self.manager):
             use = self.uses.get(sid)
             if use is None or use.busy:  # still opening, or a call in flight
                 continue
@@ -104,19 +103,18 @@ class SessionPolicy:
     def retry_after(self) -> int:
         """Whole seconds until some session can be evicted (a call in flight: a full minute)."""
         now = self.clock()
-        uses = [self.uses.get(sid) for sid in self.manager._server_instances]
+        uses = [self.uses.get(sid) for sid in sdk.session_table(self.manager)]
         waits = [use.last_call + PROTECTED_FOR - now for use in uses
                  if use is not None and not use.busy and use.last_call is not None]
         return max(1, math.ceil(min(waits, default=PROTECTED_FOR)))
 
     def _evict(self, session_id: str) -> None:
         manager = self.manager
-        transport = manager._server_instances.pop(session_id)
-        manager._session_owners.pop(session_id, None)
+        transport = sdk.forget_session(manager, session_id)
         self.uses.pop(session_id, None)
         # Its id answers 404 at once; ending its idle scope ends its server task, which
         # terminates the transport (the scope is set whenever there is an idle timeout).
-        if transport.idle_scope is not None:
+        if transport is not None and transport.idle_scope is not None:
             transport.idle_scope.cancel()
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from app import sdk
 from app.stdio.intake import Answers, Intake, Requests
 from app.stdio.pipes import line_limit, pipes
 
@@ -17,10 +18,8 @@ async def run_stdio(server: Any) -> None:
     """Serve `server` (an MCPServer) over stdio until stdin closes."""
     from mcp.server.stdio import stdio_server
 
-    low = server._lowlevel_server
     async with pipes(lambda: line_limit(server)) as ends:
         stdin, stdout = ends if ends is not None else (None, None)
         async with stdio_server(stdin, stdout) as (read, write):  # type: ignore[arg-type]
             intake = Intake()
-            await low.run(Requests(read, intake), Answers(write, intake),
-                          low.create_initialization_options())
+            await sdk.run_session(server, Requests(read, intake), Answers(write, intake))
