@@ -10,7 +10,7 @@ times two literals: one with rare bytes, found in 40 files, and one made
 of frequent bytes only, found nowhere (the worst case for a search that
 anchors on the needle's rarest byte):
 
-- ours: `app.fs.search.search_text` in process (a `SecureRoot` with every
+- ours: `app.fs.search.text.search_text` in process (a `SecureRoot` with every
   built-in deny rule, the walk, the guards, line numbers and previews);
 - rg:   `rg -j1 -F --no-ignore --max-filesize 1M -n LITERAL ROOT`, i.e.
         ripgrep on one thread, with the same size limit, output to a pipe.
@@ -46,7 +46,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.fs.paging import NoControl
-from app.fs.search import search_text
+from app.fs.search.text import search_text
 from app.security import DenyRules, SecureRoot
 
 LITERAL = "zqxjvorpal"  # in 40 files; has rare bytes (z, q, j)

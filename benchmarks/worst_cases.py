@@ -186,7 +186,7 @@ sys.path.insert(0, {repo!r})
 from app.fs.edit import TextEdit, edit_file
 from app.fs.paging import NoControl
 from app.fs.read import read_multiple_files, read_text_file
-from app.fs.search import search_files, search_text
+from app.fs.search.text import search_files, search_text
 from app.security import DenyRules, SecureRoot
 
 BUDGET = {budget}

@@ -22,9 +22,10 @@ import pytest
 
 from app.corpus import deep_research
 from app.errors import ConfigError, DeniedName, LoomError, RootGone
-from app.fs import listing, move, search, trash, write
+from app.fs import listing, move, trash, write
 from app.fs import read as read_mod
 from app.fs.paging import NoControl
+from app.fs.search import text as search
 from app.registry import Registry, Snapshot
 from tests.kit import roots_toml
 

@@ -28,11 +28,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from app.corpus import deep_research
 from app.errors import LoomError
-from app.fs import edit, listing, media, move, search, trash, write
+from app.fs import edit, listing, media, move, trash, write
 from app.fs import read as read_mod
 from app.fs.edit import TextEdit
 from app.fs.history import ops as git_ops
 from app.fs.paging import NoControl
+from app.fs.search import text as search
 from app.registry import Registry
 from app.security.paths import split_request
 from tests.kit import dump, roots_toml

@@ -1,5 +1,5 @@
 """Search tools: search_files (names, by glob) and search_text (a literal or an RE2
-pattern in file contents). Thin handlers: bounds at the edge, the work in `app.fs.search`."""
+pattern in file contents). Thin handlers: bounds at the edge, the work in `app.fs.search.text`."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Annotated, Literal
 from mcp.server.mcpserver import Context
 from pydantic import Field
 
-from app.fs import search as search_mod
 from app.fs.paging import clamp_limit
+from app.fs.search import text as search_mod
 from app.tools.base import Call, Offset, RootArg, run, tool
 
 GlobArg = Annotated[str, Field(max_length=1024)]

@@ -26,7 +26,7 @@ from app.fs import edit as edit_mod
 from app.fs import edit_diff
 from app.fs.paging import NoControl
 from app.fs.read import read_multiple_files, read_text_file
-from app.fs.search import search_text
+from app.fs.search.text import search_text
 from app.security import SecureRoot
 from app.tools.base import Cancelled
 from tests.kit import roots_toml, secure_root
@@ -134,7 +134,7 @@ def test_search_text_is_bounded_whatever_the_shape(
 def test_a_search_stops_at_its_cpu_time_and_says_where(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from app.fs import textscan
+    from app.fs.search import searcher as textscan
 
     # No time at all, the clock looked at after every byte: the first file is searched,
     # then the call stops before the second.

@@ -442,7 +442,7 @@ async def test_limit_above_max_search_results_is_clamped_and_shown(rserver: Live
 async def test_long_search_reports_progress_when_asked(
     rserver: LiveServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import app.fs.search as search_mod
+    import app.fs.search.text as search_mod
 
     monkeypatch.setattr(search_mod, "PROGRESS_EVERY", 0.0)  # every directory counts as long
     seen: list[tuple[float, float | None, str | None]] = []
@@ -505,8 +505,9 @@ async def test_denied_names_never_appear_at_any_depth(rserver: LiveServer) -> No
 async def test_pages_add_up_to_the_unpaginated_result(
     rserver: LiveServer, rtree: tuple[Path, dict[str, Path]]
 ) -> None:
-    from app.fs import listing, search
+    from app.fs import listing
     from app.fs.paging import NoControl
+    from app.fs.search import text as search
     from tests.kit import loaded_root
 
     root = loaded_root(config(rtree[0], rtree[1], name="direct.toml"))

@@ -25,10 +25,11 @@ import anyio
 import pytest
 
 from app.corpus import deep_research
-from app.fs import listing, media, search
+from app.fs import listing, media
 from app.fs import read as read_mod
 from app.fs.history import ops as git_ops
 from app.fs.paging import NoControl
+from app.fs.search import text as search
 from app.registry import Registry
 from tests.kit import dump, roots_toml
 from tests.live import live_server

@@ -64,7 +64,7 @@ def test_call_asking_for_progress_is_streamed_with_its_notifications(
 ) -> None:
     # The server runs in this process: report progress after every file, and give the
     # search enough files that notifications must arrive before the answer.
-    import app.fs.search as search_mod
+    import app.fs.search.text as search_mod
 
     monkeypatch.setattr(search_mod, "PROGRESS_EVERY", 0.0)
     for i in range(30):

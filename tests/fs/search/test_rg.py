@@ -21,12 +21,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.fs import ignore_rules
+from app.fs.filters import gitignore as ignore_rules
 from app.fs.paging import NoControl
-from app.fs.search import search_files, search_text
+from app.fs.search.text import search_files, search_text
 from app.security.resolve import SecureRoot
-from tests.fs import rgkit
 from tests.fs.readkit import small_root
+from tests.fs.search import rgkit
 
 pytestmark = pytest.mark.skipif(rgkit.RG is None, reason="ripgrep (rg) is not installed")
 

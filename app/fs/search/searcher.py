@@ -4,7 +4,7 @@
 into memory in one call when it is small (no fstat), and applies the guards:
 its size against the per-file limit, a NUL in its first 4 KiB (binary), and
 the call's byte budget. `TextScan.search` then finds its matching lines with
-the call's matcher (`app.fs.grep` or `app.fs.regex`) and records what the
+the call's matcher (`app.fs.search.finders` or `app.fs.search.regex`) and records what the
 output mode lists. Each matching line costs `LINE_COST` budget bytes on top of
 the bytes read; where the budget runs out, the scan records the file and line.
 A call also stops, at a file, once it has spent `MAX_CPU_S` of CPU.
@@ -18,9 +18,9 @@ import stat as stat_mod
 import time
 from collections.abc import Callable, Iterator
 
-from app.fs.grep import FirstOf, Matcher, preview, wide_encoding
 from app.fs.paging import Control
-from app.fs.regex import RegexMatcher
+from app.fs.search.finders import FirstOf, Matcher, preview, wide_encoding
+from app.fs.search.regex import RegexMatcher
 from app.fs.textio import HEAD, WIDE_BOMS
 from app.security.resolve import FILE_FLAGS
 

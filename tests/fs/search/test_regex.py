@@ -17,15 +17,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.errors import BadArgument
-from app.fs import ignore as ignore_mod
+from app.fs.filters import ignore as ignore_mod
 from app.fs.paging import NoControl
-from app.fs.regex import RegexMatcher, required_literal
-from app.fs.search import search_files, search_text
+from app.fs.search.regex import RegexMatcher, required_literal
+from app.fs.search.text import search_files, search_text
 from app.security.resolve import SecureRoot
 from app.security.walk import Walker
-from tests.fs import rgkit
 from tests.fs.readkit import small_root
-from tests.fs.rgkit import safe_regex
+from tests.fs.search import rgkit
+from tests.fs.search.rgkit import safe_regex
 
 
 def run(root: SecureRoot, query: str, **kw: Any) -> dict[str, Any]:
@@ -363,7 +363,7 @@ def test_rules_past_the_call_budget_are_dropped_and_the_note_says_so(
 def test_an_ignore_file_says_whether_rules_past_its_cap_were_dropped(
     text: bytes, most: int, kept: int, dropped: bool,
 ) -> None:
-    from app.fs.ignore_rules import IgnoreFile
+    from app.fs.filters.gitignore import IgnoreFile
     parsed, cut = IgnoreFile.parse(text, most)
     assert (len(parsed.rules) if parsed else 0, cut) == (kept, dropped)
 
@@ -376,8 +376,8 @@ _hay = st.text(alphabet="ab\nAé ", max_size=60).map(str.encode)
        regex=st.booleans())
 def test_count_mode_counts_the_lines_content_mode_lists(data: bytes, query: str, fold: bool,
                                                         regex: bool) -> None:
-    from app.fs.grep import Matcher
-    from app.fs.textscan import count_lines as _count_lines
+    from app.fs.search.finders import Matcher
+    from app.fs.search.searcher import count_lines as _count_lines
     matchers: list[Any] = []
     if "\n" not in query:  # refused for regexes; a folded literal with one keeps Matcher
         matchers.append(RegexMatcher(query, not fold, literal=not regex))
@@ -392,14 +392,14 @@ def test_count_mode_counts_the_lines_content_mode_lists(data: bytes, query: str,
 
 @pytest.mark.parametrize("make", [
     lambda: RegexMatcher(r"\r$", True), lambda: RegexMatcher("a", False, literal=True),
-    lambda: __import__("app.fs.grep").fs.grep.Matcher("a", True),
-    lambda: __import__("app.fs.grep").fs.grep.Matcher("a\r", True),
-    lambda: __import__("app.fs.grep").fs.grep.Matcher("\r\n", False),
+    lambda: __import__("app.fs.search.finders").fs.search.finders.Matcher("a", True),
+    lambda: __import__("app.fs.search.finders").fs.search.finders.Matcher("a\r", True),
+    lambda: __import__("app.fs.search.finders").fs.search.finders.Matcher("\r\n", False),
 ], ids=["regex", "folded literal", "literal", "literal scanned (two bytes)",
         "folded literal with a line break"])
 def test_counting_stops_past_the_lines_the_budget_allows(make: Any) -> None:
     # A dense file in count mode costs what its budget allows, not a step per line.
-    from app.fs.textscan import count_lines
+    from app.fs.search.searcher import count_lines
     m = make()
     data = b"a\r\n" * 100_000
     assert count_lines(m, data, len(data), 0, 10) == 11
@@ -411,7 +411,7 @@ def test_counting_stops_past_the_lines_the_budget_allows(make: Any) -> None:
 def test_matching_lines_use_up_the_budget_alike_in_count_and_content_modes(
     tmp_path: Path, mode: str,
 ) -> None:
-    from app.fs.search import LINE_COST
+    from app.fs.search.text import LINE_COST
     files = {"a.txt": "hit\n" * 10, "b.txt": "hit\n" * 100, "c.txt": "hit\n"}
     root = small_root(tmp_path, files)
     budget = 40 + 10 * LINE_COST + 400 + 30 * LINE_COST  # a.txt whole, b.txt to line 30

@@ -24,9 +24,9 @@ from collections.abc import Callable, Iterator
 import re2
 
 from app.errors import BadArgument
-from app.fs.grep import _RANK, Caseless, FirstOf, Matcher, hyperscan, line_hits
-from app.fs.literals import required_alternatives, required_literal
-from app.fs.regex_size import MAX_EXPANDED, expanded_size
+from app.fs.search.expansion import MAX_EXPANDED, expanded_size
+from app.fs.search.finders import _RANK, Caseless, FirstOf, Matcher, hyperscan, line_hits
+from app.fs.search.required import required_alternatives, required_literal
 
 _ANCHOR = re2._Anchor.UNANCHORED
 _NULL = re2._NULL_SPAN

@@ -17,12 +17,12 @@ import re2
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from app.fs import grep
-from app.fs import regex as regex_mod
-from app.fs.grep import Caseless, FirstOf, Matcher, hyperscan
-from app.fs.literals import required_alternatives
-from app.fs.regex import RegexMatcher, _folded_piece
-from app.fs.textscan import count_lines
+from app.fs.search import finders as grep
+from app.fs.search import regex as regex_mod
+from app.fs.search.finders import Caseless, FirstOf, Matcher, hyperscan
+from app.fs.search.regex import RegexMatcher, _folded_piece
+from app.fs.search.required import required_alternatives
+from app.fs.search.searcher import count_lines
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer  # collections.abc.Buffer from Python 3.12

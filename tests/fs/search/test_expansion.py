@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from app.errors import BadArgument
 from app.fs.paging import NoControl
-from app.fs.regex import RegexMatcher
-from app.fs.regex_size import MAX_EXPANDED, expanded_size
-from app.fs.search import search_text
+from app.fs.search.expansion import MAX_EXPANDED, expanded_size
+from app.fs.search.regex import RegexMatcher
+from app.fs.search.text import search_text
 from tests.fs.readkit import small_root
 
 

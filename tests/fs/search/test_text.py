@@ -11,10 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.fs import search as search_mod
-from app.fs.grep import MAX_FALSE_CANDIDATES, FirstOf, Matcher
 from app.fs.paging import NoControl
-from app.fs.search import search_text
+from app.fs.search import text as search_mod
+from app.fs.search.finders import MAX_FALSE_CANDIDATES, FirstOf, Matcher
+from app.fs.search.text import search_text
 from app.security.resolve import SecureRoot
 from tests.fs.readkit import small_root
 

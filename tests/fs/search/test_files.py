@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from app.errors import BadArgument, NotADirectory
 from app.fs.paging import NoControl
-from app.fs.search import search_files
+from app.fs.search.text import search_files
 from app.security.resolve import SecureRoot
 from tests.fs.readkit import small_root
 

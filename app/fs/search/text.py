@@ -2,21 +2,21 @@
 
 Both walk breadth-first from `path` (denied names pruned before descending,
 links never followed; `exclude` globs and, unless `no_ignore`, ignore files
-prune too: `app.fs.ignore`) and collect matches in walk order, so a page is stable:
+prune too: `app.fs.filters.ignore`) and collect matches in walk order, so a page is stable:
 the same call with `next_offset` continues exactly where the last one
 stopped. A call stops once it has one match more than its page needs (that
 is `has_more`), so a page deep in the results costs the walk up to it.
 
-`search_text` reads each candidate file once (`app.fs.textscan`), after three
+`search_text` reads each candidate file once (`app.fs.search.searcher`), after three
 guards: its size against `max_search_file_bytes` (default: the root's
 `max_read_bytes`), a NUL in its first 4 KiB (binary), and the call's global
 byte budget `max_search_bytes`. A file skipped by a
 guard is counted; running out of budget stops the call with `truncated` and
 a note that names the first file not examined and how to narrow.
 
-The query is a literal (`app.fs.grep.Matcher`, or RE2 on the escaped text when
+The query is a literal (`app.fs.search.finders.Matcher`, or RE2 on the escaped text when
 folded) or, with `regex`, an RE2 pattern matched line by line
-(`app.fs.regex`). `output_mode` picks what a page lists: matching lines (with
+(`app.fs.search.regex`). `output_mode` picks what a page lists: matching lines (with
 `context` lines around them), files with a match, or counts of matching lines
 per file; the three page alike.
 """
@@ -32,13 +32,13 @@ from typing import NamedTuple
 from pydantic import BaseModel, Field
 
 from app.errors import BadArgument
-from app.fs.glob import Glob, compile_glob
-from app.fs.grep import Matcher
-from app.fs.ignore import Filter
+from app.fs.filters.glob import Glob, compile_glob
+from app.fs.filters.ignore import Filter
 from app.fs.listing import relabel, unreadable_note
 from app.fs.paging import Control, fit_page, page_note
-from app.fs.regex import RegexMatcher
-from app.fs.textscan import CONTENT, COUNT, FILES, LINE_COST, TextScan
+from app.fs.search.finders import Matcher
+from app.fs.search.regex import RegexMatcher
+from app.fs.search.searcher import CONTENT, COUNT, FILES, LINE_COST, TextScan
 from app.security.resolve import SecureRoot
 from app.security.walk import FILE, Walker, kind_of_entry
 

@@ -29,8 +29,8 @@ import os
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from app.fs.glob import Glob, compile_glob
-from app.fs.ignore_rules import MAX_RULES, IgnoreFile
+from app.fs.filters.gitignore import MAX_RULES, IgnoreFile
+from app.fs.filters.glob import Glob, compile_glob
 from app.security.resolve import FILE_FLAGS, SecureRoot
 
 # In precedence order: the first kind whose deepest matching file says something decides.
