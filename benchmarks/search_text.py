@@ -46,6 +46,7 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.fs.paging import NoControl
+from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
 from app.security import DenyRules, SecureRoot
 
@@ -131,11 +132,11 @@ REAL = [
 
 
 def ours(root: SecureRoot, case: Case) -> object:
-    result = search_text(
-        root, case.query, "", file_glob="*", case_sensitive=case.case_sensitive, offset=0,
-        limit=100_000, cap=1 << 30, file_limit=FILE_LIMIT, budget=1 << 31, control=NoControl(),
+    result = search_text(root, TextOptions(
+        query=case.query, file_glob="*", case_sensitive=case.case_sensitive, offset=0,
+        limit=100_000, cap=1 << 30, file_limit=FILE_LIMIT, budget=1 << 31,
         regex=case.regex, output_mode="count" if case.count else "content",
-    )
+    ), NoControl())
     assert not result.truncated and not result.has_more
     if case.count:
         return {c.path: c.count for c in result.counts or []}

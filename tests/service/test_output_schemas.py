@@ -8,7 +8,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from app.fs.search.text import SearchFilesResult
+from app.fs.search.results import SearchFilesResult
 from app.registry import Registry
 from app.server import LoomServer
 from app.tools.base import flat_schema

@@ -4,7 +4,7 @@ Read the way ripgrep reads them in a git work tree (the root counts as one):
 
 - Each directory's ignore files apply to the entries below it, matched
   against the path relative to that directory (the patterns and their syntax:
-  `ignore_rules.py`). Across directories the deepest file that has a
+  `gitignore.py`). Across directories the deepest file that has a
   matching pattern decides; `.rgignore` beats `.ignore`, which beats
   `.gitignore`, at whatever depth (ripgrep's precedence).
 - An ignored directory is pruned before it is opened, so (as in git) nothing
