@@ -11,7 +11,7 @@ temporary folder, then measures on the same warm cache, runs interleaved:
          rules, no handles, no match, no result) - nothing correct is cheaper;
 - walk:  the search's walk and match alone: `Walker.dirs()` (every deny rule,
          handles, sorting) and the compiled glob, building no result;
-- page:  `app.fs.search.search_files` in process, exactly what the tool runs
+- page:  `app.fs.search.files.search_files` in process, exactly what the tool runs
          (choke point, walk, glob, one stat per match for its size, the
          result model), with the tool's default limit=100;
 - ours:  the same with a limit large enough for all 300 matches;
@@ -47,9 +47,10 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.fs.glob import compile_glob
+from app.fs.filters.glob import compile_glob
 from app.fs.paging import NoControl
-from app.fs.search import search_files
+from app.fs.search.files import search_files
+from app.fs.search.options import FilesOptions
 from app.security import DenyRules, SecureRoot, Walker
 from benchmarks._trees import build_seed_tree, scandir_floor
 
@@ -65,7 +66,7 @@ def make_root(folder: str) -> SecureRoot:
 
 def ours(root: SecureRoot, limit: int = 1000) -> list[str]:
     result = search_files(
-        root, PATTERN, "", offset=0, limit=limit, cap=1 << 22, control=NoControl()
+        root, FilesOptions(pattern=PATTERN, offset=0, limit=limit, cap=1 << 22), NoControl()
     )
     return [m.path for m in result.matches]
 

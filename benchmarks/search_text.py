@@ -10,7 +10,7 @@ times two literals: one with rare bytes, found in 40 files, and one made
 of frequent bytes only, found nowhere (the worst case for a search that
 anchors on the needle's rarest byte):
 
-- ours: `app.fs.search.search_text` in process (a `SecureRoot` with every
+- ours: `app.fs.search.text.search_text` in process (a `SecureRoot` with every
   built-in deny rule, the walk, the guards, line numbers and previews);
 - rg:   `rg -j1 -F --no-ignore --max-filesize 1M -n LITERAL ROOT`, i.e.
         ripgrep on one thread, with the same size limit, output to a pipe.
@@ -46,7 +46,8 @@ if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.fs.paging import NoControl
-from app.fs.search import search_text
+from app.fs.search.options import TextOptions
+from app.fs.search.text import search_text
 from app.security import DenyRules, SecureRoot
 
 LITERAL = "zqxjvorpal"  # in 40 files; has rare bytes (z, q, j)
@@ -131,11 +132,11 @@ REAL = [
 
 
 def ours(root: SecureRoot, case: Case) -> object:
-    result = search_text(
-        root, case.query, "", file_glob="*", case_sensitive=case.case_sensitive, offset=0,
-        limit=100_000, cap=1 << 30, file_limit=FILE_LIMIT, budget=1 << 31, control=NoControl(),
+    result = search_text(root, TextOptions(
+        query=case.query, file_glob="*", case_sensitive=case.case_sensitive, offset=0,
+        limit=100_000, cap=1 << 30, file_limit=FILE_LIMIT, budget=1 << 31,
         regex=case.regex, output_mode="count" if case.count else "content",
-    )
+    ), NoControl())
     assert not result.truncated and not result.has_more
     if case.count:
         return {c.path: c.count for c in result.counts or []}

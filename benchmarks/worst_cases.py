@@ -103,16 +103,17 @@ def build(folder: Path) -> None:
 # `cap` (max_output_chars) and the fs modules imported. Its value is printed.
 CASES: dict[str, str] = {
     "glob_backtracking": (
-        "search_files(root, '*?' * 11 + 'Z', '', offset=0, limit=100, cap=cap, "
-        "control=NoControl()).returned"
+        "search_files(root, FilesOptions(pattern='*?' * 11 + 'Z', offset=0, limit=100, "
+        "cap=cap), NoControl()).returned"
     ),
     "glob_wildcard_flood": (
-        "search_files(root, ('*a' * 500)[:990] + '?/**/' + '*?' * 10, '', offset=0, "
-        "limit=100, cap=cap, control=NoControl()).returned"
+        "search_files(root, FilesOptions(pattern=('*a' * 500)[:990] + '?/**/' + '*?' * 10, "
+        "offset=0, limit=100, cap=cap), NoControl()).returned"
     ),
     "file_glob_backtracking": (
-        "search_text(root, 'a', '', file_glob='*?' * 11 + 'Z', case_sensitive=True, offset=0, "
-        "limit=50, cap=cap, file_limit=BUDGET, budget=64 << 20, control=NoControl()).returned"
+        "search_text(root, TextOptions(query='a', file_glob='*?' * 11 + 'Z', "
+        "case_sensitive=True, offset=0, limit=50, cap=cap, file_limit=BUDGET, "
+        "budget=64 << 20), NoControl()).returned"
     ),
     "read_empty_lines": (
         "read_text_file(root, 'empty_lines.txt', start=1, end=10**6, tail=None, cap=cap)"
@@ -152,28 +153,29 @@ CASES: dict[str, str] = {
         ".returned"
     ),
     "search_every_line_matches": (
-        "search_text(root, 'a', '', file_glob='matches.txt', case_sensitive=True, "
-        "offset=10**9, limit=50, cap=cap, file_limit=BUDGET, budget=64 << 20, "
-        "control=NoControl()).truncated"
+        "search_text(root, TextOptions(query='a', file_glob='matches.txt', "
+        "case_sensitive=True, offset=10**9, limit=50, cap=cap, file_limit=BUDGET, "
+        "budget=64 << 20), NoControl()).truncated"
     ),
     "search_every_line_caseless": (
-        "search_text(root, 'A', '', file_glob='matches.txt', case_sensitive=False, "
-        "offset=10**9, limit=50, cap=cap, file_limit=BUDGET, budget=64 << 20, "
-        "control=NoControl()).truncated"
+        "search_text(root, TextOptions(query='A', file_glob='matches.txt', "
+        "case_sensitive=False, offset=10**9, limit=50, cap=cap, file_limit=BUDGET, "
+        "budget=64 << 20), NoControl()).truncated"
     ),
     "search_overlapping_caseless_count": (  # 100 overlapping matches on every line
-        "search_text(root, 'A' * 100, '', file_glob='overlapping.txt', case_sensitive=False, "
-        "offset=0, limit=50, cap=cap, file_limit=BUDGET, budget=64 << 20, "
-        "control=NoControl(), output_mode='count').returned"
+        "search_text(root, TextOptions(query='A' * 100, file_glob='overlapping.txt', "
+        "case_sensitive=False, offset=0, limit=50, cap=cap, file_limit=BUDGET, "
+        "budget=64 << 20, output_mode='count'), NoControl()).returned"
     ),
     "search_under_hostile_ignore_files": (
-        "search_text(root, 'zzz', 'ignored', file_glob='*', case_sensitive=True, offset=0, "
-        "limit=50, cap=cap, file_limit=BUDGET, budget=64 << 20, control=NoControl()).examined_files"
+        "search_text(root, TextOptions(query='zzz', path='ignored', file_glob='*', "
+        "case_sensitive=True, offset=0, limit=50, cap=cap, file_limit=BUDGET, "
+        "budget=64 << 20), NoControl()).examined_files"
     ),
     "search_regex_past_its_dfa": (  # stopped by the call's CPU time (3 s), said in its note
-        "search_text(root, '[ab]*a[ab]{20}$', 'ab', file_glob='*', case_sensitive=True, "
-        "offset=0, limit=50, cap=cap, file_limit=BUDGET, budget=64 << 20, control=NoControl(), "
-        "regex=True, output_mode='count').truncated"
+        "search_text(root, TextOptions(query='[ab]*a[ab]{20}$', path='ab', file_glob='*', "
+        "case_sensitive=True, offset=0, limit=50, cap=cap, file_limit=BUDGET, "
+        "budget=64 << 20, regex=True, output_mode='count'), NoControl()).truncated"
     ),
     "edit_repetitive_14k_lines": "edit('repetitive.txt', 0.5)",
     "edit_repetitive_400k_lines": "edit('repetitive_big.txt', 0.5)",
@@ -186,7 +188,9 @@ sys.path.insert(0, {repo!r})
 from app.fs.edit import TextEdit, edit_file
 from app.fs.paging import NoControl
 from app.fs.read import read_multiple_files, read_text_file
-from app.fs.search import search_files, search_text
+from app.fs.search.files import search_files
+from app.fs.search.options import FilesOptions, TextOptions
+from app.fs.search.text import search_text
 from app.security import DenyRules, SecureRoot
 
 BUDGET = {budget}
@@ -227,8 +231,8 @@ def status(key):
 
 
 read_text_file(root, "small.txt", start=1, end=10, tail=None, cap=cap)  # warm up
-search_text(root, "one", "", file_glob="small.txt", case_sensitive=True, offset=0, limit=5,
-            cap=cap, file_limit=BUDGET, budget=1 << 20, control=NoControl())
+search_text(root, TextOptions(query="one", file_glob="small.txt", case_sensitive=True, offset=0,
+                              limit=5, cap=cap, file_limit=BUDGET, budget=1 << 20), NoControl())
 with open("/proc/self/clear_refs", "w") as f:
     f.write("5")
 before = status("VmRSS")

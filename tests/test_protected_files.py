@@ -22,9 +22,12 @@ import pytest
 
 from app.corpus import deep_research
 from app.errors import ConfigError, DeniedName, LoomError, RootGone
-from app.fs import listing, move, search, trash, write
+from app.fs import listing, move, trash, write
 from app.fs import read as read_mod
 from app.fs.paging import NoControl
+from app.fs.search.files import search_files
+from app.fs.search.options import FilesOptions, TextOptions
+from app.fs.search.text import search_text
 from app.registry import Registry, Snapshot
 from tests.kit import roots_toml
 
@@ -45,17 +48,17 @@ def every_answer(snap: Snapshot, root: str) -> str:
         listing.list_directory(
             r, "", recursive=True, max_depth=10, offset=0, limit=10000, cap=1 << 22, control=CTL
         ).model_dump_json(),
-        search.search_files(
-            r, "*", "", offset=0, limit=10000, cap=1 << 22, control=CTL
+        search_files(
+            r, FilesOptions(pattern="*", offset=0, limit=10000, cap=1 << 22), CTL
         ).model_dump_json(),
-        search.search_text(
-            r, "TOKEN-VALUE", "", file_glob="*", case_sensitive=False, offset=0, limit=1000,
-            cap=1 << 22, file_limit=1 << 20, budget=1 << 26, control=CTL,
-        ).model_dump_json(),
-        search.search_text(
-            r, "roots", "", file_glob="*", case_sensitive=False, offset=0, limit=1000,
-            cap=1 << 22, file_limit=1 << 20, budget=1 << 26, control=CTL,
-        ).model_dump_json(),
+        search_text(r, TextOptions(
+            query="TOKEN-VALUE", file_glob="*", case_sensitive=False, offset=0, limit=1000,
+            cap=1 << 22, file_limit=1 << 20, budget=1 << 26,
+        ), CTL).model_dump_json(),
+        search_text(r, TextOptions(
+            query="roots", file_glob="*", case_sensitive=False, offset=0, limit=1000,
+            cap=1 << 22, file_limit=1 << 20, budget=1 << 26,
+        ), CTL).model_dump_json(),
         str(deep_research.search(snap, "roots TOKEN-VALUE ALLOW", CTL)),
     ]
     return "\n".join(out)
@@ -262,7 +265,7 @@ def test_a_gone_root_says_so_and_a_reload_fixes_it(place: Path, change: str) -> 
     calls: list[Callable[[], Any]] = [
         lambda: listing.list_directory(r, "", recursive=False, max_depth=1, offset=0, limit=10,
                                        cap=10000, control=CTL),
-        lambda: search.search_files(r, "*", "", offset=0, limit=10, cap=10000, control=CTL),
+        lambda: search_files(r, FilesOptions(pattern="*", offset=0, limit=10, cap=10000), CTL),
         lambda: read_mod.read_text_file(r, "b.txt", start=1, end=5, tail=None, cap=1000),
         lambda: write.write_file(r, "c.txt", "C"),
         lambda: deep_research.search(reg.current, "B", CTL),

@@ -28,11 +28,14 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from app.corpus import deep_research
 from app.errors import LoomError
-from app.fs import edit, listing, media, move, search, trash, write
+from app.fs import edit, listing, media, move, trash, write
 from app.fs import read as read_mod
 from app.fs.edit import TextEdit
 from app.fs.history import ops as git_ops
 from app.fs.paging import NoControl
+from app.fs.search.files import search_files as find_files
+from app.fs.search.options import FilesOptions, TextOptions
+from app.fs.search.text import search_text as find_text
 from app.registry import Registry
 from app.security.paths import split_request
 from tests.kit import dump, roots_toml
@@ -201,10 +204,9 @@ class NeverDenied(RuleBasedStateMachine):
           no_ignore=st.booleans())
     def search_files(self, pattern: str, no_ignore: bool) -> None:
         self._answer(
-            lambda: search.search_files(
-                self.root, pattern, "", offset=0, limit=1000, cap=1 << 20, control=CTL,
-                no_ignore=no_ignore,
-            )
+            lambda: find_files(self.root, FilesOptions(
+                pattern=pattern, offset=0, limit=1000, cap=1 << 20, no_ignore=no_ignore,
+            ), CTL)
         )
 
     @rule(query=st.sampled_from([SECRET, "S3", "fine", "a"]), regex=st.booleans(),
@@ -213,22 +215,22 @@ class NeverDenied(RuleBasedStateMachine):
     def search_text(self, query: str, regex: bool, mode: str, context: int,
                     no_ignore: bool) -> None:
         self._answer(
-            lambda: search.search_text(
-                self.root, query, "", file_glob="*", case_sensitive=False, offset=0,
-                limit=1000, cap=1 << 20, file_limit=1 << 20, budget=1 << 24, control=CTL,
+            lambda: find_text(self.root, TextOptions(
+                query=query, file_glob="*", case_sensitive=False, offset=0,
+                limit=1000, cap=1 << 20, file_limit=1 << 20, budget=1 << 24,
                 regex=regex, output_mode=mode, context=context if mode == "content" else 0,
                 no_ignore=no_ignore,
-            )
+            ), CTL)
         )
 
     @rule(pattern=st.sampled_from([r"S3C.ET", r"(?i)^s3cret-\d", r"[A-Z0-9]{6}", "."]))
     def search_text_regex(self, pattern: str) -> None:
         self._answer(
-            lambda: search.search_text(
-                self.root, pattern, "", file_glob="*", case_sensitive=True, offset=0,
-                limit=1000, cap=1 << 20, file_limit=1 << 20, budget=1 << 24, control=CTL,
+            lambda: find_text(self.root, TextOptions(
+                query=pattern, file_glob="*", case_sensitive=True, offset=0,
+                limit=1000, cap=1 << 20, file_limit=1 << 20, budget=1 << 24,
                 regex=True, context=1, no_ignore=True,
-            )
+            ), CTL)
         )
 
     @rule(query=st.sampled_from([SECRET, "fine", "yaml"]))

@@ -1,5 +1,6 @@
 """Search tools: search_files (names, by glob) and search_text (a literal or an RE2
-pattern in file contents). Thin handlers: bounds at the edge, the work in `app.fs.search`."""
+pattern in file contents). Thin handlers: the arguments and the call's limits become one
+options object, checked as it is built; the work is in `app.fs.search`."""
 
 from __future__ import annotations
 
@@ -9,14 +10,17 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from app.fs import search as search_mod
 from app.fs.paging import clamp_limit
+from app.fs.search.files import search_files as find_files
+from app.fs.search.options import MAX_CONTEXT, MAX_EXCLUDE, MAX_QUERY, FilesOptions, TextOptions
+from app.fs.search.results import SearchFilesResult, SearchTextResult
+from app.fs.search.text import search_text as find_text
 from app.tools.base import Call, Offset, RootArg, run, tool
 
 GlobArg = Annotated[str, Field(max_length=1024)]
 ExcludeArg = Annotated[
     list[Annotated[str, Field(max_length=1024)]],
-    Field(max_length=search_mod.MAX_EXCLUDE,
+    Field(max_length=MAX_EXCLUDE,
           description="Globs (same rules as the pattern) whose matches, files or directories, "
           "are skipped."),
 ]
@@ -50,7 +54,7 @@ async def search_files(
     ] = 100,
     exclude: ExcludeArg = [],  # noqa: B006  # never mutated; the schema shows the default
     no_ignore: NoIgnoreArg = False,
-) -> Annotated[CallToolResult, search_mod.SearchFilesResult]:
+) -> Annotated[CallToolResult, SearchFilesResult]:
     """Find files and directories by glob under path. A pattern without '/' matches the
     base name at any depth (so '*.py' finds every Python file); with '/' it matches the
     path relative to `path`; '**' crosses directories, '*' and '?' stay within one, [abc]
@@ -60,13 +64,13 @@ async def search_files(
     offset=next_offset. exclude skips globs; .gitignore/.ignore files are honoured unless
     no_ignore=true."""
 
-    def work(call: Call) -> search_mod.SearchFilesResult:
+    def work(call: Call) -> SearchFilesResult:
         limits = call.snapshot.limits
-        return search_mod.search_files(
-            call.root(root), pattern, path, offset=offset,
+        opts = FilesOptions(
+            pattern=pattern, path=path, exclude=exclude, no_ignore=no_ignore, offset=offset,
             limit=clamp_limit(limit, limits.max_search_results), cap=limits.max_output_chars,
-            control=call, exclude=exclude, no_ignore=no_ignore,
         )
+        return find_files(call.root(root), opts, call)
 
     return await run(ctx, work)
 
@@ -75,7 +79,7 @@ async def search_files(
 async def search_text(
     ctx: Context,
     query: Annotated[
-        str, Field(min_length=1, max_length=search_mod.MAX_QUERY,
+        str, Field(min_length=1, max_length=MAX_QUERY,
                    description="Literal text, or an RE2 pattern with regex=true.")
     ],
     root: RootArg = None,
@@ -92,7 +96,7 @@ async def search_text(
         bool, Field(description="true: query is an RE2 regex, matched line by line.")
     ] = False,
     context: Annotated[
-        int, Field(ge=0, le=search_mod.MAX_CONTEXT,
+        int, Field(ge=0, le=MAX_CONTEXT,
                    description="Lines before and after each match (before/after).")
     ] = 0,
     output_mode: Annotated[
@@ -102,7 +106,7 @@ async def search_text(
     ] = "content",
     exclude: ExcludeArg = [],  # noqa: B006
     no_ignore: NoIgnoreArg = False,
-) -> Annotated[CallToolResult, search_mod.SearchTextResult]:
+) -> Annotated[CallToolResult, SearchTextResult]:
     """Find text in the files under path: one match per matching line, with its path,
     line number and a preview. query is literal unless regex=true (RE2 syntax, like
     ripgrep: (?i), \\b, classes; no backreferences or lookaround). context=N adds N lines
@@ -114,15 +118,17 @@ async def search_text(
     examined and how to narrow (path=, file_glob=). Paginated: when has_more is true, call
     again with offset=next_offset."""
 
-    def work(call: Call) -> search_mod.SearchTextResult:
+    def work(call: Call) -> SearchTextResult:
         limits = call.snapshot.limits
         r = call.root(root)
-        return search_mod.search_text(
-            r, query, path, file_glob=file_glob, case_sensitive=case_sensitive, offset=offset,
+        opts = TextOptions(
+            query=query, path=path, file_glob=file_glob, case_sensitive=case_sensitive,
+            regex=regex, context=context, output_mode=output_mode, exclude=exclude,
+            no_ignore=no_ignore, offset=offset,
             limit=clamp_limit(limit, limits.max_search_results), cap=limits.max_output_chars,
             file_limit=limits.max_search_file_bytes or r.max_read_bytes,
-            budget=limits.max_search_bytes, control=call, regex=regex, context=context,
-            output_mode=output_mode, exclude=exclude, no_ignore=no_ignore,
+            budget=limits.max_search_bytes,
         )
+        return find_text(r, opts, call)
 
     return await run(ctx, work)

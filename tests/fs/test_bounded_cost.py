@@ -26,7 +26,8 @@ from app.fs import edit as edit_mod
 from app.fs import edit_diff
 from app.fs.paging import NoControl
 from app.fs.read import read_multiple_files, read_text_file
-from app.fs.search import search_text
+from app.fs.search.options import TextOptions
+from app.fs.search.text import search_text
 from app.security import SecureRoot
 from app.tools.base import Cancelled
 from tests.kit import roots_toml, secure_root
@@ -124,29 +125,30 @@ def test_search_text_is_bounded_whatever_the_shape(
     if regex:
         query = {"a": "a+", "x": "(x|a)*x", "A": "[aA].?", "\r": "\\r$", "aa": "(a|aa)+$",
                  "a\na": "a.?a", "\n\n": "^$", "A" * 40: "(?i)a{40}"}.get(query, query)
-    res = bounded(lambda: search_text(
-        root, query, "", file_glob="hay.txt", case_sensitive=case_sensitive, offset=offset,
-        limit=50, cap=CAP, file_limit=16 << 20, budget=4 << 20, control=NoControl(),
-        regex=regex, context=context, output_mode=mode))
+    res = bounded(lambda: search_text(root, TextOptions(
+        query=query, file_glob="hay.txt", case_sensitive=case_sensitive, offset=offset,
+        limit=50, cap=CAP, file_limit=16 << 20, budget=4 << 20,
+        regex=regex, context=context, output_mode=mode), NoControl()))
     assert res.returned <= 50
 
 
 def test_a_search_stops_at_its_cpu_time_and_says_where(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from app.fs import textscan
+    from app.fs.search import searcher
 
     # No time at all, the clock looked at after every byte: the first file is searched,
     # then the call stops before the second.
-    monkeypatch.setattr(textscan, "MAX_CPU_S", 0.0)
-    monkeypatch.setattr(textscan, "CLOCK_EVERY", 1)
+    monkeypatch.setattr(searcher, "MAX_CPU_S", 0.0)
+    monkeypatch.setattr(searcher, "CLOCK_EVERY", 1)
     folder = tmp_path / "slow"
     folder.mkdir()
     for name in ("a.txt", "b.txt", "c.txt"):
         (folder / name).write_text("hit\n")
     slow = secure_root(folder, permissions=["read"], max_read_bytes=BUDGET)
-    res = search_text(slow, "h.t", "", file_glob="*", case_sensitive=True, offset=0, limit=50,
-                      cap=CAP, file_limit=BUDGET, budget=BUDGET, control=NoControl(), regex=True)
+    res = search_text(slow, TextOptions(query="h.t", file_glob="*", case_sensitive=True,
+                                        offset=0, limit=50, cap=CAP, file_limit=BUDGET,
+                                        budget=BUDGET, regex=True), NoControl())
     assert res.truncated and res.examined_files == 1
     assert [m.path for m in res.matches or []] == ["a.txt"]
     assert res.note and "stopped after 0 s of CPU" in res.note
@@ -155,9 +157,9 @@ def test_a_search_stops_at_its_cpu_time_and_says_where(
 
 def test_a_search_stopped_by_matching_lines_says_so(root: SecureRoot) -> None:
     Path(root.real, "dense.txt").write_bytes(b"a\n" * 200_000)
-    res = search_text(root, "a", "", file_glob="dense.txt", case_sensitive=True,
-                      offset=10**9, limit=50, cap=CAP, file_limit=1 << 20, budget=1 << 20,
-                      control=NoControl())
+    res = search_text(root, TextOptions(query="a", file_glob="dense.txt", case_sensitive=True,
+                                        offset=10**9, limit=50, cap=CAP, file_limit=1 << 20,
+                                        budget=1 << 20), NoControl())
     assert res.truncated and res.note and "each matching line counting" in res.note
 
 

@@ -442,9 +442,9 @@ async def test_limit_above_max_search_results_is_clamped_and_shown(rserver: Live
 async def test_long_search_reports_progress_when_asked(
     rserver: LiveServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import app.fs.search as search_mod
+    from app.fs.search import searcher
 
-    monkeypatch.setattr(search_mod, "PROGRESS_EVERY", 0.0)  # every directory counts as long
+    monkeypatch.setattr(searcher, "PROGRESS_EVERY", 0.0)  # every directory counts as long
     seen: list[tuple[float, float | None, str | None]] = []
 
     async def on_progress(progress: float, total: float | None, message: str | None) -> None:
@@ -505,19 +505,22 @@ async def test_denied_names_never_appear_at_any_depth(rserver: LiveServer) -> No
 async def test_pages_add_up_to_the_unpaginated_result(
     rserver: LiveServer, rtree: tuple[Path, dict[str, Path]]
 ) -> None:
-    from app.fs import listing, search
+    from app.fs import listing
     from app.fs.paging import NoControl
+    from app.fs.search.files import search_files
+    from app.fs.search.options import FilesOptions, TextOptions
+    from app.fs.search.text import search_text
     from tests.kit import loaded_root
 
     root = loaded_root(config(rtree[0], rtree[1], name="direct.toml"))
     whole_list = listing.list_directory(
         root, "", recursive=True, max_depth=64, offset=0, limit=10**6, cap=10**8,
         control=NoControl())
-    whole_files = search.search_files(root, "*", "", offset=0, limit=10**6, cap=10**8,
-                                      control=NoControl())
-    whole_text = search.search_text(
-        root, NEEDLE, "", file_glob="*", case_sensitive=True, offset=0, limit=10**6,
-        cap=10**8, file_limit=MAX_READ, budget=1 << 30, control=NoControl())
+    whole_files = search_files(root, FilesOptions(pattern="*", offset=0, limit=10**6,
+                                                  cap=10**8), NoControl())
+    whole_text = search_text(root, TextOptions(
+        query=NEEDLE, file_glob="*", case_sensitive=True, offset=0, limit=10**6,
+        cap=10**8, file_limit=MAX_READ, budget=1 << 30), NoControl())
     async with rserver.session() as s:
         listed = await _all_pages(s, "list_directory", "entries", recursive=True,
                                   max_depth=64, limit=37)

@@ -25,10 +25,13 @@ import anyio
 import pytest
 
 from app.corpus import deep_research
-from app.fs import listing, media, search
+from app.fs import listing, media
 from app.fs import read as read_mod
 from app.fs.history import ops as git_ops
 from app.fs.paging import NoControl
+from app.fs.search.files import search_files
+from app.fs.search.options import FilesOptions, TextOptions
+from app.fs.search.text import search_text
 from app.registry import Registry
 from tests.kit import dump, roots_toml
 from tests.live import live_server
@@ -130,37 +133,37 @@ def _fs_calls(reg: Registry) -> dict[str, Callable[[], Any]]:
             root(), ["f000.txt", "d4/g39.py", "f200.txt"], cap=1 << 20, control=ctl
         ),
         "read_media": lambda: media.read_media(root(), "pic.png"),
-        "search_files": lambda: search.search_files(
-            root(), "*.py", "", offset=0, limit=1000, cap=1 << 20, control=ctl
+        "search_files": lambda: search_files(
+            root(), FilesOptions(pattern="*.py", offset=0, limit=1000, cap=1 << 20), ctl
         ),
-        "search_files_top": lambda: search.search_files(
-            root(), "f1*.txt", "", offset=0, limit=1000, cap=1 << 20, control=ctl
+        "search_files_top": lambda: search_files(
+            root(), FilesOptions(pattern="f1*.txt", offset=0, limit=1000, cap=1 << 20), ctl
         ),
-        "search_text": lambda: search.search_text(
-            root(), "needle", "", file_glob="*", case_sensitive=True, offset=0, limit=1000,
-            cap=1 << 20, file_limit=1 << 20, budget=64 << 20, control=ctl,
-        ),
+        "search_text": lambda: search_text(root(), TextOptions(
+            query="needle", file_glob="*", case_sensitive=True, offset=0, limit=1000,
+            cap=1 << 20, file_limit=1 << 20, budget=64 << 20,
+        ), ctl),
         # The search options each have their own matcher state (a regex and its literal
         # prefilter, Hyperscan's scratch for a literal without case, listed windows).
-        "search_regex_count": lambda: search.search_text(
-            root(), r"(?i)\bneedle \d+", "", file_glob="*", case_sensitive=True, offset=0,
-            limit=1000, cap=1 << 20, file_limit=1 << 20, budget=64 << 20, control=ctl,
+        "search_regex_count": lambda: search_text(root(), TextOptions(
+            query=r"(?i)\bneedle \d+", file_glob="*", case_sensitive=True, offset=0,
+            limit=1000, cap=1 << 20, file_limit=1 << 20, budget=64 << 20,
             regex=True, output_mode="count",
-        ),
-        "search_caseless_context": lambda: search.search_text(
-            root(), "NEEDLE", "", file_glob="*", case_sensitive=False, offset=0, limit=1000,
-            cap=1 << 20, file_limit=1 << 20, budget=64 << 20, control=ctl, context=1,
-        ),
-        "search_files_with_matches": lambda: search.search_text(
-            root(), "needle", "", file_glob="*.py", case_sensitive=True, offset=0, limit=1000,
-            cap=1 << 20, file_limit=1 << 20, budget=64 << 20, control=ctl,
+        ), ctl),
+        "search_caseless_context": lambda: search_text(root(), TextOptions(
+            query="NEEDLE", file_glob="*", case_sensitive=False, offset=0, limit=1000,
+            cap=1 << 20, file_limit=1 << 20, budget=64 << 20, context=1,
+        ), ctl),
+        "search_files_with_matches": lambda: search_text(root(), TextOptions(
+            query="needle", file_glob="*.py", case_sensitive=True, offset=0, limit=1000,
+            cap=1 << 20, file_limit=1 << 20, budget=64 << 20,
             output_mode="files_with_matches", exclude=["d3/**"],
-        ),
-        "search_dense_count": lambda: search.search_text(
-            root(), "Needle", "", file_glob="dense.txt", case_sensitive=False, offset=0,
-            limit=1000, cap=1 << 20, file_limit=1 << 20, budget=64 << 20, control=ctl,
+        ), ctl),
+        "search_dense_count": lambda: search_text(root(), TextOptions(
+            query="Needle", file_glob="dense.txt", case_sensitive=False, offset=0,
+            limit=1000, cap=1 << 20, file_limit=1 << 20, budget=64 << 20,
             output_mode="count",
-        ),
+        ), ctl),
         "research_search": lambda: deep_research.search(snap(), "needle", ctl),
         "research_fetch": lambda: deep_research.fetch(snap(), "r/f042.txt"),
         "git_log": lambda: git_ops.git_log(

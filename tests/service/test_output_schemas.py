@@ -15,7 +15,7 @@ import jsonschema
 import pytest
 from mcp import Client
 
-from app.fs.search import SearchFilesResult
+from app.fs.search.results import SearchFilesResult
 from app.registry import Registry
 from app.server import LoomServer
 from app.tools.base import flat_schema

@@ -64,9 +64,9 @@ def test_call_asking_for_progress_is_streamed_with_its_notifications(
 ) -> None:
     # The server runs in this process: report progress after every file, and give the
     # search enough files that notifications must arrive before the answer.
-    import app.fs.search as search_mod
+    from app.fs.search import searcher
 
-    monkeypatch.setattr(search_mod, "PROGRESS_EVERY", 0.0)
+    monkeypatch.setattr(searcher, "PROGRESS_EVERY", 0.0)
     for i in range(30):
         (tree / f"f{i:02d}.txt").write_text(f"line {i}\n")
     r = session.post("/mcp", json=call(4, "search_text", {"query": "zzz"}, {"progressToken": "p1"}))

@@ -12,9 +12,9 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from app.errors import BadArgument
-from app.fs.glob import compile_glob
-from app.fs.glob_linear import linear_match
-from app.fs.glob_syntax import translate
+from app.fs.filters.glob import compile_glob
+from app.fs.filters.linear import linear_match
+from app.fs.filters.syntax import translate
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,7 @@
 
 A backtracking regex of a pattern with several stars is exponential in them
 (`*?*?*?…Z` against a 31-character name took seconds, holding the GIL). So
-app/fs/glob.py turns a pattern into a regex only when it has at most one
+app/fs/filters/glob.py turns a pattern into a regex only when it has at most one
 unbounded wildcard (the regex then tries at most one split per position:
 O(name x pattern)); any other pattern is matched here, without backtracking:
 
@@ -31,7 +31,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.fs.glob_syntax import ANY, LIT, STAR, Token, one_regex, tokens, validate
+from app.fs.filters.syntax import ANY, LIT, STAR, Token, one_regex, tokens, validate
 
 
 class _Chunk:

@@ -11,11 +11,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.fs import search as search_mod
-from app.fs.grep import MAX_FALSE_CANDIDATES, FirstOf, Matcher
 from app.fs.paging import NoControl
-from app.fs.search import search_text
+from app.fs.search import searcher
+from app.fs.search.finders import MAX_FALSE_CANDIDATES, FirstOf
+from app.fs.search.literal import LiteralMatcher
+from app.fs.search.options import TextOptions
+from app.fs.search.text import search_text
 from app.security.resolve import SecureRoot
+from app.security.walk import Walker
 from tests.fs.readkit import small_root
 
 
@@ -24,7 +27,8 @@ def run(root: SecureRoot, query: str, **kw: Any):
                                 cap=1 << 20, file_limit=root.max_read_bytes, budget=1 << 30,
                                 control=NoControl())
     args.update(kw)
-    return search_text(root, query, **args)
+    control = args.pop("control")
+    return search_text(root, TextOptions(query=query, **args), control)
 
 
 # -- the matcher ------------------------------------------------------------------------
@@ -44,7 +48,7 @@ def naive(data: bytes, needle: bytes, fold: bool) -> list[int]:
 @settings(max_examples=500)
 @given(data=hay, needle=needles, fold=st.booleans())
 def test_matching_lines_are_those_of_a_naive_scan(data: bytes, needle: str, fold: bool) -> None:
-    m = Matcher(needle, case_sensitive=not fold)
+    m = LiteralMatcher(needle, case_sensitive=not fold)
     got = [line for line, *_ in m.lines(data, len(data))]
     assert got == naive(data, needle.encode(), fold)
     for line, start, end, pos in m.lines(data, len(data)):
@@ -166,7 +170,7 @@ def test_a_cancelled_search_stops_soon(tmp_path: Path) -> None:
 
     ctl = Counting(stop_after=5)
     with pytest.raises(RuntimeError), pytest.MonkeyPatch.context() as mp:
-        mp.setattr(search_mod.os, "open", spy)
+        mp.setattr(searcher.os, "open", spy)
         run(root, "nothing", control=ctl)
     assert len([n for n in opened if n.startswith("f")]) <= 6  # of 100 files
 
@@ -177,7 +181,7 @@ def test_progress_is_reported_at_most_every_interval(tmp_path: Path,
     ctl = Counting()
     run(root, "nothing", control=ctl)
     assert ctl.reports == []  # a short search: no progress
-    monkeypatch.setattr(search_mod, "PROGRESS_EVERY", 0.0)
+    monkeypatch.setattr(searcher, "PROGRESS_EVERY", 0.0)
     run(root, "nothing", control=ctl)
     done = [d for d, _, _ in ctl.reports]
     assert len(done) >= 10 and done == sorted(done)
@@ -197,13 +201,13 @@ def test_an_entry_gone_before_its_type_is_known_is_skipped_alone(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     root = small_root(tmp_path, {"a.txt": "needle\n", "c.txt": "needle\n"})
-    real_dirs = search_mod.Walker.dirs
+    real_dirs = Walker.dirs
 
     def dirs(self: Any) -> Any:
         for d in real_dirs(self):
             gone = cast("os.DirEntry[str]", _Vanishing())  # a stand-in: name and is_file
             yield d._replace(entries=[d.entries[0], gone, *d.entries[1:]])
 
-    monkeypatch.setattr(search_mod.Walker, "dirs", dirs)
+    monkeypatch.setattr(Walker, "dirs", dirs)
     r = run(root, "needle")
     assert [(m.path, m.line) for m in r.matches] == [("a.txt", 1), ("c.txt", 1)]

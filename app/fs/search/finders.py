@@ -1,36 +1,33 @@
-"""Finding a literal in one file's bytes: the inner loop of `search_text`.
+"""Where a literal is next in a file's bytes: the inner loop of `search_text`, at SIMD speed.
 
-Byte search without decoding: the query is encoded once (UTF-8) and found with
-`FirstOf` (memchr on its rarest byte, then SIMD scans) in the buffer the file was
-read into; `Caseless` finds an ASCII string in any case (Hyperscan). Lines are
-counted only up to each match, and a line is reported once however many times it
-matches. Files with a UTF-16/32 BOM are decoded first (`wide_encoding`).
+Byte search without decoding: a needle is found with `FirstOf` (memchr on its rarest byte,
+then the SIMD scans of the `aho-corasick` crate) in the buffer the file was read into, and
+`Caseless` finds an ASCII string in any case (Hyperscan). Both answer the next place from a
+position, and list the matches of a window of the text at a time when asked often on one
+text, so a text dense with the needle costs one scan a window, not one a match. The
+matchers (`literal.py`, `regex.py`) build on them; nothing here knows lines.
 """
 
 from __future__ import annotations
 
-import re
 from bisect import bisect_left
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Sequence
 from typing import Protocol
 
 import ahocorasick_rs
-
-from app.fs.textio import WIDE_BOMS
 
 try:
     import hyperscan
 except ImportError:  # no wheel for this machine: folded literals use memchr and RE2 alone
     hyperscan = None  # type: ignore[assignment]
 
-PREVIEW_CHARS = 200
 # Bytes of source code and prose, most frequent first (roughly), for the rarest byte of
 # a needle (`FirstOf`'s memchr anchor); bytes not listed (non-ASCII, controls) rarest.
 _COMMON = (
     b" etaoinsrlhdcu\n\tmpfgy.,_()=bw\"':;kv-0123456789x/ABCDEFGHIJKLMNOPRSTUVWY"
     b"zqj[]{}<>#*+!&|%$@?~^`QXZ\\"
 )
-_RANK = {b: len(_COMMON) - i for i, b in enumerate(_COMMON)}
+RANK = {b: len(_COMMON) - i for i, b in enumerate(_COMMON)}
 MAX_FALSE_CANDIDATES = 8  # then a file is searched for the whole needle instead
 # `FirstOf` lists the matches of a window of the text at a time, LISTED times its
 # shortest needle (at most 1 MiB): a text dense with matches lists a bounded number
@@ -71,7 +68,7 @@ class FirstOf:
         one = needles[0]
         self.anchored = len(needles) == 1 and len(one) > 1
         self.needle = one
-        self.rare_at = min(range(len(one)), key=lambda i: _RANK.get(one[i], 0))
+        self.rare_at = min(range(len(one)), key=lambda i: RANK.get(one[i], 0))
         self.rare = one[self.rare_at : self.rare_at + 1]
         self.calls = self.false_candidates = 0
 
@@ -227,94 +224,12 @@ class Caseless:
         self._overlapping = len(ends) * size > 2 * (end - pos + size)
 
 
-def wide_encoding(head: bytes | bytearray | memoryview) -> tuple[str, int] | None:
-    """The encoding and BOM length of a UTF-16/32 file, else None."""
-    start = bytes(head[:4])
-    for bom, enc in WIDE_BOMS:
-        if start.startswith(bom):
-            return enc, len(bom)
-    return None
+def finder(needle: bytes) -> Find:
+    """Where `needle` is first from a position: `FirstOf` for two bytes or more, memchr for one."""
+    if len(needle) > 1:
+        return FirstOf([needle])
 
+    def one_byte(data: bytes, pos: int = 0, /) -> int:
+        return data.find(needle, pos)
 
-class Matcher:
-    """One query, compiled once per call for every file."""
-
-    def __init__(self, query: str, case_sensitive: bool) -> None:
-        self.query = query
-        self.case_sensitive = case_sensitive
-        self.needle = query.encode("utf-8")
-        self.plain = case_sensitive  # a byte-exact needle: `find` alone says yes or no
-        self.lower = not case_sensitive and query.isascii()
-        if self.lower:
-            self.needle = self.needle.lower()
-        # First offset >= pos of the needle in `data` (bytes already lowered if need be).
-        self.find: Find = (FirstOf([self.needle]) if len(self.needle) > 1
-                           else self._one_byte)
-        self.regex: re.Pattern[bytes] | None = None
-        if not case_sensitive and not query.isascii():
-            self.regex = re.compile(b"".join(_variants(ch) for ch in query))
-
-    def _one_byte(self, data: bytes, pos: int = 0) -> int:
-        return data.find(self.needle, pos)
-
-    def lines(self, buf: bytes | bytearray, n: int, hint: int = 0
-              ) -> Iterator[tuple[int, int, int, int]]:
-        """(line number, line start, line end, match start) of each matching line;
-        `hint`: no match starts before it (where `find` saw the first)."""
-        hay = bytes(memoryview(buf)[:n]).lower() if self.lower else buf
-        find: Callable[[int], int]
-        if self.regex is not None:
-            search = self.regex.search
-
-            def find(pos: int) -> int:
-                m = search(hay, pos, n)
-                return -1 if m is None else m.start()
-        else:
-            fast = self.find
-            whole = len(hay) == n
-
-            def find(pos: int) -> int:
-                at = fast(hay, pos) if whole else hay.find(self.needle, pos, n)  # type: ignore[arg-type]
-                return -1 if at < 0 or at + len(self.needle) > n else at
-
-        return line_hits(buf, n, find, find(hint))
-
-
-def line_hits(buf: bytes | bytearray, n: int, find: Callable[[int], int], pos: int
-              ) -> Iterator[tuple[int, int, int, int]]:
-    """(line number, line start, line end, match start) of each line of buf[:n] with a
-    match: `pos` is the first match's start, `find(i)` the next one's at or after i (-1:
-    none). Lines are counted only up to each match, and a line is reported once."""
-    line = 1
-    last = 0
-    while pos >= 0:
-        line += buf.count(b"\n", last, pos)
-        start = buf.rfind(b"\n", 0, pos) + 1
-        end = buf.find(b"\n", pos, n)
-        if end < 0:
-            end = n
-        yield line, start, end, pos
-        if end >= n:
-            return
-        line += 1  # the newline at `end`
-        last = end + 1
-        pos = find(last)
-
-
-def _variants(ch: str) -> bytes:
-    forms = {ch, ch.lower(), ch.upper(), ch.casefold(), ch.swapcase()}
-    spelled = sorted({f.encode("utf-8") for f in forms if len(f) == 1})
-    if len(spelled) == 1:
-        return re.escape(spelled[0])
-    return b"(?:" + b"|".join(re.escape(s) for s in spelled) + b")"
-
-
-def preview(line: bytes, col: int) -> str:
-    """The matching line, decoded for display, cut around the match when long."""
-    if len(line) > PREVIEW_CHARS * 2:
-        lo = max(0, col - PREVIEW_CHARS // 3)
-        hi = min(len(line), lo + PREVIEW_CHARS)
-        text = line[lo:hi].decode("utf-8", "replace").strip("\ufffd")
-        return ("..." if lo else "") + text.strip() + ("..." if hi < len(line) else "")
-    text = line.decode("utf-8", "replace")
-    return text.rstrip("\r").lstrip("\ufeff").strip()
+    return one_byte

@@ -17,12 +17,12 @@ import re2
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from app.fs import grep
-from app.fs import regex as regex_mod
-from app.fs.grep import Caseless, FirstOf, Matcher, hyperscan
-from app.fs.literals import required_alternatives
-from app.fs.regex import RegexMatcher, _folded_piece
-from app.fs.textscan import count_lines
+from app.fs.search import finders
+from app.fs.search import regex as regex_mod
+from app.fs.search.finders import Caseless, FirstOf, hyperscan
+from app.fs.search.literal import LiteralMatcher
+from app.fs.search.regex import RegexMatcher, _folded_piece
+from app.fs.search.required import required_alternatives
 
 if TYPE_CHECKING:
     from typing_extensions import Buffer  # collections.abc.Buffer from Python 3.12
@@ -52,12 +52,12 @@ def test_first_of_finds_what_find_finds_wherever_its_windows_fall(
 ) -> None:
     # One matcher answers several calls on the same text, from the matches it listed:
     # in order (a file's lines) and not (a new search in it), each as a fresh find.
-    old = grep.LISTED
-    grep.LISTED = window  # small windows: they cut through matches
+    old = finders.LISTED
+    finders.LISTED = window  # small windows: they cut through matches
     try:
         first = FirstOf(needles)
     finally:
-        grep.LISTED = old
+        finders.LISTED = old
     first.anchored &= anchor  # one needle: its rare byte first, or the scan alone
     for pos in [*sorted(positions), *positions]:
         starts = [i for i in (data.find(x, pos) for x in needles) if i >= 0]
@@ -93,7 +93,7 @@ def test_first_of_lists_a_window_at_a_time() -> None:
         lines += 1
         at = first(text, at + 3)
     assert lines == 200_000
-    assert first.window == grep.LISTED * 2 and max(scans) <= first.window + 2
+    assert first.window == finders.LISTED * 2 and max(scans) <= first.window + 2
     assert len(scans) < 200_000 / 1000
 
 
@@ -104,7 +104,7 @@ def test_first_of_lists_a_window_at_a_time() -> None:
 def test_a_literal_whose_anchor_byte_is_common_is_still_found_first(
     data: bytes, needle: bytes, pos: int,
 ) -> None:
-    m = Matcher(needle.decode(), True)
+    m = LiteralMatcher(needle.decode(), True)
     for _ in range(3):  # past MAX_FALSE_CANDIDATES the matcher stops anchoring: both ways
         assert m.find(data, pos) == data.find(needle, pos)
 
@@ -147,16 +147,16 @@ def test_caseless_finds_the_first_spelling_wherever_it_is_asked(
     # A text's first call stops at its first match; the next ones answer from a
     # listed window (small here: matches straddle its edges, and overlap: "aba").
     data, want = text.encode(), piece.encode().lower()
-    old = grep.LISTED, grep.SCANS_TO_FIRST
-    grep.LISTED = window
-    grep.SCANS_TO_FIRST = 1 if dense else 8  # dense: the listing from the 2nd call on
+    old = finders.LISTED, finders.SCANS_TO_FIRST
+    finders.LISTED = window
+    finders.SCANS_TO_FIRST = 1 if dense else 8  # dense: the listing from the 2nd call on
     try:
         first = Caseless(piece.encode())
         lowered = data.lower()
         for pos in [*sorted(positions), *positions]:
             assert first(data, pos) == lowered.find(want, pos), pos
     finally:
-        grep.LISTED, grep.SCANS_TO_FIRST = old
+        finders.LISTED, finders.SCANS_TO_FIRST = old
 
 
 @pytest.mark.skipif(hyperscan is None, reason="no hyperscan wheel for this machine")
@@ -182,10 +182,10 @@ def test_caseless_stops_listing_a_text_whose_matches_overlap_densely() -> None:
 def test_a_case_insensitive_literal_is_found_by_its_spellings(tmp_path: object) -> None:
     m = RegexMatcher("Deprecated Since", False, literal=True)
     text = b"x\n" * 5000 + b"it is DEPRECATED since 2.0\n"
-    hint = m.find(text)
+    hint = m.first(text)
     assert hint >= 0 and text.rfind(b"\n", 0, hint) + 1 == 10000
     assert m.count_lines(text, len(text), hint) == 1
-    assert m.find(b"x\n" * 5000) == -1
+    assert m.first(b"x\n" * 5000) == -1
 
 
 _PATTERNS = [r"\bab\b", r"(?i)xyx", r"a+bab", "bxy", "(?i)ab.?x", r"[a-z]+xyx\b",
@@ -212,7 +212,7 @@ def test_lines_that_match_are_those_re2_matches_line_by_line(
     if lines and lines[-1] == b"":
         lines.pop()  # the "line" after a final newline is not one
     want = [i + 1 for i, line in enumerate(lines) if one.search(line)]
-    hint = m.find(data) if m.plain else 0
+    hint = m.first(data)
     got = [] if hint < 0 else [line for line, *_ in m.lines(data, len(data), hint)]
     assert got == want
     assert (0 if hint < 0 else m.count_lines(data, len(data), hint)) == len(want)
@@ -234,11 +234,11 @@ def test_the_words_one_of_which_every_match_holds(pattern: str, words: list[str]
 
 
 @pytest.mark.parametrize("make, line, lines", [
-    (lambda: Matcher("ab", True), b"ab\n", 50_000),
+    (lambda: LiteralMatcher("ab", True), b"ab\n", 50_000),
     (lambda: RegexMatcher(r"\bvalue (error|path)\b", True), b"value error\n", 50_000),
     # Each match overlaps the next (across the line break): where the scan skipped
     # overlaps, listing the window again per line was quadratic (345 s for 100,000 lines).
-    (lambda: Matcher("a\na", True), b"a\n", 49_999),
+    (lambda: LiteralMatcher("a\na", True), b"a\n", 49_999),
 ], ids=["literal", "alternation", "overlapping literal with a line break"])
 def test_a_text_dense_with_the_literal_costs_time_linear_in_its_length(
     make: Any, line: bytes, lines: int,
@@ -246,19 +246,19 @@ def test_a_text_dense_with_the_literal_costs_time_linear_in_its_length(
     # Each line's search for the next match answers from a window listed once: listing
     # a whole window again per line was quadratic (6.8 s of CPU for 30 KB of "ab" lines).
     m = make()
-    if isinstance(m, Matcher):
+    if isinstance(m, LiteralMatcher):
         assert isinstance(m.find, FirstOf)
         m.find.anchored = False  # as after a tree where its anchor byte was common
     data = line * 50_000
     t0 = time.process_time()
-    count = count_lines(m, data, len(data), m.find(data))
+    count = m.count_lines(data, len(data), m.first(data))
     assert count == lines
     assert time.process_time() - t0 < 2.0
 
 
 def _lines_found(pattern: str, literal: bool, data: bytes) -> list[int]:
     m = RegexMatcher(pattern, False, literal=literal)
-    hint = m.find(data) if m.plain else 0
+    hint = m.first(data)
     return [] if hint < 0 else [line for line, *_ in m.lines(data, len(data), hint)]
 
 
@@ -296,4 +296,4 @@ def test_without_hyperscan_a_folded_literal_gets_the_memchr_prefilter() -> None:
     assert m.prefilter is not None and not isinstance(m.prefilter, Caseless)
     text = b"x\n" * 5000 + b"it is DEPRECATED since 2.0\n"
     assert m.prefilter(b"x\n" * 5000) == -1  # neither case of its rare byte: no match
-    assert m.count_lines(text, len(text), m.find(text)) == 1
+    assert m.count_lines(text, len(text), m.first(text)) == 1

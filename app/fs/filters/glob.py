@@ -10,9 +10,9 @@ case-sensitive. Empty, absolute, `..` and unclosed `[` patterns are refused
 with a message that says why. Compiled patterns are memoised.
 
 Cost: a client's pattern must never make a match expensive. A pattern with
-at most one unbounded wildcard becomes a regex (app/fs/glob_syntax.py: at
+at most one unbounded wildcard becomes a regex (app/fs/filters/syntax.py: at
 most one split per position to try, O(name x pattern)); any other pattern
-is matched without backtracking by app/fs/glob_linear.py.
+is matched without backtracking by app/fs/filters/linear.py.
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from app.fs.glob_linear import linear_match
-from app.fs.glob_syntax import ANY, STAR, tokens, translate, validate
+from app.fs.filters.linear import linear_match
+from app.fs.filters.syntax import ANY, STAR, tokens, translate, validate
 
 _LITERAL_SUFFIX = re.compile(r"^\*([^*?\[\]/]+)$")
 

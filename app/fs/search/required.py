@@ -1,7 +1,7 @@
 """The literal every match of a regex holds: what `search_text` looks for before RE2 runs.
 
 A file without that literal cannot match, so it is passed over at memchr speed
-(`app.fs.regex`). The scan is conservative: unsure of a construct, it answers
+(`app.fs.search.regex`). The scan is conservative: unsure of a construct, it answers
 None and the pattern runs without a prefilter, which costs speed only. A literal
 it does answer must be in every match, or matches would be lost: the tests pin that.
 A pattern with alternation has no one such literal; `required_alternatives` finds a
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from app.fs.regex_size import COUNT, class_end
+from app.fs.search.expansion import COUNT, class_end
 
 _PUNCT = frozenset("\\.+*?()|[]{}^$-/#&~,:;<>=!@%'\"`_ ")
 _START_FLAGS = re.compile(r"\(\?([imsU]+)\)")

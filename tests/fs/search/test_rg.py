@@ -21,12 +21,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.fs import ignore_rules
+from app.fs.filters import gitignore as ignore_rules
 from app.fs.paging import NoControl
-from app.fs.search import search_files, search_text
+from app.fs.search.files import search_files
+from app.fs.search.options import FilesOptions, TextOptions
+from app.fs.search.text import search_text
 from app.security.resolve import SecureRoot
-from tests.fs import rgkit
 from tests.fs.readkit import small_root
+from tests.fs.search import rgkit
 
 pytestmark = pytest.mark.skipif(rgkit.RG is None, reason="ripgrep (rg) is not installed")
 
@@ -52,9 +54,10 @@ def ours(root: SecureRoot, query: str, **kw: Any) -> list[Any]:
                                 cap=1 << 20, file_limit=root.max_read_bytes, budget=1 << 30,
                                 control=NoControl(), regex=True)
     args.update(kw)
+    control = args.pop("control")
     items: list[Any] = []
     while True:
-        r = search_text(root, query, **args)
+        r = search_text(root, TextOptions(query=query, **args), control)
         assert not r.truncated
         data = r.model_dump(mode="json")
         items += data.get("matches") or data.get("files") or data.get("counts") or []
@@ -132,8 +135,8 @@ def test_search_files_lists_what_rg_files_lists(tmp_path: Path, seed: int) -> No
         got: set[str] = set()
         offset = 0
         while True:
-            r = search_files(root, "*", "", offset=offset, limit=50, cap=1 << 20,
-                             control=NoControl(), no_ignore=no_ignore)
+            r = search_files(root, FilesOptions(pattern="*", offset=offset, limit=50,
+                                                cap=1 << 20, no_ignore=no_ignore), NoControl())
             got |= {m.path for m in r.matches if m.type == "file"}
             if not r.has_more:
                 break

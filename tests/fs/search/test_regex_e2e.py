@@ -101,7 +101,7 @@ async def test_searches_without_case_answer_alike_without_hyperscan(
 ) -> None:
     # A machine with no hyperscan wheel (not x86-64 Linux): a folded literal falls back
     # to memchr and RE2; through the server it must answer what the SIMD path answers.
-    from app.fs import regex as regex_mod
+    from app.fs.search import regex as regex_mod
 
     async with srv.session() as s:
         args = dict(query=query, regex=regex, case_sensitive=False, no_ignore=True)

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from app.errors import BadArgument, NotADirectory
 from app.fs.paging import NoControl
-from app.fs.search import search_files
+from app.fs.search.files import search_files
+from app.fs.search.options import FilesOptions
 from app.security.resolve import SecureRoot
 from tests.fs.readkit import small_root
 
@@ -20,7 +21,8 @@ from tests.fs.readkit import small_root
 def run(root: SecureRoot, pattern: str, **kw: Any):
     args: dict[str, Any] = dict(path="", offset=0, limit=1000, cap=1 << 20, control=NoControl())
     args.update(kw)
-    return search_files(root, pattern, **args)
+    control = args.pop("control")
+    return search_files(root, FilesOptions(pattern=pattern, **args), control)
 
 
 def test_denied_trees_cost_one_name_and_are_never_reported(tmp_path: Path) -> None:

@@ -1,6 +1,6 @@
 """Glob syntax: validation, tokens, and the reference regex (`translate`).
 
-The semantics (app/fs/glob.py says them in full): a pattern is split at `/`
+The semantics (app/fs/filters/glob.py says them in full): a pattern is split at `/`
 into segments; `**` as a segment crosses directories, a run of two or more
 stars inside a segment crosses too, `*` and `?` stay within one segment,
 `[...]` and `[!...]` are classes. Empty, absolute, `..` and unclosed `[`
@@ -9,7 +9,7 @@ patterns are refused with a message that says why.
 `translate` turns a pattern into a Python regex. A backtracking regex is
 exponential in the wildcards of some patterns, so it is used only for those
 with at most one unbounded wildcard, and by tests as the oracle; every other
-pattern goes to app/fs/glob_linear.py.
+pattern goes to app/fs/filters/linear.py.
 """
 
 from __future__ import annotations

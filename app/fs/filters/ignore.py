@@ -4,7 +4,7 @@ Read the way ripgrep reads them in a git work tree (the root counts as one):
 
 - Each directory's ignore files apply to the entries below it, matched
   against the path relative to that directory (the patterns and their syntax:
-  `ignore_rules.py`). Across directories the deepest file that has a
+  `gitignore.py`). Across directories the deepest file that has a
   matching pattern decides; `.rgignore` beats `.ignore`, which beats
   `.gitignore`, at whatever depth (ripgrep's precedence).
 - An ignored directory is pruned before it is opened, so (as in git) nothing
@@ -29,8 +29,8 @@ import os
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from app.fs.glob import Glob, compile_glob
-from app.fs.ignore_rules import MAX_RULES, IgnoreFile
+from app.fs.filters.gitignore import MAX_RULES, IgnoreFile
+from app.fs.filters.glob import Glob, compile_glob
 from app.security.resolve import FILE_FLAGS, SecureRoot
 
 # In precedence order: the first kind whose deepest matching file says something decides.

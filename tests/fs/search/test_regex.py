@@ -17,15 +17,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.errors import BadArgument
-from app.fs import ignore as ignore_mod
+from app.fs.filters import ignore as ignore_mod
 from app.fs.paging import NoControl
-from app.fs.regex import RegexMatcher, required_literal
-from app.fs.search import search_files, search_text
+from app.fs.search.files import search_files
+from app.fs.search.literal import LiteralMatcher
+from app.fs.search.options import FilesOptions, TextOptions
+from app.fs.search.regex import RegexMatcher
+from app.fs.search.required import required_literal
+from app.fs.search.sink import LINE_COST
+from app.fs.search.text import search_text
 from app.security.resolve import SecureRoot
 from app.security.walk import Walker
-from tests.fs import rgkit
 from tests.fs.readkit import small_root
-from tests.fs.rgkit import safe_regex
+from tests.fs.search import rgkit
+from tests.fs.search.rgkit import safe_regex
 
 
 def run(root: SecureRoot, query: str, **kw: Any) -> dict[str, Any]:
@@ -33,7 +38,8 @@ def run(root: SecureRoot, query: str, **kw: Any) -> dict[str, Any]:
                                 cap=1 << 20, file_limit=root.max_read_bytes, budget=1 << 30,
                                 control=NoControl())
     args.update(kw)
-    return search_text(root, query, **args).model_dump(mode="json")
+    control = args.pop("control")
+    return search_text(root, TextOptions(query=query, **args), control).model_dump(mode="json")
 
 
 def hits(r: dict[str, Any]) -> list[tuple[str, int]]:
@@ -178,8 +184,8 @@ def test_exclude_skips_files_and_prunes_directories(tmp_path: Path) -> None:
                                  "src/vendor/y.py": "hit\n", "src/z.py": "hit\n"})
     r = run(root, "hit", exclude=["vendor", "*.min.js"], output_mode="files_with_matches")
     assert r["files"] == ["a.py", "src/z.py"]
-    f = search_files(root, "*.py", "", offset=0, limit=50, cap=1 << 20, control=NoControl(),
-                     exclude=["src/**"])
+    f = search_files(root, FilesOptions(pattern="*.py", offset=0, limit=50, cap=1 << 20,
+                                        exclude=["src/**"]), NoControl())
     assert [m.path for m in f.matches] == ["a.py", "vendor/x.py"]
 
 
@@ -206,8 +212,8 @@ def test_denied_names_stay_denied_whatever_ignore_files_say(tmp_path: Path) -> N
     for no_ignore in (False, True):
         r = run(root, "SECRET", no_ignore=no_ignore, output_mode="files_with_matches")
         assert r["files"] == ["ok.txt"]
-        f = search_files(root, "*", "", offset=0, limit=50, cap=1 << 20, control=NoControl(),
-                         no_ignore=no_ignore)
+        f = search_files(root, FilesOptions(pattern="*", offset=0, limit=50, cap=1 << 20,
+                                            no_ignore=no_ignore), NoControl())
         assert {m.path for m in f.matches} == {".gitignore", ".ignore", "ok.txt"}
 
 
@@ -240,7 +246,8 @@ def test_each_ignore_rule_reads_as_ripgrep_reads_it(tmp_path: Path, files: dict[
             "d/f.txt": "", **files}
     root = small_root(tmp_path, tree)
     (tmp_path / "r" / ".git").mkdir()
-    f = search_files(root, "*", "", offset=0, limit=500, cap=1 << 20, control=NoControl())
+    f = search_files(root, FilesOptions(pattern="*", offset=0, limit=500, cap=1 << 20),
+                     NoControl())
     ours = {m.path for m in f.matches if m.type == "file"}
     assert ours == rgkit.rg_file_list(tmp_path / "r"), rule
     assert ours != set(tree) or rule == "a leading / anchors"  # the rule did something
@@ -258,8 +265,8 @@ def test_a_prefilter_never_passes_over_a_line_the_pattern_matches(
 ) -> None:
     m = RegexMatcher(pattern, case_sensitive=not fold)
     data = text.encode()
-    if next(m.lines(data, len(data)), None) is not None and m.plain:
-        assert m.find(data) >= 0, (pattern, text)
+    if next(m.lines(data, len(data)), None) is not None:
+        assert m.first(data) >= 0, (pattern, text)
 
 
 _lines_text = st.text(alphabet="abfoxz12=_ .\n\tÉé(kKsSſ\u212a", max_size=60)
@@ -272,7 +279,7 @@ def test_starting_at_the_required_literal_s_line_changes_no_answer(
 ) -> None:
     m = RegexMatcher(pattern, case_sensitive=not fold)
     data = text.encode()
-    if not m.plain or (hint := m.find(data)) < 0:
+    if (hint := m.first(data)) < 0:
         return
     n = len(data)
     assert list(m.lines(data, n, hint)) == list(m.lines(data, n)), (pattern, text)
@@ -363,7 +370,7 @@ def test_rules_past_the_call_budget_are_dropped_and_the_note_says_so(
 def test_an_ignore_file_says_whether_rules_past_its_cap_were_dropped(
     text: bytes, most: int, kept: int, dropped: bool,
 ) -> None:
-    from app.fs.ignore_rules import IgnoreFile
+    from app.fs.filters.gitignore import IgnoreFile
     parsed, cut = IgnoreFile.parse(text, most)
     assert (len(parsed.rules) if parsed else 0, cut) == (kept, dropped)
 
@@ -376,42 +383,38 @@ _hay = st.text(alphabet="ab\nAé ", max_size=60).map(str.encode)
        regex=st.booleans())
 def test_count_mode_counts_the_lines_content_mode_lists(data: bytes, query: str, fold: bool,
                                                         regex: bool) -> None:
-    from app.fs.grep import Matcher
-    from app.fs.textscan import count_lines as _count_lines
     matchers: list[Any] = []
     if "\n" not in query:  # refused for regexes; a folded literal with one keeps Matcher
         matchers.append(RegexMatcher(query, not fold, literal=not regex))
     if not regex:
-        matchers.append(Matcher(query, not fold))
+        matchers.append(LiteralMatcher(query, not fold))
     for m in matchers:
         want = len(list(m.lines(data, len(data))))
-        assert _count_lines(m, data, len(data)) == want
-        hint = m.find(data) if m.plain else 0  # as a search passes it: the first match
-        assert (0 if hint < 0 else _count_lines(m, data, len(data), hint)) == want
+        assert m.count_lines(data, len(data)) == want
+        hint = m.first(data)  # as a search passes it: the first match
+        assert (0 if hint < 0 else m.count_lines(data, len(data), hint)) == want
 
 
 @pytest.mark.parametrize("make", [
     lambda: RegexMatcher(r"\r$", True), lambda: RegexMatcher("a", False, literal=True),
-    lambda: __import__("app.fs.grep").fs.grep.Matcher("a", True),
-    lambda: __import__("app.fs.grep").fs.grep.Matcher("a\r", True),
-    lambda: __import__("app.fs.grep").fs.grep.Matcher("\r\n", False),
+    lambda: LiteralMatcher("a", True),
+    lambda: LiteralMatcher("a\r", True),
+    lambda: LiteralMatcher("\r\n", False),
 ], ids=["regex", "folded literal", "literal", "literal scanned (two bytes)",
         "folded literal with a line break"])
 def test_counting_stops_past_the_lines_the_budget_allows(make: Any) -> None:
     # A dense file in count mode costs what its budget allows, not a step per line.
-    from app.fs.textscan import count_lines
     m = make()
     data = b"a\r\n" * 100_000
-    assert count_lines(m, data, len(data), 0, 10) == 11
-    assert count_lines(m, data, len(data), 0, 0) == 1
-    assert count_lines(m, data[:27], 27, 0, 10) == 9  # fewer than `most`: all of them
+    assert m.count_lines(data, len(data), 0, 10) == 11
+    assert m.count_lines(data, len(data), 0, 0) == 1
+    assert m.count_lines(data[:27], 27, 0, 10) == 9  # fewer than `most`: all of them
 
 
 @pytest.mark.parametrize("mode", ["content", "count"])
 def test_matching_lines_use_up_the_budget_alike_in_count_and_content_modes(
     tmp_path: Path, mode: str,
 ) -> None:
-    from app.fs.search import LINE_COST
     files = {"a.txt": "hit\n" * 10, "b.txt": "hit\n" * 100, "c.txt": "hit\n"}
     root = small_root(tmp_path, files)
     budget = 40 + 10 * LINE_COST + 400 + 30 * LINE_COST  # a.txt whole, b.txt to line 30

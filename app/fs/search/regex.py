@@ -24,9 +24,11 @@ from collections.abc import Callable, Iterator
 import re2
 
 from app.errors import BadArgument
-from app.fs.grep import _RANK, Caseless, FirstOf, Matcher, hyperscan, line_hits
-from app.fs.literals import required_alternatives, required_literal
-from app.fs.regex_size import MAX_EXPANDED, expanded_size
+from app.fs.search.expansion import MAX_EXPANDED, expanded_size
+from app.fs.search.finders import RANK, Caseless, FirstOf, finder, hyperscan
+from app.fs.search.lines import line_hits
+from app.fs.search.matcher import LineHit
+from app.fs.search.required import required_alternatives, required_literal
 
 _ANCHOR = re2._Anchor.UNANCHORED
 _NULL = re2._NULL_SPAN
@@ -74,7 +76,7 @@ def _folded_prefilter(lit: str, opts: re2.Options | None) -> Callable[[bytes], i
     candidates = [b for b in raw if b < 0x80 and b not in _ORBIT_LEAVES_ASCII]
     pair = None
     if candidates:
-        rare = min(candidates, key=lambda b: _RANK.get(b, 0))
+        rare = min(candidates, key=lambda b: RANK.get(b, 0))
         pair = (bytes([rare]).lower(), bytes([rare]).upper())
     match = None
     if opts is not None and len(raw) >= 3:
@@ -95,7 +97,7 @@ def _folded_prefilter(lit: str, opts: re2.Options | None) -> Callable[[bytes], i
 
 
 class RegexMatcher:
-    """One RE2 pattern, compiled once per call, with the same interface as the literal Matcher."""
+    """One RE2 pattern (or a literal without case), compiled once per call: a `Matcher`."""
 
     def __init__(self, query: str, case_sensitive: bool, literal: bool = False) -> None:
         """`literal`: the query is plain text (how a case-insensitive literal search runs:
@@ -139,7 +141,7 @@ class RegexMatcher:
             if not fold and query.startswith(lit):
                 pass  # RE2 itself skips ahead with memchr to a literal prefix: faster
             elif not fold:
-                self.prefilter = self.seek = Matcher(lit, True).find
+                self.prefilter = self.seek = finder(lit.encode("utf-8"))
             else:
                 self.prefilter = _folded_prefilter(lit, None if literal else opts)
                 if isinstance(self.prefilter, Caseless):
@@ -147,11 +149,10 @@ class RegexMatcher:
         elif case_sensitive and (words := required_alternatives(query)) is not None:
             self.prefilter = self.seek = FirstOf([w.encode("utf-8", "surrogateescape")
                                                   for w in words])
-        self.plain = True  # `find` always answers: the literal's place, or RE2's first match
         # Where the first match may start at the earliest: where the required literal is
         # first, else where RE2 matches first; -1 when `data` cannot match. A file without
         # a match costs one call (the prefilter's own), with no line loop set up for it.
-        self.find: Callable[[bytes], int] = (
+        self.first: Callable[[bytes], int] = (
             self.prefilter if self.prefilter is not None else self._first_match)
 
     def _first_match(self, data: bytes) -> int:
@@ -159,20 +160,16 @@ class RegexMatcher:
         at = int(self._match(_ANCHOR, data, 0, n)[0][0])
         return -1 if at < 0 or (at == n and (n == 0 or data[n - 1] == 10)) else at
 
-    def search(self, buf: bytes, pos: int, end: int) -> int:
-        """Start of the first match in buf[pos:end], or -1."""
-        return int(self._match(_ANCHOR, buf, pos, end)[0][0])
-
     def count_lines(self, data: bytes, n: int, hint: int = 0, most: int = -1) -> int:
         """How many lines of data[:n] match (no line numbers worked out); with `most`
         >= 0, the count stops past it (the call's budget allows no more lines).
 
-        `hint`: where `find` saw the required literal first, so the search starts at its
+        `hint`: where `first` saw the required literal first, so the search starts at its
         line (a match never spans lines, and each holds the literal): RE2 is not run over
-        the lines before it, which `find` has already passed over at memchr speed."""
+        the lines before it, which `first` has already passed over at memchr speed."""
         count = 0
         pos = data.rfind(b"\n", 0, hint) + 1 if hint > 0 else 0
-        lit = hint if hint > 0 and self.seek is not None else -1  # `find` was the seek
+        lit = hint if hint > 0 and self.seek is not None else -1  # `first` was the seek
         while pos <= n:
             at = self._next(data, pos, n, lit)
             lit = -1
@@ -186,8 +183,7 @@ class RegexMatcher:
                 break
         return count
 
-    def lines(self, buf: bytes | bytearray, n: int, hint: int = 0
-              ) -> Iterator[tuple[int, int, int, int]]:
+    def lines(self, buf: bytes | bytearray, n: int, hint: int = 0) -> Iterator[LineHit]:
         """(line number, line start, line end, match start) of each matching line;
         `hint` as for `count_lines`."""
         data = bytes(buf) if not isinstance(buf, bytes) else buf
@@ -197,8 +193,8 @@ class RegexMatcher:
 
         if hint <= 0 or self.seek is None:
             return line_hits(data, n, find, find(data.rfind(b"\n", 0, hint) + 1 if hint > 0 else 0))
-        first = self._next(data, data.rfind(b"\n", 0, hint) + 1, n, hint)  # `find` was the seek
-        return line_hits(data, n, find, first)
+        at = self._next(data, data.rfind(b"\n", 0, hint) + 1, n, hint)  # `first` was the seek
+        return line_hits(data, n, find, at)
 
     def _next(self, data: bytes, pos: int, n: int, lit: int = -1) -> int:
         """Start of the first match in data[pos:n] (`pos` starts a line), or -1; `lit`:

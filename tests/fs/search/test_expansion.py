@@ -17,9 +17,10 @@ from hypothesis import strategies as st
 
 from app.errors import BadArgument
 from app.fs.paging import NoControl
-from app.fs.regex import RegexMatcher
-from app.fs.regex_size import MAX_EXPANDED, expanded_size
-from app.fs.search import search_text
+from app.fs.search.expansion import MAX_EXPANDED, expanded_size
+from app.fs.search.options import TextOptions
+from app.fs.search.regex import RegexMatcher
+from app.fs.search.text import search_text
 from tests.fs.readkit import small_root
 
 
@@ -63,13 +64,14 @@ def test_a_pattern_too_large_written_out_is_refused_before_it_compiles(
     root = small_root(tmp_path, {"a.txt": "aaa\n"})
     t = time.process_time()
     with pytest.raises(BadArgument, match=r"^invalid regex: its counted repetitions"):
-        search_text(root, pattern, "", file_glob="*", case_sensitive=True, offset=0, limit=5,
-                    cap=1 << 16, file_limit=1 << 20, budget=1 << 24, control=NoControl(),
-                    regex=True)
+        search_text(root, TextOptions(query=pattern, file_glob="*", case_sensitive=True,
+                                      offset=0, limit=5, cap=1 << 16, file_limit=1 << 20,
+                                      budget=1 << 24, regex=True), NoControl())
     assert time.process_time() - t < 1.0  # compiling the first of them took 37 s
     # The same text searched as a literal is plain text: no count to write out.
-    r = search_text(root, pattern, "", file_glob="*", case_sensitive=True, offset=0, limit=5,
-                    cap=1 << 16, file_limit=1 << 20, budget=1 << 24, control=NoControl())
+    r = search_text(root, TextOptions(query=pattern, file_glob="*", case_sensitive=True,
+                                      offset=0, limit=5, cap=1 << 16, file_limit=1 << 20,
+                                      budget=1 << 24), NoControl())
     assert r.returned == 0
 
 
