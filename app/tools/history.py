@@ -40,6 +40,11 @@ HistoryPath = Annotated[
     Field(max_length=4096, description="Limit to this path relative to the root; '' is all."),
 ]
 LogLimit = Annotated[int, Field(ge=1, le=1000, description="Most commits to return (capped).")]
+PageCursor = Annotated[
+    str | None,
+    Field(default=None, max_length=8192,
+          description="next_cursor of a previous call: the next page of files."),
+]
 
 
 @tool(perm="git", title="Git log", read_only=True, idempotent=True)
@@ -86,19 +91,20 @@ async def git_show(
     start_line: StartLine = 1,
     end_line: EndLine = 300,
     offset: Offset = 0,
+    cursor: PageCursor = None,
 ) -> ops.ShowResult:
     """One commit: id, author, date, message, parents and the files it changed (path,
-    change: added|deleted|modified|renamed|type_changed), paged with offset. With path:
-    that file as it was at that commit, in `file` with read_text_file's fields (lines
-    start_line..end_line). Files under denied names are left out (hidden_denied counts
-    them) and cannot be read at any commit."""
+    change: added|deleted|modified|renamed|type_changed), paged: when has_more is true,
+    call again with cursor=next_cursor. With path: that file as it was at that commit, in
+    `file` with read_text_file's fields (lines start_line..end_line). Files under denied
+    names are left out (hidden_denied counts them) and cannot be read at any commit."""
 
     def work(call: Call) -> ops.ShowResult:
         check_window(start_line, end_line)
         return ops.git_show(
             call.root(root), commit=commit, path=path, start_line=start_line,
             end_line=end_line, offset=offset, cap=call.snapshot.limits.max_output_chars,
-            control=call,
+            control=call, cursor=cursor,
         )
 
     return await run(ctx, work)  # type: ignore[return-value]
@@ -118,12 +124,13 @@ async def git_diff(
     ] = None,
     path: HistoryPath = "",
     offset: Offset = 0,
+    cursor: PageCursor = None,
 ) -> ops.DiffResult:
     """Changes between two commits, or between a commit (default HEAD) and the working tree
     when target is omitted, as unified diffs per file (3 lines of context). The working
     tree side covers files tracked in base, read like any file of the root. Denied paths
     are left out (hidden_denied counts them). Paged by file: when has_more is true, call
-    again with offset=next_offset; a file's diff longer than the output limit is cut with
+    again with cursor=next_cursor; a file's diff longer than the output limit is cut with
     a visible marker (truncated=true)."""
 
     def work(call: Call) -> ops.DiffResult:
@@ -131,6 +138,7 @@ async def git_diff(
         return ops.git_diff(
             call.root(root), base=base, target=target, path=path, offset=offset,
             cap=limits.max_output_chars, read_budget=limits.max_search_bytes, control=call,
+            cursor=cursor,
         )
 
     return await run(ctx, work)  # type: ignore[return-value]

@@ -47,11 +47,11 @@ def _on_top(repo: Repo, first: str, entries: list[tuple[str, bytes, str]],
     return head
 
 
-def loose_bomb(path: Path) -> Probe:
+def loose_bomb(path: Path, bomb: int = BOMB) -> Probe:
     """A loose blob whose header says 10 bytes and whose stream inflates to 512 MiB."""
     repo, first = _start(path)
     name = sha_of("blob", b"ten bytes\n")
-    repo.loose("blob", name=name, header=b"blob 10\0", body=zeros(BOMB))
+    repo.loose("blob", name=name, header=b"blob 10\0", body=zeros(bomb))
     _on_top(repo, first, [("100644", b"f.txt", name)])
     return Probe(base="HEAD~1")
 
@@ -63,20 +63,19 @@ def loose_bomb_by_prefix(path: Path) -> Probe:
                  error="not a commit|corrupt|above")
 
 
-def pack_bomb(path: Path) -> Probe:
+def pack_bomb(path: Path, bomb: int = BOMB) -> Probe:
     """A packed blob whose entry header says 10 bytes; its stream inflates to 512 MiB."""
     repo, first = _start(path)
     name = sha_of("blob", b"ten bytes\n")
-    repo.pack([Entry(name, KINDS["blob"], lambda: zeros(BOMB), size=10)])
+    repo.pack([Entry(name, KINDS["blob"], lambda: zeros(bomb), size=10)])
     _on_top(repo, first, [("100644", b"f.txt", name)])
     return Probe(base="HEAD~1")
 
 
-def delta_huge_middle(path: Path) -> Probe:
+def delta_huge_middle(path: Path, middle: int = 256 * MIB) -> Probe:
     """A 1 KB pack: 64 KiB base, a delta to a 256 MiB middle, a delta to 10 bytes."""
     repo, first = _start(path)
     base = b"x" * 65536
-    middle = 256 * MIB
     last = b"x" * 9 + b"\n"
     to_middle = delta(len(base), middle, copy_op(0, 0x10000) * (middle // 0x10000))
     to_last = delta(middle, len(last), copy_op(0, 9) + insert_ops(b"\n"))
@@ -138,13 +137,13 @@ def delta_cycle(path: Path) -> Probe:
     return Probe(base="HEAD~1")
 
 
-def huge_messages(path: Path) -> Probe:
+def huge_messages(path: Path, size: int = 40 * MIB) -> Probe:
     """Three commits with 40 MiB messages of one line (a subject of 40 MiB)."""
     repo, first = _start(path)
     tree = repo.tree([("100644", b"f.txt", repo.blob(b"two\n"))])
     parent = first
     for i in range(3):
-        msg = b"m" * (40 * MIB) + b"\n"
+        msg = b"m" * size + b"\n"
         content = commit_bytes(tree, [parent], msg, 1_700_000_100 + i)
         parent = repo.loose("commit", content)
     repo.ref("refs/heads/main", parent)
@@ -171,13 +170,16 @@ def wide_tree(path: Path, n: int = 300_000) -> Probe:
 
 
 def deep_tree(path: Path, depth: int = 20_000) -> Probe:
-    """A ref to a tree 20,000 levels deep (`d/d/.../d/x.txt`), beside `f.txt`."""
+    """A tree 20,000 levels deep (`d/d/.../d/x.txt`) beside `f.txt`, at a commit and by a
+    ref of its own; `.env` at the bottom, and a copy of it as `f.txt`."""
     repo, first = _start(path)
     blob = repo.blob(b"deep\n")
-    tree = repo.tree([("100644", b"x.txt", blob)])
+    tree = repo.tree([("100644", b"x.txt", blob), ("100644", b".env", repo.blob(b"DEEP\n"))])
     for _ in range(depth):
         tree = repo.tree([("40000", b"d", tree)])
-    top = repo.tree([("40000", b"d", tree), ("100644", b"f.txt", repo.blob(FILE))])
+    repo.ref("refs/tags/deep", tree)
+    top = repo.tree([("40000", b"d", tree), ("100644", b"f.txt", repo.blob(FILE)),
+                     ("100644", b"copy.txt", repo.blob(b"DEEP\n"))])
     head = repo.commit(top, [first], b"deep\n", when=1_700_000_100)
     repo.ref("refs/heads/main", head)
     return Probe(base="HEAD~1")

@@ -67,6 +67,7 @@ class DeniedIndex:
         self.stack: list[Item] = []  # what an interrupted scan had left to do
         self.queued: set[bytes] = set()  # heads on the stack, not yet scanned
         self.refused: str | None = None  # why contents from this history are not served
+        self.read = 0  # trees read so far (the progress a "call again" reports)
         self.snapshot: frozenset[bytes] = frozenset()  # what calls read, outside the lock
 
 
@@ -156,7 +157,7 @@ class _Scan:
     def _pending(self) -> HistoryCheckPending:
         return HistoryCheckPending(
             f"checking the history for copies of denied files: {len(self.idx.commits)} commits "
-            f"and {len(self.idx.trees)} trees checked so far; call again to continue")
+            f"checked and {self.idx.read} trees read so far; call again to continue")
 
     def _count(self) -> None:
         self.parsed += 1
@@ -211,6 +212,7 @@ class _Scan:
             return
         stack[-1] = ("T", sha, key)
         stack.append(("x", sha, (parts, 0, False)))
+        self.idx.read += 1
 
     def _expand(self, sha: bytes, at: object) -> None:
         """A tree's entries from a position on: blobs at denied paths (under a denied tree:
@@ -279,6 +281,7 @@ class _Scan:
             return
         stack[-1] = ("W", sha, None)
         stack.append(("x", sha, (None, 0, True)))
+        self.idx.read += 1
 
 
 def all_ref_targets(git: GitDir) -> list[bytes]:

@@ -11,16 +11,15 @@ corrupt or too large is listed with a note naming it.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from itertools import islice
 
 from pydantic import BaseModel
 
 from app.errors import NotFound, TooLarge
 from app.fs.history import revs, textdiff, worktree
-from app.fs.history.changes import decode_cursor, encode_cursor, listing
 from app.fs.history.denied import denied_blobs
 from app.fs.history.errors import CorruptObject, ObjectTooLarge
 from app.fs.history.gitdir import GitDir, opened
+from app.fs.history.listing import Compared, PageCursor, listing, skip
 from app.fs.history.trees import Change, Content, Hidden, Trees
 from app.fs.paging import RESERVE, Control, cut_to, json_len
 from app.security.paths import join
@@ -69,9 +68,6 @@ def git_diff(
 ) -> DiffResult:
     op = "git_diff"
     parts = root.authorize(path, perm="read", op=op)
-    after = None
-    if cursor is not None:
-        offset, after = decode_cursor(cursor, parts)
     hidden = Hidden()
     notes: list[str] = []
     with opened(root, op) as git:
@@ -79,30 +75,33 @@ def git_diff(
         trees = Trees(git, root.rules, control.check)
         if target is not None:
             t = revs.resolve(git, target)
+            compared: Compared = (b.tree, t.tree, parts)
+            after = PageCursor.decode(cursor, compared) if cursor is not None else None
             hidden.denied_blobs |= denied_blobs(git, trees, (b.id, t.id))
             changes: Iterator[Change] = listing(trees, b.tree, t.tree, parts, hidden, after)
             contents = _commit_side(git, root.max_read_bytes)
             target_id: str | None = t.id.decode()
             side = None
         else:
+            compared = (None, b.tree, parts)
+            after = PageCursor.decode(cursor, compared) if cursor is not None else None
             hidden.denied_blobs |= denied_blobs(git, trees, (b.id,))
             side = worktree.Side(git, trees, root, b.tree, parts, hidden, read_budget, control)
             changes, contents = side.changes(after), side.content
             target_id = None
+        offset = after.shown if after is not None else offset
         if after is None and offset:
-            for _ in islice(changes, offset):
-                pass
-        files, has_more, truncated = _render(root, changes, contents, hidden, cap, control)
-        last = files[-1].path if files else None
+            changes = skip(changes, offset)
+        files, last, has_more, truncated = _render(root, changes, contents, hidden, cap, control)
         if side is not None and side.unread:
             notes.append(f"{side.unread} tracked files not compared (larger than "
                          "max_read_bytes): read them in windows with read_text_file")
         if side is not None and side.stopped is not None:
             notes.append(side.stopped)
             has_more, last = True, side.last or last
-    if has_more and last is None:
-        raise NotFound("nothing could be compared within one call's budget")  # pragma: no cover
-    if has_more:
+    nxt = None
+    if has_more and last is not None:
+        nxt = PageCursor(offset + len(files), tuple(last.path.split("/")), last.where)
         notes.append(f"more changed files: continue with cursor=next_cursor (or offset="
                      f"{offset + len(files)})")
     # Against the working tree, denied tracked paths are never read, so never compared.
@@ -112,7 +111,7 @@ def git_diff(
         root=root.name, base=b.id.decode(), target=target_id, path=join(parts), files=files,
         offset=offset, returned=len(files), has_more=has_more,
         next_offset=offset + len(files) if has_more else None,
-        next_cursor=encode_cursor(offset + len(files), last) if has_more and last else None,
+        next_cursor=nxt.encode(compared) if nxt is not None else None,
         truncated=truncated, hidden_denied=hidden.denied, note="; ".join(notes) or None,
     )
 
@@ -134,27 +133,28 @@ def _render(
     hidden: Hidden,
     cap: int,
     control: Control,
-) -> tuple[list[DiffFile], bool, bool]:
+) -> tuple[list[DiffFile], Change | None, bool, bool]:
     """The files whose diffs fit the output (at least one: cut visibly when alone too long),
-    whether more are left, and whether one was cut."""
+    the last of them, whether more are left, and whether one was cut."""
     room = cap - RESERVE - 600
     used = 0
     out: list[DiffFile] = []
+    last = None
     for ch in changes:
         control.check()
         item = _file_diff(ch, content, hidden, root.max_read_bytes)
         size = json_len(item) + 1
         if used + size > room:
             if out:
-                return out, True, False
+                return out, last, True, False
             # The first file alone is too long: cut its diff, visibly.
             keep = max(room - json_len(item.model_copy(update={"diff": ""})) - len(DIFF_CUT) - 8, 0)
             item = item.model_copy(update={"diff": cut_to(item.diff or "", keep) + "\n" + DIFF_CUT})
-            out.append(item)
-            return out, next(changes, None) is not None, True
+            return [item], ch, next(changes, None) is not None, True
         used += size
         out.append(item)
-    return out, False, False
+        last = ch
+    return out, last, False, False
 
 
 def _file_diff(ch: Change, content: Content, hidden: Hidden, limit: int) -> DiffFile:

@@ -15,6 +15,7 @@ import zlib
 from app.fs.history.errors import CorruptObject, Meter
 
 CHUNK = 64 * 1024
+FIRST_CHUNK = 2048  # most objects are small: the input read grows from this to CHUNK
 
 
 class Stream:
@@ -29,6 +30,7 @@ class Stream:
         self._z = zlib.decompressobj()
         self._input = b""
         self._ahead = b""  # produced but handed back by `unread`
+        self._chunk = FIRST_CHUNK
 
     @property
     def eof(self) -> bool:
@@ -56,7 +58,8 @@ class Stream:
         return b"".join(out)
 
     def _next_input(self) -> bytes:
-        want = min(CHUNK, self.end - self.pos)
+        want = min(self._chunk, self.end - self.pos)
+        self._chunk = min(self._chunk * 2, CHUNK)
         data = os.pread(self.fd, want, self.pos) if want > 0 else b""
         if not data:
             raise CorruptObject(self.sha, "its compressed data ends early (truncated)")

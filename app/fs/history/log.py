@@ -25,6 +25,7 @@ from app.security.resolve import SecureRoot
 # Commits one git_log call may walk (a path-limited page over a long history
 # stops here and hands back a cursor); about half a second.
 WALK_BUDGET = 5000
+MIN_ITEM = 90  # characters of the shortest commit in a page (id, date, field names)
 
 
 class LogCommit(BaseModel):
@@ -73,22 +74,24 @@ def git_log(
         heads = start_heads(git, cur, start.id)
         skip = cur.skip if cur is not None else offset
         base = cur.shown if cur is not None else offset
+        # No more commits than could fit the output are walked for (one is ~90 characters).
+        room = cap - RESERVE - 600
+        want = max(1, min(limit, room // MIN_ITEM + 1))
         got = walk(
-            git, trees, heads, path=parts, skip=skip, want=limit, budget=budget,
+            git, trees, heads, path=parts, skip=skip, want=want, budget=budget,
             check=control.check,
         )
         assert git.store is not None
         items = [_item(read_commit(git.store, sha)) for sha in got.commits]
     if any(c.subject.endswith(CUT_MARK) for c in items):
         notes.append("a subject longer than shown is cut, marked [... cut]")
-    room = cap - RESERVE - 600
     fitted = fitting(items, room, json_len)
     if fitted == 0 and items:  # one commit always goes out, cut to fit: the cursor moves
         items[0] = _cut_to_fit(items[0], room)
         fitted = 1
     nxt = _next(got, items, fitted, base, skip, heads, cap, notes)
     items = items[:fitted]
-    budget_hit = got.more is None and nxt is not None and len(items) < limit
+    budget_hit = got.more is None and nxt is not None and len(items) < want
     if budget_hit:
         why = got.spent or f"walked {got.walked} commits (the per-call budget)"
         notes.append(f"{why}; found {len(items)}; older history remains: continue with "
@@ -106,9 +109,9 @@ def git_log(
 def _next(got: WalkResult, items: list[LogCommit], fitted: int, base: int, skip: int,
           heads: tuple[bytes, ...], cap: int, notes: list[str]) -> Cursor | None:
     if fitted < len(items):
-        # Continue from this call's own starting point, skipping what was shown.
+        # Continue from where the walk was after the last commit shown.
         notes.append(f"output limit reached (max_output_chars = {cap})")
-        return Cursor(base + fitted, skip + fitted, heads)
+        return Cursor(base + fitted, 0, got.after[fitted - 1])
     if got.more is False:
         return None
     left = skip - got.skipped  # of an offset: still to skip when the budget ran out

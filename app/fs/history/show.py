@@ -16,7 +16,6 @@ import contextlib
 import os
 import tempfile
 from collections.abc import Iterator
-from itertools import islice
 from typing import Any
 
 from pydantic import BaseModel
@@ -24,12 +23,12 @@ from pydantic import BaseModel
 from app.errors import DeniedName, NotARegularFile, NotFound
 from app.fs import read as read_mod
 from app.fs.history import revs
-from app.fs.history.changes import decode_cursor, encode_cursor, listing
 from app.fs.history.commits import first_parent_tree, subject, text, when
 from app.fs.history.denied import denied_blobs
 from app.fs.history.gitdir import GitDir, opened
+from app.fs.history.listing import PageCursor, listing, skip
 from app.fs.history.objects import CommitInfo
-from app.fs.history.trees import Hidden, Trees, is_tree
+from app.fs.history.trees import Change, Hidden, Trees, is_tree
 from app.fs.paging import RESERVE, Control, cut_to, json_len
 from app.security.paths import join
 from app.security.resolve import OpenedFile, SecureRoot
@@ -78,9 +77,6 @@ def git_show(
     parts = root.authorize(path, perm="read", op=op) if path is not None else None
     if parts is not None and not parts:
         raise NotARegularFile("not a regular file: the root is a directory (omit path)")
-    after = None
-    if cursor is not None:
-        offset, after = decode_cursor(cursor, ())
     with opened(root, op) as git:
         c = revs.resolve(git, commit, MESSAGE_READ if parts is None else None)
         trees = Trees(git, root.rules, control.check)
@@ -93,15 +89,19 @@ def git_show(
         if parts is not None:
             return _show_file(git, trees, root, c, parts, meta, start_line, end_line, cap)
         hidden = Hidden()
-        changes = listing(trees, first_parent_tree(git, c), c.tree, (), hidden, after)
+        compared = (first_parent_tree(git, c), c.tree, ())
+        after = PageCursor.decode(cursor, compared) if cursor is not None else None
+        offset = after.shown if after is not None else offset
+        changes = listing(trees, compared[0], c.tree, (), hidden, after)
         if after is None and offset:
-            for _ in islice(changes, offset):
-                pass
+            changes = skip(changes, offset)
         message, notes = _message(c, cap)
         room = cap - RESERVE - 800 - json_len(message) - sum(len(p) + 3 for p in meta["parents"])
-        page, has_more = _page(changes, room)
+        page, last, has_more = _page(changes, room)
     notes[:0] = hidden.notes()
-    if has_more:
+    nxt = None
+    if has_more and last is not None:
+        nxt = PageCursor(offset + len(page), tuple(last.path.split("/")), last.where)
         notes.append("more changed files: continue with cursor=next_cursor "
                      f"(or offset={offset + len(page)})")
     if len(c.parents) > 1:
@@ -109,7 +109,7 @@ def git_show(
     return ShowResult(
         **meta, message=message, files=page, offset=offset, returned=len(page),
         has_more=has_more, next_offset=offset + len(page) if has_more else None,
-        next_cursor=encode_cursor(offset + len(page), page[-1].path) if has_more else None,
+        next_cursor=nxt.encode(compared) if nxt is not None else None,
         hidden_denied=hidden.denied, note="; ".join(notes) or None,
     )
 
@@ -128,19 +128,22 @@ def _message(c: CommitInfo, cap: int) -> tuple[str, list[str]]:
     return message, notes
 
 
-def _page(changes: Iterator[Any], room: int) -> tuple[list[FileChange], bool]:
-    """The changes that fit `room` (at least one, so the cursor always moves), and
-    whether any is left."""
+def _page(changes: Iterator[Change], room: int
+          ) -> tuple[list[FileChange], Change | None, bool]:
+    """The changes that fit `room` (at least one, so the cursor always moves), the last
+    of them, and whether any is left."""
     page: list[FileChange] = []
+    last = None
     used = 0
     for x in changes:
         item = FileChange(path=x.path, change=x.change, old_path=x.old_path)
         size = json_len(item) + 1
         if page and used + size > room:
-            return page, True
+            return page, last, True
         page.append(item)
+        last = x
         used += size
-    return page, False
+    return page, last, False
 
 
 def _show_file(

@@ -148,11 +148,14 @@ class RootObjectStore:
             return fd is not None
 
     def blob(self, sha: bytes, limit: int) -> bytes:
-        """A file's whole bytes; TooLarge above `limit`."""
-        try:
-            raw = self.read(sha, Want(cap=limit, limit=limit))
-        except ObjectTooLarge as exc:
-            raise TooLarge(f"the file is above {limit} bytes ({exc.message})") from None
+        """A file's whole bytes; TooLarge when its size (its header's, or its delta's) is
+        above `limit`; ObjectTooLarge, naming it, when what it is built from is too large."""
+        got = self.kind_and_size(sha)
+        if got is None:
+            raise ObjectMissing(sha)
+        if got[1] > limit:
+            raise TooLarge(f"the file is {got[1]} bytes, above {limit}")
+        raw = self.read(sha, Want(cap=limit, limit=limit))
         if raw.kind != BLOB:
             raise CorruptObject(sha, f"a file names a {NAMES[raw.kind]}")
         return raw.data

@@ -114,6 +114,9 @@ class Change:
     old_mode: int
     new_mode: int
     old_path: str | None = None
+    # Where the walk found it: per level of its path, each side's byte position in its
+    # tree (-1: no tree on that side), so a page can start there (`changes.py`).
+    where: tuple[tuple[int, int], ...] = ()
 
 
 class Trees:

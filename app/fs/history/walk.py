@@ -19,7 +19,7 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app.errors import BadArgument, NotFound
 from app.fs.history.errors import ObjectMissing, WorkSpent
@@ -71,6 +71,8 @@ class WalkResult:
     more: bool | None
     queue: tuple[bytes, ...]  # where to continue after the last commit in `commits`
     skipped: int = 0  # of the `skip` asked for
+    # where to continue after each commit in `commits` (a page cut by the output goes on there)
+    after: list[tuple[bytes, ...]] = field(default_factory=list)
     spent: str | None = None  # why the walk stopped early, when it was the byte budget
 
 
@@ -134,6 +136,7 @@ def walk(
     assert git.store is not None
     todo = _Frontier(git.store, heads)
     shown: list[bytes] = []
+    after: list[tuple[bytes, ...]] = []
     walked = skipped = 0
     snapshot: tuple[bytes, ...] | None = None
     while todo.queue and walked < budget:
@@ -146,26 +149,27 @@ def walk(
             parents: list[bytes] = [] if sha in git.shallow else list(c.parents)
             show, follow = _decide(trees, c, parents, path, todo.get)
             if show and snapshot is not None:
-                return WalkResult(shown, walked + 1, True, snapshot, skipped)  # one more exists
+                return WalkResult(shown, walked + 1, True, snapshot, skipped, after)  # one more
             for p in follow:
                 todo.push(p)
         except WorkSpent as exc:
             if not walked:
                 raise  # not one commit fits the call's budget: the answer ends here
             heads = (snapshot or tuple(dict.fromkeys((sha, *todo.heads()))))[:MAX_CURSOR_HEADS]
-            return WalkResult(shown, walked, None, heads, skipped, spent=exc.message)
+            return WalkResult(shown, walked, None, heads, skipped, after, exc.message)
         walked += 1
         if show:
             if skipped < skip:
                 skipped += 1
             else:
                 shown.append(sha)
+                after.append(todo.heads())
                 if len(shown) == want:
-                    snapshot = todo.heads()
+                    snapshot = after[-1]
     if not todo.queue:
-        return WalkResult(shown, walked, False, (), skipped)
+        return WalkResult(shown, walked, False, (), skipped, after)
     queue = snapshot if snapshot is not None else todo.heads()
-    return WalkResult(shown, walked, None, queue, skipped)
+    return WalkResult(shown, walked, None, queue, skipped, after)
 
 
 def _decide(

@@ -23,6 +23,7 @@ from app.fs import textio
 from app.fs.history.changes import iter_changes
 from app.fs.history.gitdir import GitDir
 from app.fs.history.gitindex import IndexReader
+from app.fs.history.listing import PageCursor
 from app.fs.history.trees import Change, Hidden, Trees, valid_name
 from app.fs.paging import Control
 from app.security.resolve import SecureRoot
@@ -72,10 +73,10 @@ class Side:
         self.parts, self.hidden, self.budget, self.control = parts, hidden, read_budget, control
         self.work: dict[bytes, bytes] = {}
         self.spent = self.unread = 0
-        self.last: str | None = None  # the last path compared
+        self.last: Change | None = None  # the last file compared
         self.stopped: str | None = None  # why the page ended before the files did
 
-    def changes(self, after: tuple[str, ...] | None) -> Iterator[Change]:
+    def changes(self, after: PageCursor | None) -> Iterator[Change]:
         """The base commit's files under `parts`, and files added to the index since,
         compared with the working tree, read through the choke point (`open_file`:
         deny rules, in-root links, `max_read_bytes`)."""
@@ -88,7 +89,7 @@ class Side:
                                 "continue with cursor=next_cursor, or narrow with path")
                 return
             change = self._one(entry)
-            self.last = entry.path
+            self.last = entry
             if change is not None:
                 yield change
 
@@ -112,11 +113,12 @@ class Side:
         self.spent += len(data)
         return _compare(entry, data, self.work, self.hidden)
 
-    def _candidates(self, after: tuple[str, ...] | None) -> Iterator[Change]:
+    def _candidates(self, after: PageCursor | None) -> Iterator[Change]:
         """The base commit's files, and the index's files it lacks (as added), in path order."""
         top = self.trees.lookup(self.base_tree, self.parts)
-        tracked = iter_changes(self.trees, None, top, self.parts, self.hidden, after)
-        mark = "/".join(after).encode("utf-8") if after is not None else None
+        tracked = iter_changes(self.trees, None, top, self.parts, self.hidden,
+                               after.parts if after else None, after.where if after else ())
+        mark = "/".join(after.parts).encode("utf-8") if after is not None else None
         staged = _staged(self.git, self.trees, self.parts, mark)
         t, s = next(tracked, None), next(staged, None)
         while t is not None or s is not None:
