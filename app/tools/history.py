@@ -2,9 +2,9 @@
 
 Registered when some readable root's top folder holds a `.git` (the `git`
 surface key); a call on a root without one is a clear error naming the root.
-The repository is read with a library through the root's handle
-(`app.fs.history`): no `git` process, nothing of the repository's
-configuration is ever run.
+The repository is read by the server's own bounded decoders through the
+root's handle (`app.fs.history`): no `git` process, nothing of the
+repository's configuration is ever run.
 """
 
 from __future__ import annotations

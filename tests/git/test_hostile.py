@@ -164,6 +164,23 @@ def test_huge_messages_are_cut_and_the_log_cursor_moves(tmp_path: Path, cap: int
     assert all(len(p.model_dump_json()) <= cap for p in pages)
 
 
+def test_a_client_following_offsets_ends_too(tmp_path: Path) -> None:
+    """A page that only walked (the per-call budget) moves its cursor, not its offset:
+    it gives no next_offset, so a client that follows offsets stops instead of asking the
+    same page for ever."""
+    repo = fast_history(tmp_path / "long", 120)
+    root = make_root(repo.path)
+    offset, calls = 0, 0
+    while True:
+        calls += 1
+        page = log(root, path="docs/rare.md", offset=offset, budget=7)
+        if page.next_offset is None:
+            break
+        assert page.next_offset > offset
+        offset = page.next_offset
+    assert calls < 50 and (not page.has_more or "cursor" in (page.note or ""))
+
+
 # -- wide trees: pages, and page k costs what page 1 does ------------------------------
 
 

@@ -3,12 +3,13 @@
 A packed object may be a delta against a base that is itself a delta, and so
 on. The chain is first walked by headers alone (no data read): a link seen
 twice (a delta that is its own base, or a cycle through reference deltas) is
-corrupt, a chain deeper than `MAX_DEPTH` is refused. Then the first bytes of
-every delta are inflated to read the sizes it declares: the base's size must
-be the size the delta expects, no base or intermediate result may pass the
-read's base limit (`bases_limit`), the result may not pass its own limit, and
-the chain's total (results and delta data) may not pass `CHAIN_WORK`. Only
-then is anything built, oldest first, and the result's id checked against its
+corrupt, a chain deeper than `MAX_DEPTH` is refused. The base's size, from
+its header, is checked before it is inflated. Then each delta, oldest first,
+is inflated (its data at most twice the base limit) and the sizes it declares
+are checked before its result is built: its base must be the size it expects,
+no intermediate result may pass the read's base limit (`limits`), the result
+may not pass the read's own limit, and the chain's total (results and delta
+data) may not pass `CHAIN_WORK`. The result's id is checked against its
 content. Results small enough are kept in the store's base cache, so reading
 the next version of the same file does not rebuild the chain.
 """
@@ -87,14 +88,22 @@ def read(store: RootObjectStore, pack: Pack, offset: int, sha: bytes, want: Want
                      Want(cap=head.size, limit=bases, verify=False), is_sha=False)
         base = (whole.kind, whole.data)
     kind, data = base
-    _check_sizes(store, deltas, len(data), sha, built, bases, want.limit, kind)
-    for p, off, head in reversed(deltas):
-        stream = p.stream(head, sha, store.meter)
-        body = stream.read(head.size + 1)
+    work = len(data)
+    for i, (p, off, head) in enumerate(reversed(deltas)):
+        last = i == len(deltas) - 1
+        if head.size > 2 * bases:
+            raise _base_too_large(sha, head.size, bases)
+        body = p.stream(head, sha, store.meter).read(head.size + 1)
         if len(body) != head.size:
             raise CorruptObject(sha, "a delta's data is not the size its header says")
-        _, size, _ = delta.sizes(body[: delta.HEAD_BYTES], sha)
-        data = delta.apply(data, body, size, sha)
+        size = _check_step(body, len(data), sha, kind, built if last else bases,
+                           want.limit if last else None)
+        work += size + head.size
+        if work > CHAIN_WORK:
+            raise ObjectTooLarge(
+                f"{NAMES[kind]} {short(sha)} is stored as a chain of deltas that would build "
+                f"more than {CHAIN_WORK >> 20} MiB")
+        data = delta.apply(data, body, size, sha)  # only now is the result built
         store.meter.spend(size)
         store.keep_base((id(p), off), kind, data)
     check_id(sha, kind, data)
@@ -102,30 +111,19 @@ def read(store: RootObjectStore, pack: Pack, offset: int, sha: bytes, want: Want
     return Raw(kind, cut, len(data), len(cut) == len(data))
 
 
-def _check_sizes(store: RootObjectStore, deltas: list[Link], base_size: int, sha: bytes,
-                 built: int, bases: int, limit: int, kind: int) -> None:
-    """Every delta's declared sizes, oldest first, before anything is built."""
-    expect, work = base_size, base_size
-    for i, (p, _, head) in enumerate(reversed(deltas)):
-        last = i == len(deltas) - 1
-        if head.size > 2 * bases:
-            raise _base_too_large(sha, head.size, bases)
-        start = p.stream(head, sha, store.meter).read(delta.HEAD_BYTES)
-        src, dst, _ = delta.sizes(start, sha)
-        if src != expect:
-            raise CorruptObject(sha, "a delta does not fit the base it names")
-        if last and dst > limit:
-            raise too_large(sha, kind, dst, limit)
-        if dst > (built if last else bases):
-            raise ObjectTooLarge(
-                f"{NAMES[kind]} {short(sha)} is stored as a change of {dst} bytes, above "
-                f"{built if last else bases}, the most built from deltas for this read")
-        work += dst + head.size
-        if work > CHAIN_WORK:
-            raise ObjectTooLarge(
-                f"{NAMES[kind]} {short(sha)} is stored as a chain of deltas that would build "
-                f"more than {CHAIN_WORK >> 20} MiB")
-        expect = dst
+def _check_step(body: bytes, base_size: int, sha: bytes, kind: int, most: int,
+                limit: int | None) -> int:
+    """The result size a delta declares, checked against its base and the limits."""
+    src, dst, _ = delta.sizes(body[: delta.HEAD_BYTES], sha)
+    if src != base_size:
+        raise CorruptObject(sha, "a delta does not fit the base it names")
+    if limit is not None and dst > limit:
+        raise too_large(sha, kind, dst, limit)
+    if dst > most:
+        raise ObjectTooLarge(
+            f"{NAMES[kind]} {short(sha)} is stored as a change of {dst} bytes, above {most}, "
+            "the most built from deltas for this read")
+    return dst
 
 
 def _base_too_large(sha: bytes, size: int, bases: int) -> ObjectTooLarge:

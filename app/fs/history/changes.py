@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from app.fs.history.treeobj import Tree, is_dir
+from app.fs.history.treeobj import Tree, hexid, is_dir
 from app.fs.history.trees import MAX_PATH, Change, Hidden, Trees, join, kind, valid_name
 
-Side = tuple[int, bytes]  # (mode, hex id)
+Side = tuple[int, bytes]  # (mode, id): hex where given, binary as read from a tree
 Named = tuple[bytes, str, Side, int]  # order key, name, side, where it starts
 Where = tuple[tuple[int, int], ...]
 Item = tuple[bytes, str, Side | None, Side | None, tuple[int, int]]
@@ -58,7 +58,12 @@ def _merged(a: Iterator[Named], b: Iterator[Named], a_end: int, b_end: int) -> I
             x, y = next(a, None), next(b, None)
 
 
+def _hex(side: Side | None) -> Side | None:
+    return side if side is None or len(side[1]) == 40 else (side[0], hexid(side[1]))
+
+
 def _leaf(path: str, old: Side | None, new: Side | None) -> Change | None:
+    old, new = _hex(old), _hex(new)
     if old == new:
         return None
     if old is None and new is not None:
@@ -103,6 +108,7 @@ class _Walk:
 
     def push(self, old: Side | None, new: Side | None, parts: tuple[str, ...],
              rest: tuple[str, ...], where: Where) -> None:
+        old, new = _hex(old), _hex(new)
         a = self.trees.tree(old[1]) if old is not None else None
         b = self.trees.tree(new[1]) if new is not None else None
         ax, bx = where[0] if where else (0, 0)
@@ -159,7 +165,7 @@ class _Walk:
         if self.trees.denied(sub):
             for e in (x, y):  # pruned, never descended; a blob's id is kept
                 if e is not None and not is_dir(e[0]):
-                    hidden.denied_blobs.add(e[1])
+                    hidden.denied_blobs.add(hexid(e[1]))
             if x != y:
                 hidden.denied_paths.add(join(sub))
             return None

@@ -38,7 +38,7 @@ from app.fs.history.errors import CorruptObject, ObjectMissing, ObjectTooLarge, 
 from app.fs.history.gitdir import GitDir
 from app.fs.history.objects import kind_of, read_commit, tag_target
 from app.fs.history.raw import COMMIT, TAG, TREE
-from app.fs.history.treeobj import is_dir
+from app.fs.history.treeobj import hexid, is_dir
 from app.fs.history.trees import Trees, valid_name
 
 TREE_BUDGET = 20_000  # trees parsed by one call (two to five seconds here)
@@ -241,21 +241,23 @@ class _Scan:
         if len(stack) - 1 == here:
             stack.pop()
 
-    def _blob_or_tree(self, mode: int, child: bytes) -> None:
+    def _blob_or_tree(self, mode: int, raw_id: bytes) -> None:
+        child = hexid(raw_id)
         if is_dir(mode):
             if child not in self.idx.whole:
                 self.idx.stack.append(("w", child, None))
         elif mode != 0o160000:
             self.idx.blobs.add(child)
 
-    def _entry(self, name: str, mode: int, child: bytes, parts: object) -> None:
+    def _entry(self, name: str, mode: int, raw_id: bytes, parts: object) -> None:
         sub: Parts | None = (*parts, name) if isinstance(parts, tuple) else None
         hit = self.trees.denied(sub) if sub is not None else self.rules.name(name) is not None
         if hit:
-            self._blob_or_tree(mode, child)
+            self._blob_or_tree(mode, raw_id)
             return
         if not is_dir(mode):
             return
+        child = hexid(raw_id)
         below: Parts | None = None
         if sub is not None and self.rules.may_deny_below(sub):
             if len(sub) >= PATH_DEPTH:

@@ -102,15 +102,15 @@ def git_diff(
     nxt = None
     if has_more and last is not None:
         nxt = PageCursor(offset + len(files), tuple(last.path.split("/")), last.where)
-        notes.append(f"more changed files: continue with cursor=next_cursor (or offset="
-                     f"{offset + len(files)})")
+        notes.append("more changed files: continue with cursor=next_cursor" + (
+            f" (or offset={offset + len(files)})" if files else ""))
     # Against the working tree, denied tracked paths are never read, so never compared.
     what = "changed paths" if target is not None else "tracked paths (not compared)"
     notes[:0] = hidden.notes(what)
     return DiffResult(
         root=root.name, base=b.id.decode(), target=target_id, path=join(parts), files=files,
         offset=offset, returned=len(files), has_more=has_more,
-        next_offset=offset + len(files) if has_more else None,
+        next_offset=offset + len(files) if has_more and files else None,
         next_cursor=nxt.encode(compared) if nxt is not None else None,
         truncated=truncated, hidden_denied=hidden.denied, note="; ".join(notes) or None,
     )

@@ -9,14 +9,16 @@ other local processes may swap entries inside the root while a call runs.
   file and an `objects/info/alternates` list: both would read objects and refs
   from outside the root.
 - Every later open is `openat(dir_fd, name, O_NOFOLLOW)` relative to a handle
-  that came from that `.git` handle: pack and index files, loose objects, refs.
-  The git library (dulwich) is given open file objects, never a path, so a
-  `.git` renamed or replaced during a call cannot make it read another
-  repository, and a link planted inside `.git` is not followed.
+  that came from that `.git` handle: pack and index files, loose objects, refs,
+  the index. Objects are parsed by the server's own bounded decoders
+  (`store.py`), from those descriptors only, so a `.git` renamed or replaced
+  during a call cannot make it read another repository, and a link planted
+  inside `.git` is not followed.
 - Nothing is ever executed: no `git` process, no hooks, filters, textconv,
-  pagers or fsmonitor. Only dulwich's object and pack parsers are used (not its
-  `Repo`, porcelain, config or filter code), and the config file is not read
-  except to refuse SHA-256 repositories.
+  pagers or fsmonitor. Of dulwich only `apply_delta` is used (on bytes the
+  server read and checked), and the config file is not read except to refuse
+  SHA-256 repositories. Refs are read as bytes: `packed-refs` (up to 16 MiB) is
+  searched, never parsed into a table.
 
 Not protected: a hard link inside `.git` to another repository's pack (it is
 indistinguishable from the file); replace refs and grafts are ignored (history

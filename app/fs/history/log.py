@@ -100,7 +100,8 @@ def git_log(
     return LogResult(
         root=root.name, commit=start.id.decode(), path=join(parts), commits=items,
         offset=base, limit=limit, returned=len(items), has_more=has_more,
-        next_offset=base + len(items) if has_more else None,
+        # An offset moves only with what was shown: a page that only walked continues by cursor.
+        next_offset=base + len(items) if has_more and items else None,
         next_cursor=nxt.encode() if nxt is not None else None,
         truncated=budget_hit, walked=got.walked, note="; ".join(notes) or None,
     )

@@ -20,12 +20,14 @@ from app.fs.history.errors import RepoRefused
 
 V2_MAGIC = b"\377tOc"
 BUCKET_READ = 64 * 1024  # a bucket of names up to this is read at once
+TABLE_READ = 4 << 20  # a version-2 table of names up to this is read once and kept (200,000)
 
 
 class PackIndex:
     def __init__(self, fd: int, name: str) -> None:
         self.fd = fd
         self.name = name
+        self._table: bytes | None = None
         size = os.fstat(fd).st_size
         head = os.pread(fd, 8, 0)
         self.v2 = head[:4] == V2_MAGIC
@@ -56,6 +58,8 @@ class PackIndex:
         raise RepoRefused(f"pack index '{self.name}' is damaged: {why}")
 
     def _name(self, i: int) -> bytes:
+        if self._table is not None:
+            return self._table[i * 20 : i * 20 + 20]
         got = os.pread(self.fd, 20, self.names_at + i * self.stride)
         if len(got) != 20:
             self._bad("it is shorter than its tables")
@@ -73,6 +77,19 @@ class PackIndex:
         first = key[0]
         lo = self.fan[first - 1] if first else 0
         hi = self.fan[first]
+        if self.v2 and self.count * 20 <= TABLE_READ:
+            if self._table is None:
+                self._table = os.pread(self.fd, self.count * 20, self.names_at)
+                if len(self._table) != self.count * 20:
+                    self._bad("it is shorter than its tables")
+            table = self._table
+            while lo < hi:
+                mid = (lo + hi) // 2
+                if table[mid * 20 : mid * 20 + 20] < key:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            return lo
         if (hi - lo) * self.stride <= BUCKET_READ:
             return lo + bisect_left(self._names(lo, hi), key)
         while lo < hi:

@@ -3,8 +3,11 @@
 The same order as git: a 40-digit id is an id; otherwise a ref name is tried
 (`X`, `refs/X`, `refs/tags/X`, `refs/heads/X`, `refs/remotes/X`,
 `refs/remotes/X/HEAD`), then an abbreviated id (4 or more hex digits,
-unique). Annotated tags are peeled to their commit. Suffixes `~N`, `^N`,
-`^{}`, `^{commit}` follow parents. Nothing here reads outside `GitDir`.
+unique: resolved from the names of loose objects and the pack indexes alone,
+nothing inflated). Annotated tags are peeled to their commit; an object's kind
+is read from its header first, so a huge blob or tree named here is refused
+unread. Suffixes `~N`, `^N`, `^{}`, `^{commit}` follow parents. Nothing here
+reads outside `GitDir`.
 """
 
 from __future__ import annotations

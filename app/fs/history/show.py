@@ -115,12 +115,11 @@ def git_show(
 
 
 def _message(c: CommitInfo, cap: int) -> tuple[str, list[str]]:
-    message = text(c.message, c.encoding)
+    whole = text(c.message, c.encoding)
     notes = []
     half = (cap - RESERVE - 800) // 2
-    if len(message) > half:
-        message = cut_to(message, half)
-    if len(message) < len(text(c.message, c.encoding)) or c.message_cut:
+    message = cut_to(whole, half) if len(whole) > half else whole
+    if len(message) < len(whole) or c.message_cut:
         message += "\n[... message cut]"
         notes.append("the message was cut to fit the output limit" + (
             f" (a message is read up to its first {MESSAGE_READ // 1024} KiB)"

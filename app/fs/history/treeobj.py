@@ -30,7 +30,11 @@ SMALL = 64 * 1024  # a tree up to this many bytes gets a name index for lookups
 MARK_EVERY = 256
 ENTRY_COST = 512  # bytes of the call's budget one parsed entry costs (about a microsecond)
 
-Item = tuple[bytes, int, bytes, int]  # name, mode, hex id, where the next entry starts
+Item = tuple[bytes, int, bytes, int]  # name, mode, binary id, where the next entry starts
+
+
+def hexid(raw: bytes) -> bytes:
+    return raw.hex().encode("ascii")
 
 
 def is_dir(mode: int) -> bool:
@@ -52,8 +56,8 @@ class Tree:
         self._marks: tuple[list[bytes], list[int]] | None = None
 
     def entries(self, start: int = 0) -> Iterator[Item]:
-        """(name, mode, hex id, end) from the entry at `start` on; CorruptObject at the first
-        malformed or out-of-order entry."""
+        """(name, mode, binary id, end) from the entry at `start` on; CorruptObject at the
+        first malformed or out-of-order entry. Ids stay binary: most are never needed."""
         raw, pos, prev = self.raw, start, b""
         for n, m in enumerate(_ENTRY.finditer(raw, start), 1):
             if m.start() != pos:
@@ -66,7 +70,7 @@ class Tree:
             prev, pos = key, m.end()
             if n % MARK_EVERY == 0:
                 self.meter.spend(MARK_EVERY * ENTRY_COST)
-            yield name, mode, sha.hex().encode("ascii"), pos
+            yield name, mode, sha, pos
         if pos != len(raw):
             raise CorruptObject(self.sha, f"a tree entry at byte {pos} is malformed")
 
@@ -75,7 +79,8 @@ class Tree:
         if len(self.raw) <= SMALL:
             if self._names is None:
                 self._names = {n: (mode, sha) for n, mode, sha, _ in self.entries()}
-            return self._names.get(name)
+            got = self._names.get(name)
+            return None if got is None else (got[0], hexid(got[1]))
         if self._marks is None:
             self._marks = self._marked()
         keys, offsets = self._marks
@@ -83,7 +88,7 @@ class Tree:
         last = name + b"/"
         for n, mode, sha, _ in self.entries(offsets[i] if i >= 0 else 0):
             if n == name:
-                return mode, sha
+                return mode, hexid(sha)
             if sort_key(n, mode) > last:
                 return None
         return None

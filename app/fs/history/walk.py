@@ -112,9 +112,8 @@ class _Frontier:
         heapq.heappush(self.queue, (-c.time, self.seq, sha))
         self.seq += 1
 
-    def pop(self) -> tuple[bytes, Node | None]:
-        _, _, sha = heapq.heappop(self.queue)
-        return sha, self.commits.get(sha) or self.get(sha)
+    def pop(self) -> bytes:
+        return heapq.heappop(self.queue)[2]
 
     def heads(self) -> tuple[bytes, ...]:
         """Where a walk continues: the queue, oldest first, at most MAX_CURSOR_HEADS."""
@@ -142,10 +141,11 @@ def walk(
     while todo.queue and walked < budget:
         if walked % 64 == 0:
             check()
-        sha, c = todo.pop()
-        if c is None:
-            continue
+        sha = todo.pop()
         try:
+            c = todo.get(sha)
+            if c is None:
+                continue
             parents: list[bytes] = [] if sha in git.shallow else list(c.parents)
             show, follow = _decide(trees, c, parents, path, todo.get)
             if show and snapshot is not None:
