@@ -118,15 +118,15 @@ def _packed(rnd: random.Random, kind: str, content: bytes, sha: str, before: lis
         raw = rnd.randbytes(8) if rnd.random() < 0.05 else None
         return Entry(sha, KINDS[kind], content, size=size, raw=raw)
     base = rnd.choice(bases)
-    base_len = len(before[base].payload) if isinstance(before[base].payload, bytes) else 0
+    payload = before[base].payload
+    base_len = len(payload) if isinstance(payload, bytes) else 0
     src = base_len if rnd.random() < 0.9 else base_len + 1
     dst = len(content) if rnd.random() < 0.9 else 300 * MIB * scale
-    ops_ = insert_ops(content)
+    data = delta(src, dst, insert_ops(content))
     if how < 0.8:
-        return Entry(sha, OFS_DELTA, delta(src, dst, ops_), base=base if rnd.random() < 0.95
-                     else -1)
+        return Entry(sha, OFS_DELTA, data, base=base if rnd.random() < 0.95 else -1)
     ref = before[base].sha if rnd.random() < 0.9 else sha
-    return Entry(sha, REF_DELTA, delta(src, dst, ops_), base=ref)
+    return Entry(sha, REF_DELTA, data, base=ref)
 
 
 def random_repo(seed: int, path: Path, scale: int = 1) -> None:

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from app.errors import BadArgument, DeniedName, LoomError, NotFound
-from app.fs.history import denied, inflate, listing, ops, treeobj
+from app.fs.history import denied, listing, ops, treeobj
 from app.fs.history.denied import HistoryCheckPending
 from app.fs.history.errors import CorruptObject, ObjectTooLarge
 from app.fs.paging import NoControl
@@ -66,21 +66,6 @@ def follow(call: Callable[..., Any], most: int = 500, **kw: Any) -> tuple[list[A
         assert page.next_cursor and page.next_cursor != kw.get("cursor"), "the cursor did not move"
         kw["cursor"] = page.next_cursor
     raise AssertionError(f"still going after {most} calls")
-
-
-@pytest.fixture
-def inflated(monkeypatch) -> list[int]:
-    """Bytes every zlib stream handed back, in order."""
-    produced: list[int] = []
-    real = inflate.Stream.read
-
-    def counting(self, n: int) -> bytes:
-        got = real(self, n)
-        produced.append(len(got))
-        return got
-
-    monkeypatch.setattr(inflate.Stream, "read", counting)
-    return produced
 
 
 def built(tmp_path: Path, shape: Callable[..., Probe], **kw: Any):

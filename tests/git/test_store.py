@@ -43,30 +43,19 @@ def test_delta_sizes_equal_git(tmp_path: Path) -> None:
 
 
 def test_a_large_file_is_inflated_no_further_than_the_read_budget(
-    tmp_path: Path, monkeypatch
+    tmp_path: Path, inflated: list[int]
 ) -> None:
     """git_show of a 1.3 MB file (loose) on a root whose max_read_bytes is 256 KiB serves its
     first lines and inflates little more than 256 KiB of it (it was read whole, and refused
     above a size claimed in its header, before). One stored as a delta is rebuilt whole,
     within chains.py's limits."""
-    from app.fs.history import inflate
-
     repo, _ = build_history(tmp_path)
-    produced: list[int] = []
-    real = inflate.Stream.read
-
-    def counting(self, n: int) -> bytes:
-        got = real(self, n)
-        produced.append(len(got))
-        return got
-
-    monkeypatch.setattr(inflate.Stream, "read", counting)
     got = ops.git_show(make_root(repo.path, max_read=256 * 1024), commit="HEAD",
                        path="big.txt", start_line=1, end_line=3, offset=0, cap=65536,
                        control=NoControl())
     assert got.file is not None and got.file.content.startswith("1 | line 0 of a large file")
-    assert max(produced) <= 256 * 1024 + 1
-    assert sum(produced) < 1024 * 1024  # the file is 1.3 MB
+    assert max(inflated) <= 256 * 1024 + 1
+    assert sum(inflated) < 1024 * 1024  # the file is 1.3 MB
 
 
 def test_no_object_above_the_bound_is_inflated(tmp_path: Path, monkeypatch) -> None:

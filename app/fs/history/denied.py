@@ -32,6 +32,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable
+from typing import Any
 
 from app.errors import LoomError
 from app.fs.history.errors import CorruptObject, ObjectMissing, ObjectTooLarge, WorkSpent, short
@@ -200,8 +201,17 @@ class _Scan:
     def _tree(self, sha: bytes, parts: object) -> None:
         """A commit's tree: its entries are visited next (`_expand`), then it is done."""
         key = sha if parts is None else (sha, parts)
+        self._visit(sha, key, self.idx.trees, ("T", sha, key), (parts, 0, False))
+
+    def _whole(self, sha: bytes, _: object) -> None:
+        """A denied tree: every blob below it, whatever its name."""
+        self._visit(sha, sha, self.idx.whole, ("W", sha, None), (None, 0, True))
+
+    def _visit(self, sha: bytes, key: object, done: set[Any], marker: Item, at: object) -> None:
+        """A tree to read: done already, missing (skipped), or read: its marker goes below,
+        the visit of its entries on top."""
         stack = self.idx.stack
-        if key in self.idx.trees:
+        if key in done:
             stack.pop()
             return
         self._count()
@@ -210,8 +220,8 @@ class _Scan:
         except ObjectMissing:
             stack.pop()
             return
-        stack[-1] = ("T", sha, key)
-        stack.append(("x", sha, (parts, 0, False)))
+        stack[-1] = marker
+        stack.append(("x", sha, at))
         self.idx.read += 1
 
     def _expand(self, sha: bytes, at: object) -> None:
@@ -268,22 +278,6 @@ class _Scan:
         key = child if below is None else (child, below)
         if key not in self.idx.trees:
             self.idx.stack.append(("t", child, below))
-
-    def _whole(self, sha: bytes, _: object) -> None:
-        """A denied tree: every blob below it, whatever its name."""
-        stack = self.idx.stack
-        if sha in self.idx.whole:
-            stack.pop()
-            return
-        self._count()
-        try:
-            self.trees.tree(sha)
-        except ObjectMissing:
-            stack.pop()
-            return
-        stack[-1] = ("W", sha, None)
-        stack.append(("x", sha, (None, 0, True)))
-        self.idx.read += 1
 
 
 def all_ref_targets(git: GitDir) -> list[bytes]:
