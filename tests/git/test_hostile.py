@@ -213,6 +213,21 @@ def test_a_wide_tree_is_paged_and_page_k_does_not_walk_the_pages_before(
     assert max(per_page) < 2 * min(per_page) + 100, per_page  # not growing with k
 
 
+def test_a_cursor_not_signed_here_is_followed_by_its_path(wide, monkeypatch) -> None:
+    """A cursor whose positions were changed (or that another process signed) is followed by
+    the path it names, never by the positions; one that names no path is refused."""
+    monkeypatch.setattr(listing, "RENAME_SCAN", 50)
+    first = show(wide, cap=4000)
+    assert first.next_cursor is not None
+    mac, count, positions, path = first.next_cursor.split(":", 3)
+    forged = ":".join((mac, count, "0,7", path))
+    assert show(wide, cap=4000, cursor=forged).files == show(
+        wide, cap=4000, cursor=first.next_cursor).files
+    for bad in ("", "x", "1:2", f"{mac}:{count}:{positions}:../etc", f"{mac}:-1::f.txt"):
+        with pytest.raises(BadArgument, match="invalid cursor"):
+            show(wide, cap=4000, cursor=bad)
+
+
 def test_offsets_still_page_a_wide_tree(wide) -> None:
     first = show(wide, cap=4000)
     second = show(wide, cap=4000, offset=first.next_offset)
