@@ -2,9 +2,9 @@
 
 Registered when some readable root's top folder holds a `.git` (the `git`
 surface key); a call on a root without one is a clear error naming the root.
-The repository is read with a library through the root's handle
-(`app.fs.history`): no `git` process, nothing of the repository's
-configuration is ever run.
+The repository is read by the server's own bounded decoders through the
+root's handle (`app.fs.history`): no `git` process, nothing of the
+repository's configuration is ever run.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from mcp.server.mcpserver import Context
+from mcp.types import CallToolResult
 from pydantic import Field
 
 from app.fs.history import ops
@@ -40,6 +41,11 @@ HistoryPath = Annotated[
     Field(max_length=4096, description="Limit to this path relative to the root; '' is all."),
 ]
 LogLimit = Annotated[int, Field(ge=1, le=1000, description="Most commits to return (capped).")]
+PageCursor = Annotated[
+    str | None,
+    Field(default=None, max_length=8192,
+          description="next_cursor of a previous call: the next page of files."),
+]
 
 
 @tool(perm="git", title="Git log", read_only=True, idempotent=True)
@@ -56,14 +62,14 @@ async def git_log(
         str | None,
         Field(default=None, max_length=4096, description="next_cursor of a previous call."),
     ] = None,
-) -> ops.LogResult:
+) -> Annotated[CallToolResult, ops.LogResult]:
     """Commits of the root's git repository, newest first (id, author, date, subject), like
     `git log`; with path, only commits that changed it (like `git log -- path`). One call
     walks a bounded number of commits: when has_more is true, call again with
     cursor=next_cursor (a path-limited log over a long history may return few or no commits
     per call, with truncated=true). Denied paths cannot be asked for."""
 
-    def work(call: Call) -> ops.LogResult:
+    def work(call: Call) -> Annotated[CallToolResult, ops.LogResult]:
         limits = call.snapshot.limits
         return ops.git_log(
             call.root(root), path=path, commit=commit, offset=offset,
@@ -71,7 +77,7 @@ async def git_log(
             cap=limits.max_output_chars, control=call,
         )
 
-    return await run(ctx, work)  # type: ignore[return-value]
+    return await run(ctx, work)
 
 
 @tool(perm="git", title="Git show", read_only=True, idempotent=True)
@@ -86,22 +92,23 @@ async def git_show(
     start_line: StartLine = 1,
     end_line: EndLine = 300,
     offset: Offset = 0,
-) -> ops.ShowResult:
+    cursor: PageCursor = None,
+) -> Annotated[CallToolResult, ops.ShowResult]:
     """One commit: id, author, date, message, parents and the files it changed (path,
-    change: added|deleted|modified|renamed|type_changed), paged with offset. With path:
-    that file as it was at that commit, in `file` with read_text_file's fields (lines
-    start_line..end_line). Files under denied names are left out (hidden_denied counts
-    them) and cannot be read at any commit."""
+    change: added|deleted|modified|renamed|type_changed), paged: when has_more is true,
+    call again with cursor=next_cursor. With path: that file as it was at that commit, in
+    `file` with read_text_file's fields (lines start_line..end_line). Files under denied
+    names are left out (hidden_denied counts them) and cannot be read at any commit."""
 
-    def work(call: Call) -> ops.ShowResult:
+    def work(call: Call) -> Annotated[CallToolResult, ops.ShowResult]:
         check_window(start_line, end_line)
         return ops.git_show(
             call.root(root), commit=commit, path=path, start_line=start_line,
             end_line=end_line, offset=offset, cap=call.snapshot.limits.max_output_chars,
-            control=call,
+            control=call, cursor=cursor,
         )
 
-    return await run(ctx, work)  # type: ignore[return-value]
+    return await run(ctx, work)
 
 
 @tool(perm="git", title="Git diff", read_only=True, idempotent=True)
@@ -118,19 +125,21 @@ async def git_diff(
     ] = None,
     path: HistoryPath = "",
     offset: Offset = 0,
-) -> ops.DiffResult:
+    cursor: PageCursor = None,
+) -> Annotated[CallToolResult, ops.DiffResult]:
     """Changes between two commits, or between a commit (default HEAD) and the working tree
     when target is omitted, as unified diffs per file (3 lines of context). The working
     tree side covers files tracked in base, read like any file of the root. Denied paths
     are left out (hidden_denied counts them). Paged by file: when has_more is true, call
-    again with offset=next_offset; a file's diff longer than the output limit is cut with
+    again with cursor=next_cursor; a file's diff longer than the output limit is cut with
     a visible marker (truncated=true)."""
 
-    def work(call: Call) -> ops.DiffResult:
+    def work(call: Call) -> Annotated[CallToolResult, ops.DiffResult]:
         limits = call.snapshot.limits
         return ops.git_diff(
             call.root(root), base=base, target=target, path=path, offset=offset,
             cap=limits.max_output_chars, read_budget=limits.max_search_bytes, control=call,
+            cursor=cursor,
         )
 
-    return await run(ctx, work)  # type: ignore[return-value]
+    return await run(ctx, work)

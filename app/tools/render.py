@@ -36,7 +36,7 @@ from app.fs.listing import ListResult, StatResult
 from app.fs.media import MediaInfo
 from app.fs.move import MoveResult
 from app.fs.read import ReadManyResult, ReadTextResult
-from app.fs.search import SearchFilesResult, SearchTextResult
+from app.fs.search.results import SearchFilesResult, SearchTextResult
 from app.fs.trash import DeleteResult
 from app.fs.write import DirectoryResult, WriteResult
 from app.tools import render_files as files

@@ -44,8 +44,15 @@ def git_show(data: Data) -> str:
     lines.append(f"files changed ({data['offset'] + 1}-{data['offset'] + len(files)}):"
                  if files else "no files changed (that may be shown)")
     lines += [_change_line(f) for f in files]
-    more = f"offset={data['next_offset']}" if data.get("has_more") else None
-    return "\n".join(lines + footer(data, more))
+    return "\n".join(lines + footer(data, _more(data)))
+
+
+def _more(data: Data) -> str | None:
+    if not data.get("has_more"):
+        return None
+    if data.get("next_cursor"):
+        return f"cursor={data['next_cursor']}"
+    return f"offset={data['next_offset']}"
 
 
 def git_diff(data: Data) -> str:
@@ -59,5 +66,4 @@ def git_diff(data: Data) -> str:
             lines.append(f["diff"])
     if not data.get("files"):
         lines.append("no differences (that may be shown)")
-    more = f"offset={data['next_offset']}" if data.get("has_more") else None
-    return "\n".join(lines + footer(data, more))
+    return "\n".join(lines + footer(data, _more(data)))

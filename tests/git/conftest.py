@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from app.fs.history import inflate
 from app.security.resolve import SecureRoot
 from tests.kit import secure_root
 
@@ -171,3 +172,18 @@ def fast_history(path: Path, n: int, rare: str = "docs/rare.md", every: int = 50
     repo.git("fast-import", "--quiet", stdin=b"".join(out))
     repo.git("checkout", "-q", "main")
     return repo
+
+
+@pytest.fixture
+def inflated(monkeypatch) -> list[int]:
+    """Bytes every zlib stream handed back, in order."""
+    produced: list[int] = []
+    real = inflate.Stream.read
+
+    def counting(self, n: int) -> bytes:
+        got = real(self, n)
+        produced.append(len(got))
+        return got
+
+    monkeypatch.setattr(inflate.Stream, "read", counting)
+    return produced

@@ -8,7 +8,6 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import TooLarge
 from app.fs.history import ops, store
 from app.fs.history.gitdir import GitDir
 from app.fs.paging import NoControl
@@ -43,34 +42,28 @@ def test_delta_sizes_equal_git(tmp_path: Path) -> None:
     assert sizes_equal_git(repo) > 500
 
 
-def test_a_blob_above_the_limit_is_refused_before_it_is_loaded(tmp_path: Path,
-                                                               monkeypatch) -> None:
+def test_a_large_file_is_inflated_no_further_than_the_read_budget(
+    tmp_path: Path, inflated: list[int]
+) -> None:
+    """git_show of a 1.3 MB file (loose) on a root whose max_read_bytes is 256 KiB serves its
+    first lines and inflates little more than 256 KiB of it (it was read whole, and refused
+    above a size claimed in its header, before). One stored as a delta is rebuilt whole,
+    within chains.py's limits."""
     repo, _ = build_history(tmp_path)
-    root = make_root(repo.path)
-    monkeypatch.setattr(store, "MAX_BLOB", 100_000)
-
-    def never(*_a: object) -> None:
-        raise AssertionError("the blob was loaded")
-
-    from app.fs.history.store import RootObjectStore
-
-    real = RootObjectStore.object
-    big: bytes  # the blob's id, set below (the patch reads it when called)
-    monkeypatch.setattr(RootObjectStore, "object", lambda self, sha: (
-        never() if sha == big else real(self, sha)))
-    big = repo.git("rev-parse", "HEAD:big.txt").strip().encode()
-    with pytest.raises(TooLarge, match="above 100000"):
-        ops.git_show(root, commit="HEAD", path="big.txt", start_line=1, end_line=3, offset=0,
-                     cap=65536, control=NoControl())
+    got = ops.git_show(make_root(repo.path, max_read=256 * 1024), commit="HEAD",
+                       path="big.txt", start_line=1, end_line=3, offset=0, cap=65536,
+                       control=NoControl())
+    assert got.file is not None and got.file.content.startswith("1 | line 0 of a large file")
+    assert max(inflated) <= 256 * 1024 + 1
+    assert sum(inflated) < 1024 * 1024  # the file is 1.3 MB
 
 
 def test_no_object_above_the_bound_is_inflated(tmp_path: Path, monkeypatch) -> None:
-    from app.fs.history import store
     from app.fs.history.store import ObjectTooLarge
 
     repo, _ = build_history(tmp_path)
     repo.git("gc", "-q")
     monkeypatch.setattr(store, "MAX_OBJECT", 100)  # every commit here is larger
-    with pytest.raises(ObjectTooLarge, match=r"object [0-9a-f]{12} is \d+ bytes, above 100"):
+    with pytest.raises(ObjectTooLarge, match=r"commit [0-9a-f]{12} is \d+ bytes, above 100"):
         ops.git_log(make_root(repo.path), path="", commit="HEAD", offset=0, limit=5,
                     cursor=None, cap=65536, control=NoControl())

@@ -1,18 +1,25 @@
 """git_diff: the changes between two commits, or between a commit and the working tree
 (`worktree.py`), as unified diffs paged by file and cut to the output cap.
 
-Denied paths are pruned (counted in `note`) and a file whose content equals a
-denied file's in the history is listed with its content withheld.
+Pages continue by `cursor` (the last path a page covered: the next one starts
+after it without walking those before) or by `offset`. Denied paths are pruned
+(counted in `note`) and a file whose content equals a denied file's in the
+history is listed with its content withheld. A file whose object is missing,
+corrupt or too large is listed with a note naming it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 from pydantic import BaseModel
 
-from app.errors import TooLarge
+from app.errors import NotFound, TooLarge
 from app.fs.history import revs, textdiff, worktree
 from app.fs.history.denied import denied_blobs
+from app.fs.history.errors import CorruptObject, ObjectTooLarge
 from app.fs.history.gitdir import GitDir, opened
+from app.fs.history.listing import Compared, PageCursor, listing, skip
 from app.fs.history.trees import Change, Content, Hidden, Trees
 from app.fs.paging import RESERVE, Control, cut_to, json_len
 from app.security.paths import join
@@ -41,6 +48,7 @@ class DiffResult(BaseModel):
     returned: int
     has_more: bool
     next_offset: int | None
+    next_cursor: str | None = None
     truncated: bool
     hidden_denied: int
     note: str | None = None
@@ -56,6 +64,7 @@ def git_diff(
     cap: int,
     read_budget: int,
     control: Control,
+    cursor: str | None = None,
 ) -> DiffResult:
     op = "git_diff"
     parts = root.authorize(path, perm="read", op=op)
@@ -66,29 +75,44 @@ def git_diff(
         trees = Trees(git, root.rules, control.check)
         if target is not None:
             t = revs.resolve(git, target)
+            compared: Compared = (b.tree, t.tree, parts)
+            after = PageCursor.decode(cursor, compared) if cursor is not None else None
             hidden.denied_blobs |= denied_blobs(git, trees, (b.id, t.id))
-            changes = trees.changes(b.tree, t.tree, parts, hidden)
+            changes: Iterator[Change] = listing(trees, b.tree, t.tree, parts, hidden, after)
             contents = _commit_side(git, root.max_read_bytes)
             target_id: str | None = t.id.decode()
+            side = None
         else:
+            compared = (None, b.tree, parts)
+            after = PageCursor.decode(cursor, compared) if cursor is not None else None
             hidden.denied_blobs |= denied_blobs(git, trees, (b.id,))
-            changes, contents = worktree.changes(git, trees, root, b.tree, parts, hidden,
-                                                 read_budget, notes, control)
+            side = worktree.Side(git, trees, root, b.tree, parts, hidden, read_budget, control)
+            changes, contents = side.changes(after), side.content
             target_id = None
-        files, used_all, truncated = _render(git, root, changes[offset:], contents, hidden, cap,
-                                             control)
-    has_more = offset + len(files) < len(changes)
-    if has_more:
-        notes.append(f"more changed files: continue with offset={offset + len(files)}")
+        offset = after.shown if after is not None else offset
+        if after is None and offset:
+            changes = skip(changes, offset)
+        files, last, has_more, truncated = _render(root, changes, contents, hidden, cap, control)
+        if side is not None and side.unread:
+            notes.append(f"{side.unread} tracked files not compared (larger than "
+                         "max_read_bytes): read them in windows with read_text_file")
+        if side is not None and side.stopped is not None:
+            notes.append(side.stopped)
+            has_more, last = True, side.last or last
+    nxt = None
+    if has_more and last is not None:
+        nxt = PageCursor(offset + len(files), tuple(last.path.split("/")), last.where)
+        notes.append("more changed files: continue with cursor=next_cursor" + (
+            f" (or offset={offset + len(files)})" if files else ""))
     # Against the working tree, denied tracked paths are never read, so never compared.
     what = "changed paths" if target is not None else "tracked paths (not compared)"
     notes[:0] = hidden.notes(what)
     return DiffResult(
         root=root.name, base=b.id.decode(), target=target_id, path=join(parts), files=files,
         offset=offset, returned=len(files), has_more=has_more,
-        next_offset=offset + len(files) if has_more else None,
-        truncated=truncated or not used_all, hidden_denied=hidden.denied,
-        note="; ".join(notes) or None,
+        next_offset=offset + len(files) if has_more and files else None,
+        next_cursor=nxt.encode(compared) if nxt is not None else None,
+        truncated=truncated, hidden_denied=hidden.denied, note="; ".join(notes) or None,
     )
 
 
@@ -103,33 +127,34 @@ def _commit_side(git: GitDir, limit: int) -> Content:
 
 
 def _render(
-    git: GitDir,
     root: SecureRoot,
-    changes: list[Change],
+    changes: Iterator[Change],
     content: Content,
     hidden: Hidden,
     cap: int,
     control: Control,
-) -> tuple[list[DiffFile], bool, bool]:
+) -> tuple[list[DiffFile], Change | None, bool, bool]:
+    """The files whose diffs fit the output (at least one: cut visibly when alone too long),
+    the last of them, whether more are left, and whether one was cut."""
     room = cap - RESERVE - 600
     used = 0
     out: list[DiffFile] = []
-    truncated = False
+    last = None
     for ch in changes:
         control.check()
         item = _file_diff(ch, content, hidden, root.max_read_bytes)
         size = json_len(item) + 1
         if used + size > room:
             if out:
-                return out, True, truncated
+                return out, last, True, False
             # The first file alone is too long: cut its diff, visibly.
             keep = max(room - json_len(item.model_copy(update={"diff": ""})) - len(DIFF_CUT) - 8, 0)
             item = item.model_copy(update={"diff": cut_to(item.diff or "", keep) + "\n" + DIFF_CUT})
-            out.append(item)
-            return out, True, True
+            return [item], ch, next(changes, None) is not None, True
         used += size
         out.append(item)
-    return out, True, truncated
+        last = ch
+    return out, last, False, False
 
 
 def _file_diff(ch: Change, content: Content, hidden: Hidden, limit: int) -> DiffFile:
@@ -149,6 +174,9 @@ def _file_diff(ch: Change, content: Content, hidden: Hidden, limit: int) -> Diff
         new = content(ch.new_sha) or b""
     except TooLarge:
         item.note = f"too large to diff (above max_read_bytes = {limit})"
+        return item
+    except (NotFound, CorruptObject, ObjectTooLarge) as exc:  # the object is named
+        item.note = f"not diffed: {exc.message}"
         return item
     if textdiff.is_binary(old) or textdiff.is_binary(new):
         item.note = "binary files differ"

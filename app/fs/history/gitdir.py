@@ -9,14 +9,16 @@ other local processes may swap entries inside the root while a call runs.
   file and an `objects/info/alternates` list: both would read objects and refs
   from outside the root.
 - Every later open is `openat(dir_fd, name, O_NOFOLLOW)` relative to a handle
-  that came from that `.git` handle: pack and index files, loose objects, refs.
-  The git library (dulwich) is given open file objects, never a path, so a
-  `.git` renamed or replaced during a call cannot make it read another
-  repository, and a link planted inside `.git` is not followed.
+  that came from that `.git` handle: pack and index files, loose objects, refs,
+  the index. Objects are parsed by the server's own bounded decoders
+  (`store.py`), from those descriptors only, so a `.git` renamed or replaced
+  during a call cannot make it read another repository, and a link planted
+  inside `.git` is not followed.
 - Nothing is ever executed: no `git` process, no hooks, filters, textconv,
-  pagers or fsmonitor. Only dulwich's object and pack parsers are used (not its
-  `Repo`, porcelain, config or filter code), and the config file is not read
-  except to refuse SHA-256 repositories.
+  pagers or fsmonitor. Of dulwich only `apply_delta` is used (on bytes the
+  server read and checked), and the config file is not read except to refuse
+  SHA-256 repositories. Refs are read as bytes: `packed-refs` (up to 16 MiB) is
+  searched, never parsed into a table.
 
 Not protected: a hard link inside `.git` to another repository's pack (it is
 indistinguishable from the file); replace refs and grafts are ignored (history
@@ -37,7 +39,8 @@ from app.fs.history.store import HEX, RepoRefused, RootObjectStore, open_dir_at,
 from app.security.resolve import DIR_FLAGS, SecureRoot
 
 MAX_REF_BYTES = 4096
-MAX_PACKED_REFS = 64 * 1024 * 1024
+MAX_PACKED_REFS = 16 * 1024 * 1024  # kept as bytes and searched, never parsed into a table
+MAX_SHALLOW = 1024 * 1024  # 25,000 boundary commits
 
 
 def _open_dirs(dir_fd: int, parts: Sequence[str]) -> int:
@@ -80,7 +83,7 @@ class GitDir:
             if self.objects_fd is None:
                 raise RepoRefused(f"root '{root.name}': .git has no objects directory")
             self.store = RootObjectStore(self.objects_fd)
-            self._packed: dict[str, bytes] | None = None
+            self._packed: bytes | None = None
             self.shallow = self._read_shallow()
         except BaseException:
             self.close()
@@ -141,7 +144,7 @@ class GitDir:
             raise RepoRefused(f"root '{name}': SHA-256 repositories are not supported")
 
     def _read_shallow(self) -> frozenset[bytes]:
-        data = read_small(self.fd, "shallow", MAX_PACKED_REFS) or b""
+        data = read_small(self.fd, "shallow", MAX_SHALLOW) or b""
         return frozenset(line.strip() for line in data.splitlines() if len(line.strip()) == 40)
 
     # -- refs ------------------------------------------------------------------
@@ -196,18 +199,38 @@ class GitDir:
                 os.close(fd)
         return names
 
-    def packed_refs(self) -> dict[str, bytes]:
+    def _packed_bytes(self) -> bytes:
         if self._packed is None:
             data = read_small(self.fd, "packed-refs", MAX_PACKED_REFS) or b""
-            refs: dict[str, bytes] = {}
-            for line in data.splitlines():
-                if not line or line[:1] in (b"#", b"^"):
-                    continue
-                sha, _, ref = line.partition(b" ")
-                if len(sha) == 40:
-                    refs[ref.decode("utf-8", "replace").strip()] = sha
-            self._packed = refs
+            self._packed = data if data.endswith(b"\n") or not data else data + b"\n"
         return self._packed
+
+    def packed_ref(self, name: str) -> bytes | None:
+        """The id `packed-refs` gives for `name`, found in its bytes."""
+        data = self._packed_bytes()
+        needle = b" " + name.encode("utf-8") + b"\n"
+        at = data.find(needle)
+        while at >= 0:
+            start = data.rfind(b"\n", 0, at) + 1
+            sha = data[start:at]
+            if len(sha) == 40 and set(sha) <= HEX:
+                return sha
+            at = data.find(needle, at + 1)
+        return None
+
+    def packed_targets(self) -> Iterator[bytes]:
+        """Every id in `packed-refs` (peeled tag lines left out), one line at a time."""
+        data = self._packed_bytes()
+        start = 0
+        while start < len(data):
+            end = data.find(b"\n", start)
+            end = len(data) if end < 0 else end
+            line = data[start:end]
+            start = end + 1
+            if line[:1] not in (b"#", b"^") and len(line) > 41 and line[40:41] == b" ":
+                sha = line[:40]
+                if set(sha) <= HEX:
+                    yield sha
 
     def ref(self, name: str, depth: int = 0) -> bytes | None:
         """The object id a ref name points to (symbolic refs followed), or None."""
@@ -221,7 +244,7 @@ class GitDir:
             if len(raw) == 40 and set(raw) <= HEX:
                 return raw
             return None
-        return self.packed_refs().get(name)
+        return self.packed_ref(name)
 
     def close(self) -> None:
         if self.store is not None:

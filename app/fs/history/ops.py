@@ -1,8 +1,10 @@
 """git_log, git_show and git_diff on one root: the history tools' entry points.
 
 Each is its own module (`log.py`, `show.py`, `diff.py`), built from `gitdir`
-(the call's `.git` handle), `store`, `revs`, `walk`, `trees` and `denied`, and
-bounded by pages, a commit budget and the output cap.
+(the call's `.git` handle), `store` (objects, by bounded decoders of the
+server's own), `revs`, `walk`, `trees`, `listing` and `denied`, and bounded by
+pages that continue by cursor, a commit budget, a byte budget per call and the
+output cap.
 
 Deny rules apply to every path at every commit: a denied path is refused as
 an argument, pruned from file lists and diffs (counted in `note`), and a file

@@ -3,44 +3,49 @@
 The same order as git: a 40-digit id is an id; otherwise a ref name is tried
 (`X`, `refs/X`, `refs/tags/X`, `refs/heads/X`, `refs/remotes/X`,
 `refs/remotes/X/HEAD`), then an abbreviated id (4 or more hex digits,
-unique). Annotated tags are peeled to their commit. Suffixes `~N`, `^N`,
-`^{}`, `^{commit}` follow parents. Nothing here reads outside `GitDir`.
+unique: resolved from the names of loose objects and the pack indexes alone,
+nothing inflated). Annotated tags are peeled to their commit; an object's kind
+is read from its header first, so a huge blob or tree named here is refused
+unread. Suffixes `~N`, `^N`, `^{}`, `^{commit}` follow parents. Nothing here
+reads outside `GitDir`.
 """
 
 from __future__ import annotations
 
 import re
 
-from dulwich.objects import Commit, ShaFile, Tag
-
 from app.errors import BadArgument, NotFound
 from app.fs.history.gitdir import GitDir, valid_ref_name
+from app.fs.history.objects import CommitInfo, NotACommit, kind_of, read_commit, tag_target
+from app.fs.history.raw import COMMIT, NAMES, TAG
 from app.fs.history.store import HEX
 
 MAX_REV = 256
 MAX_STEPS = 10_000  # parents followed by one revision (HEAD~N): a second at most
+MAX_PEEL = 10  # tags of tags followed
 _SUFFIX = re.compile(r"(~\d*|\^\d*|\^\{\}|\^\{commit\})")
 _HEXREV = re.compile(r"^[0-9a-fA-F]{4,40}$")
 
 
-def _object(git: GitDir, sha: bytes) -> ShaFile:
+def peel(git: GitDir, sha: bytes, rev: str, cap: int | None = None) -> CommitInfo:
+    """The commit `sha` names, tags followed; its kind is read from headers first, so a
+    huge blob or tree named here is refused without being inflated."""
     assert git.store is not None
-    try:
-        return git.store.object(sha)
-    except KeyError:
-        raise NotFound(f"object {sha.decode()[:12]} is missing from the repository") from None
-
-
-def peel(git: GitDir, sha: bytes, rev: str) -> Commit:
-    obj = _object(git, sha)
-    for _ in range(10):
-        if isinstance(obj, Tag):
-            obj = _object(git, obj.object[1])
+    for _ in range(MAX_PEEL):
+        kind = kind_of(git.store, sha)
+        if kind == TAG:
+            sha = tag_target(git.store, sha)
             continue
-        break
-    if not isinstance(obj, Commit):
-        raise BadArgument(f"'{rev}' names a {obj.type_name.decode()}, not a commit")
-    return obj
+        if kind != COMMIT:
+            break
+        try:
+            return read_commit(git.store, sha) if cap is None else read_commit(git.store, sha, cap)
+        except NotACommit as exc:
+            kind = exc.kind
+            break
+    else:
+        raise BadArgument(f"'{rev}' names tags of tags more than {MAX_PEEL} deep")
+    raise BadArgument(f"'{rev}' names a {NAMES.get(kind, 'object')}, not a commit")
 
 
 def _by_prefix(git: GitDir, prefix: str, rev: str) -> bytes | None:
@@ -79,7 +84,7 @@ def _base(git: GitDir, name: str, rev: str) -> bytes:
     raise NotFound(f"unknown revision '{rev}': no commit, branch or tag of that name")
 
 
-def resolve(git: GitDir, rev: str) -> Commit:
+def resolve(git: GitDir, rev: str, cap: int | None = None) -> CommitInfo:
     """The commit `rev` names, or a NotFound/BadArgument naming it."""
     cut = min((i for i in (rev.find("~"), rev.find("^")) if i >= 0), default=len(rev))
     name, rest = rev[:cut], rev[cut:]
@@ -95,7 +100,7 @@ def resolve(git: GitDir, rev: str) -> Commit:
             "invalid revision: use a commit id (full or abbreviated), a branch or tag name, "
             "HEAD, HEAD~N or NAME^N"
         )
-    commit = peel(git, _base(git, name, rev), rev)
+    commit = peel(git, _base(git, name, rev), rev, cap if not steps else None)
     walked = 0
     for step in steps:
         if step.startswith("^{"):
@@ -118,4 +123,6 @@ def resolve(git: GitDir, rev: str) -> Commit:
             if len(commit.parents) < n:
                 raise NotFound(f"unknown revision '{rev}': the commit has no parent {n}")
             commit = peel(git, commit.parents[n - 1], rev)
+    if steps and cap is not None:
+        commit = peel(git, commit.id, rev, cap)
     return commit

@@ -2,47 +2,55 @@
 
 The repository is untrusted (see `gitdir.py` for the threat model). Every
 open is `openat(dir_fd, name, O_NOFOLLOW)` relative to a handle that came from
-the call's `.git` handle: pack and index files, loose objects. dulwich's pack
-and object parsers are given open file objects, never a path, and nothing is
-inflated above `MAX_OBJECT` (its size is read from the header first,
-`objsize.py`), so a crafted repository cannot make a call read elsewhere or
-load a huge object.
+the call's `.git` handle: pack and index files, loose objects. The objects are
+read by the server's own bounded decoders (`loose.py`, `packidx.py`,
+`packs.py`, `chains.py`), never by a library given a path or a whole file:
+
+- a size in a header is a claim: content is inflated in pieces up to what the
+  read asks for (`raw.Want`), and a stream longer or shorter than its claim is
+  refused as corrupt without being inflated further;
+- a delta chain is checked link by link before anything is built (`chains.py`);
+- every object read whole is checked against its id, so the object graph has
+  no cycles;
+- every byte inflated or built in one call is counted (`Meter`, `CALL_WORK`):
+  no sequence of objects, each within its bounds, keeps a call busy for long.
+
+Not protected: a pack whose index lists an object twice (the first is read).
 """
 
 from __future__ import annotations
 
 import errno
-import io
 import os
 import stat as stat_mod
-import zlib
-from collections.abc import Iterator
-from typing import Any
+from collections import OrderedDict
+from dataclasses import replace
 
-from dulwich.object_format import SHA1
-from dulwich.object_store import PackBasedObjectStore
-from dulwich.objects import Blob, ShaFile
-from dulwich.pack import Pack, PackData, load_pack_index_file
-
-from app.errors import LoomError, TooLarge
-from app.fs.history.objsize import loose_size, packed_size
+from app.errors import TooLarge
+from app.fs.history import chains, loose
+from app.fs.history.errors import (
+    CorruptObject,
+    Meter,
+    ObjectMissing,
+    ObjectTooLarge,
+    RepoRefused,
+    short,
+)
+from app.fs.history.packs import Pack
+from app.fs.history.raw import BLOB, MIB, NAMES, Raw, Want
 from app.fs.textio import pread_all
 from app.security.resolve import DIR_FLAGS, FILE_FLAGS
 
+__all__ = ["HEX", "MAX_OBJECT", "MAX_TREE", "ObjectTooLarge", "RepoRefused",
+           "RootObjectStore", "open_dir_at", "read_small"]
+
 HEX = frozenset(b"0123456789abcdef")
-MAX_LOOSE_OBJECT = 256 * 1024 * 1024
-MAX_OBJECT = 64 * 1024 * 1024  # no object larger than this is inflated
-MAX_BLOB = 64 * 1024 * 1024  # a file larger than this is never loaded
+MAX_OBJECT = 64 * MIB  # no commit or tag claiming more is read
+MAX_TREE = 16 * MIB  # trees are read whole: no larger one is read
 MAX_PACKS = 200  # two descriptors each, held for the call
-DELTA_CACHE = 16 * 1024 * 1024  # resolved delta bases kept per pack (dulwich's default: 96 MiB)
-
-
-class RepoRefused(LoomError):
-    rule = "git"
-
-
-class ObjectTooLarge(LoomError):
-    rule = "size"
+CALL_WORK = 512 * MIB  # bytes one call may inflate and build from the repository
+BASE_CACHE = 8 * MIB  # delta results kept per call, so the next version reuses them
+CACHE_ITEM = 2 * MIB
 
 
 def _open_at(dir_fd: int, name: str, flags: int) -> int:
@@ -84,226 +92,179 @@ def open_dir_at(dir_fd: int, name: str) -> int | None:
         raise
 
 
-class RootObjectStore(PackBasedObjectStore):
-    """dulwich's pack-based store, fed only with files opened beneath `objects/`."""
+def _valid(sha: bytes) -> bool:
+    return len(sha) == 40 and set(sha) <= HEX
 
-    def __init__(self, objects_fd: int) -> None:
-        super().__init__(object_format=SHA1)
+
+class RootObjectStore:
+    """The objects of one repository, for one call."""
+
+    def __init__(self, objects_fd: int, work: int | None = None) -> None:
         self._objects_fd = objects_fd
+        self.meter = Meter(CALL_WORK if work is None else work)
         self._pack_fd = open_dir_at(objects_fd, "pack")
-        self._files: list[io.BufferedReader] = []
-        self._pack_fds: dict[int, int] = {}
+        self._fds: list[int] = []
+        self._packs: list[Pack] | None = None
+        self._cache: OrderedDict[tuple[int, int], tuple[int, bytes]] = OrderedDict()
+        self._cached = 0
+        self._verified: set[bytes] = set()
 
-    def get_raw(self, name: Any) -> tuple[int, bytes]:
-        """dulwich's read, refused above MAX_OBJECT before anything is inflated (a
-        crafted repository may hold a tree or commit of any size)."""
-        if len(name) == 40:
-            size = self.size(name)
-            if size is not None and size > MAX_OBJECT:
-                raise ObjectTooLarge(
-                    f"object {name.decode()[:12]} is {size} bytes, above {MAX_OBJECT}"
-                )
-        return super().get_raw(name)
+    # -- reading -------------------------------------------------------------
 
-    def object(self, sha: bytes) -> ShaFile:
-        """The object with this hex id (KeyError when missing)."""
-        return self[sha]  # type: ignore[index]
+    def read(self, sha: bytes, want: Want) -> Raw:
+        """The object `sha` within `want`; ObjectMissing, CorruptObject, ObjectTooLarge."""
+        if not _valid(sha):
+            raise ObjectMissing(sha)
+        if want.verify and sha in self._verified:  # its id was checked in this call already
+            want = replace(want, verify=False)
+        found = self.locate(sha)
+        got = (chains.read(self, found[0], found[1], sha, want) if found is not None
+               else loose.read(self._objects_fd, sha, want, self.meter))
+        if got is None:
+            raise ObjectMissing(sha)
+        if want.verify and len(self._verified) < 100_000:
+            self._verified.add(sha)
+        return got
+
+    def kind_and_size(self, sha: bytes) -> tuple[int, int] | None:
+        """An object's kind and size from its headers (nothing large is inflated), or None."""
+        if not _valid(sha):
+            return None
+        found = self.locate(sha)
+        if found is not None:
+            return chains.kind_and_size(self, found[0], found[1], sha)
+        return loose.kind_and_size(self._objects_fd, sha, self.meter)
+
+    def size(self, sha: bytes) -> int | None:
+        got = self.kind_and_size(sha)
+        return None if got is None else got[1]
 
     def has(self, sha: bytes) -> bool:
-        return sha in self  # type: ignore[operator]
+        if not _valid(sha):
+            return False
+        if self.locate(sha) is not None:
+            return True
+        with loose.opened(self._objects_fd, sha) as fd:
+            return fd is not None
 
-    def blob(self, sha: bytes, limit: int | None = None) -> bytes:
-        """A file's bytes; TooLarge above `limit` (MAX_BLOB), told by its header first."""
-        limit = MAX_BLOB if limit is None else limit
-        size = self.size(sha)
-        if size is not None and size > limit:
-            raise TooLarge(f"the file is {size} bytes, above {limit}")
-        obj = self.object(sha)
-        if not isinstance(obj, Blob):
-            raise LoomError(f"object {sha.decode()[:12]} is not a file")
-        data = obj.as_raw_string()
-        if len(data) > limit:
-            raise TooLarge(f"the file is {len(data)} bytes, above {limit}")
-        return data
+    def blob(self, sha: bytes, limit: int) -> bytes:
+        """A file's whole bytes; TooLarge when its size (its header's, or its delta's) is
+        above `limit`; ObjectTooLarge, naming it, when what it is built from is too large."""
+        got = self.kind_and_size(sha)
+        if got is None:
+            raise ObjectMissing(sha)
+        if got[1] > limit:
+            raise TooLarge(f"the file is {got[1]} bytes, above {limit}")
+        raw = self.read(sha, Want(cap=limit, limit=limit))
+        if raw.kind != BLOB:
+            raise CorruptObject(sha, f"a file names a {NAMES[raw.kind]}")
+        return raw.data
 
-    # -- packs ------------------------------------------------------------
+    def blob_start(self, sha: bytes, budget: int) -> bytes:
+        """A file's first `budget + 1` bytes at most (a read within `budget` needs no more);
+        the rest of a file of any size stays compressed (one stored as a delta is rebuilt,
+        within `chains.py`'s limits)."""
+        raw = self.read(sha, Want(cap=budget + 1, limit=1 << 62, verify=False))
+        if raw.kind != BLOB:
+            raise CorruptObject(sha, f"a file names a {NAMES[raw.kind]}")
+        return raw.data
 
-    def _update_pack_cache(self) -> list[Pack]:
+    # -- abbreviated ids: names only, nothing inflated -------------------------
+
+    def loose_prefix(self, prefix: str) -> set[bytes]:
+        return set(loose.with_prefix(self._objects_fd, prefix, 2))
+
+    def packed_prefix(self, prefix: str) -> set[bytes]:
+        found: set[bytes] = set()
+        for pack in self.packs():
+            found.update(pack.index.with_prefix(prefix, 2))
+            if len(found) > 1:
+                break
+        return found
+
+    # -- packs ----------------------------------------------------------------
+
+    def locate(self, sha: bytes) -> tuple[Pack, int] | None:
+        raw = bytes.fromhex(sha.decode("ascii"))
+        for pack in self.packs():
+            offset = pack.index.offset(raw)
+            if offset is not None:
+                return pack, offset
+        return None
+
+    def packs(self) -> list[Pack]:
+        if self._packs is None:
+            self._packs = self._open_packs()
+        return self._packs
+
+    def _open_packs(self) -> list[Pack]:
         if self._pack_fd is None:
             return []
-        names = set()
         with os.scandir(self._pack_fd) as it:
-            for entry in it:
-                names.add(entry.name)
-        bases = sorted(
-            n[: -len(".pack")] for n in names if n.endswith(".pack") and n[:-5] + ".idx" in names
-        )
+            names = {entry.name for entry in it}
+        bases = sorted(n[:-5] for n in names if n.endswith(".pack") and n[:-5] + ".idx" in names)
         if len(bases) > MAX_PACKS:
             raise RepoRefused(f"more than {MAX_PACKS} pack files; repack the repository")
-        new: list[Pack] = []
+        out = []
         for base in bases:
-            if base in self._pack_cache:
-                continue
-            pack = self._open_pack(base)
-            if pack is None:
-                continue
-            self._pack_cache[base] = pack
-            self._mark_pack_used(base)
-            new.append(pack)
-        return new
+            idx_fd = self._open_file(base + ".idx")
+            data_fd = self._open_file(base + ".pack")
+            if idx_fd is not None and data_fd is not None:
+                out.append(Pack(idx_fd, data_fd, base))
+        return out
 
-    def _open_file(self, dir_fd: int, name: str) -> io.BufferedReader | None:
+    def _open_file(self, name: str) -> int | None:
+        assert self._pack_fd is not None
         try:
-            fd = _open_at(dir_fd, name, FILE_FLAGS)
+            fd = _open_at(self._pack_fd, name, FILE_FLAGS)
         except FileNotFoundError:
             return None  # removed by a concurrent repack
         except OSError as exc:
             if exc.errno in (errno.ELOOP, errno.EMLINK):
-                raise RepoRefused(
-                    f"'.git/objects/pack/{name}' is a symbolic link; not read"
-                ) from None
+                raise RepoRefused(f"'.git/objects/pack/{name}' is a symbolic link; not read") \
+                    from None
             raise
-        st = os.fstat(fd)
-        if not stat_mod.S_ISREG(st.st_mode):
-            os.close(fd)
+        self._fds.append(fd)
+        if not stat_mod.S_ISREG(os.fstat(fd).st_mode):
             raise RepoRefused(f"'.git/objects/pack/{name}' is not a regular file")
-        f = os.fdopen(fd, "rb")
-        self._files.append(f)
-        return f
+        return fd
 
-    def _open_pack(self, base: str) -> Pack | None:
-        assert self._pack_fd is not None
-        idx_f = self._open_file(self._pack_fd, base + ".idx")
-        data_f = self._open_file(self._pack_fd, base + ".pack")
-        if idx_f is None or data_f is None:
-            return None
-        size = os.fstat(data_f.fileno()).st_size
-        idx = load_pack_index_file(base + ".idx", idx_f, SHA1)
-        data = PackData(base + ".pack", SHA1, file=data_f, size=size,
-                        delta_base_cache_limit=DELTA_CACHE)
-        pack = Pack.from_objects(data, idx)
-        self._pack_fds[id(pack)] = data_f.fileno()
-        return pack
+    # -- what chains.py asks of the store ---------------------------------------
 
-    # -- loose objects -------------------------------------------------------
+    def cached_base(self, key: tuple[int, int]) -> tuple[int, bytes] | None:
+        got = self._cache.get(key)
+        if got is not None:
+            self._cache.move_to_end(key)
+        return got
 
-    def _loose_bytes(self, hexsha: str) -> bytes | None:
-        try:
-            sub = _open_at(self._objects_fd, hexsha[:2], DIR_FLAGS)
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-        except OSError as exc:
-            if exc.errno in (errno.ELOOP, errno.EMLINK):
-                return None  # a link is not an object directory
-            raise
-        try:
-            return read_small(sub, hexsha[2:], MAX_LOOSE_OBJECT)
-        except RepoRefused:
-            return None
-        finally:
-            os.close(sub)
+    def keep_base(self, key: tuple[int, int], kind: int, data: bytes) -> None:
+        if len(data) > CACHE_ITEM or key in self._cache:
+            return
+        self._cache[key] = (kind, data)
+        self._cached += len(data)
+        while self._cached > BASE_CACHE:
+            _, (_, old) = self._cache.popitem(last=False)
+            self._cached -= len(old)
 
-    def _get_loose_object(self, sha: Any) -> ShaFile | None:
-        hexsha = sha.decode("ascii") if isinstance(sha, bytes) else str(sha)
-        if len(hexsha) != 40 or not set(hexsha.encode()) <= HEX:
-            return None
-        raw = self._loose_bytes(hexsha)
-        if raw is None:
-            return None
-        obj = ShaFile.from_file(io.BytesIO(raw), object_format=SHA1)
-        if obj.id.decode() != hexsha:  # a file under the wrong name is not that object
-            return None
-        return obj
-
-    def _iter_loose_objects(self) -> Iterator[Any]:
-        with os.scandir(self._objects_fd) as it:
-            subs = sorted(
-                e.name for e in it if len(e.name) == 2 and e.is_dir(follow_symlinks=False)
-            )
-        for sub in subs:
-            try:
-                fd = _open_at(self._objects_fd, sub, DIR_FLAGS)
-            except OSError:
-                continue
-            try:
-                with os.scandir(fd) as it:
-                    for e in it:
-                        if len(e.name) == 38:
-                            yield (sub + e.name).encode("ascii")
-            finally:
-                os.close(fd)
-
-    def loose_prefix(self, prefix: str) -> set[bytes]:
-        """Loose object ids starting with `prefix` (at least 2 hex digits)."""
-        try:
-            fd = _open_at(self._objects_fd, prefix[:2], DIR_FLAGS)
-        except OSError:
-            return set()
-        try:
-            with os.scandir(fd) as it:
-                return {
-                    (prefix[:2] + e.name).encode("ascii")
-                    for e in it
-                    if len(e.name) == 38 and e.name.startswith(prefix[2:])
-                }
-        finally:
-            os.close(fd)
-
-    def packed_prefix(self, prefix: str) -> set[bytes]:
-        self._update_pack_cache()
-        found: set[bytes] = set()
-        even = prefix[: len(prefix) // 2 * 2]
-        raw = bytes.fromhex(even)
-        for pack in list(self._pack_cache.values()):
-            for sha in pack.index.iter_prefix(raw):
-                hexsha = sha.hex().encode("ascii")
-                if hexsha.startswith(prefix.encode("ascii")):
-                    found.add(hexsha)
-                    if len(found) > 1:
-                        return found
-        return found
-
-    def size(self, sha: bytes) -> int | None:
-        """An object's size from its header, without inflating it (None: not found or
-        not readable that way), so a huge blob is refused before it is loaded."""
-        hexsha = sha.decode("ascii")
-        for pack in list(self._pack_cache.values()) or self._update_pack_cache():
-            try:
-                offset = pack.index.object_offset(sha)  # type: ignore[arg-type]
-            except KeyError:
-                continue
-            fd = self._pack_fds.get(id(pack))
-            return None if fd is None else packed_size(fd, offset)
-        head = self._loose_head(hexsha)
-        return None if head is None else loose_size(head)
-
-    def _loose_head(self, hexsha: str) -> bytes | None:
-        if len(hexsha) != 40 or not set(hexsha.encode()) <= HEX:
+    def loose_base(self, sha: bytes, of: bytes) -> tuple[int, bytes] | None:
+        """A reference delta's base stored loose (read whole, within the base limit)."""
+        if not _valid(sha):
             return None
         try:
-            sub = _open_at(self._objects_fd, hexsha[:2], DIR_FLAGS)
-        except OSError:
-            return None
-        try:
-            fd = _open_at(sub, hexsha[2:], FILE_FLAGS)
-        except OSError:
-            return None
-        finally:
-            os.close(sub)
-        try:
-            if not stat_mod.S_ISREG(os.fstat(fd).st_mode):
-                return None
-            return zlib.decompressobj().decompress(os.pread(fd, 512, 0), 64)
-        except zlib.error:
-            return None
-        finally:
-            os.close(fd)
+            raw = loose.read(self._objects_fd, sha, Want(cap=chains.MAX_BASE,
+                                                           limit=chains.MAX_BASE), self.meter)
+        except ObjectTooLarge:
+            raise ObjectTooLarge(f"object {short(of)} is stored as a change to an object above "
+                                 f"{chains.MAX_BASE} bytes") from None
+        return None if raw is None else (raw.kind, raw.data)
 
     def close(self) -> None:
-        super().close()
-        for f in self._files:
-            f.close()
-        self._files.clear()
+        for fd in self._fds:
+            os.close(fd)
+        self._fds.clear()
+        self._packs = None
         if self._pack_fd is not None:
             os.close(self._pack_fd)
             self._pack_fd = None
+
+

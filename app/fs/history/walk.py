@@ -7,9 +7,11 @@ root commit: when the path exists); a merge whose path matches one parent
 follows only that parent and is not shown, one that matches none is shown and
 all its parents are followed.
 
-The walk stops after `budget` commits; its queue is the continuation
-(`Cursor`), so a path-limited log over any length of history answers in
-bounded time, page after page.
+The walk stops after `budget` commits, or when the call's byte budget for
+reading the repository is spent (`WorkSpent`, after at least one commit); its
+queue is the continuation (`Cursor`), so a path-limited log over any length of
+history answers in bounded time, page after page. Commits are read for their
+header only (`objects.HEAD_CAP`) and kept as small nodes (tree, parents, date).
 """
 
 from __future__ import annotations
@@ -17,12 +19,12 @@ from __future__ import annotations
 import heapq
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
-
-from dulwich.objects import Commit
+from dataclasses import dataclass, field
 
 from app.errors import BadArgument, NotFound
+from app.fs.history.errors import ObjectMissing, WorkSpent
 from app.fs.history.gitdir import GitDir
+from app.fs.history.objects import read_commit
 from app.fs.history.store import RootObjectStore
 from app.fs.history.trees import Trees
 
@@ -52,13 +54,26 @@ class Cursor:
         return cls(int(m.group(1)), int(m.group(2)), heads)
 
 
+@dataclass(frozen=True)
+class Node:
+    """What the walk keeps of a commit."""
+
+    tree: bytes
+    parents: tuple[bytes, ...]
+    time: int
+
+
 @dataclass
 class WalkResult:
-    commits: list[Commit]
+    commits: list[bytes]
     walked: int
     # None: the budget ran out before we knew; True: another commit would be shown.
     more: bool | None
     queue: tuple[bytes, ...]  # where to continue after the last commit in `commits`
+    skipped: int = 0  # of the `skip` asked for
+    # where to continue after each commit in `commits` (a page cut by the output goes on there)
+    after: list[tuple[bytes, ...]] = field(default_factory=list)
+    spent: str | None = None  # why the walk stopped early, when it was the byte budget
 
 
 class _Frontier:
@@ -70,20 +85,18 @@ class _Frontier:
         self.seq = 0  # ties on the date keep the order they were queued in
         self.queue: list[tuple[int, int, bytes]] = []
         self.seen: set[bytes] = set()
-        self.commits: dict[bytes, Commit] = {}
+        self.commits: dict[bytes, Node] = {}
         for h in heads:
             self.push(h)
 
-    def get(self, sha: bytes) -> Commit | None:
+    def get(self, sha: bytes) -> Node | None:
         c = self.commits.get(sha)
         if c is None:
             try:
-                obj = self.store.object(sha)
-            except KeyError:
+                info = read_commit(self.store, sha)
+            except ObjectMissing:
                 return None  # a shallow clone's boundary, or a missing object
-            if not isinstance(obj, Commit):
-                return None
-            c = obj
+            c = Node(info.tree, info.parents, info.commit_time)
             if len(self.commits) > 20_000:
                 self.commits.clear()
             self.commits[sha] = c
@@ -96,12 +109,11 @@ class _Frontier:
         if c is None:
             return
         self.seen.add(sha)
-        heapq.heappush(self.queue, (-c.commit_time, self.seq, sha))
+        heapq.heappush(self.queue, (-c.time, self.seq, sha))
         self.seq += 1
 
-    def pop(self) -> tuple[bytes, Commit | None]:
-        _, _, sha = heapq.heappop(self.queue)
-        return sha, self.commits.get(sha) or self.get(sha)
+    def pop(self) -> bytes:
+        return heapq.heappop(self.queue)[2]
 
     def heads(self) -> tuple[bytes, ...]:
         """Where a walk continues: the queue, oldest first, at most MAX_CURSOR_HEADS."""
@@ -122,41 +134,50 @@ def walk(
     """Skip `skip` shown commits, then collect up to `want`, walking at most `budget`."""
     assert git.store is not None
     todo = _Frontier(git.store, heads)
-    shown: list[Commit] = []
-    walked = 0
-    skipped = 0
+    shown: list[bytes] = []
+    after: list[tuple[bytes, ...]] = []
+    walked = skipped = 0
     snapshot: tuple[bytes, ...] | None = None
     while todo.queue and walked < budget:
         if walked % 64 == 0:
             check()
-        sha, c = todo.pop()
-        if c is None:
-            continue
+        sha = todo.pop()
+        try:
+            c = todo.get(sha)
+            if c is None:
+                continue
+            parents: list[bytes] = [] if sha in git.shallow else list(c.parents)
+            show, follow = _decide(trees, c, parents, path, todo.get)
+            if show and snapshot is not None:
+                return WalkResult(shown, walked + 1, True, snapshot, skipped, after)  # one more
+            for p in follow:
+                todo.push(p)
+        except WorkSpent as exc:
+            if not walked:
+                raise  # not one commit fits the call's budget: the answer ends here
+            heads = (snapshot or tuple(dict.fromkeys((sha, *todo.heads()))))[:MAX_CURSOR_HEADS]
+            return WalkResult(shown, walked, None, heads, skipped, after, exc.message)
         walked += 1
-        parents: list[bytes] = [] if sha in git.shallow else list(c.parents)
-        show, follow = _decide(trees, c, parents, path, todo.get)
-        if show and snapshot is not None:
-            return WalkResult(shown, walked, True, snapshot)  # peeked: one more exists
-        for p in follow:
-            todo.push(p)
         if show:
             if skipped < skip:
                 skipped += 1
             else:
-                shown.append(c)
+                shown.append(sha)
+                after.append(todo.heads())
                 if len(shown) == want:
-                    snapshot = todo.heads()
+                    snapshot = after[-1]
     if not todo.queue:
-        return WalkResult(shown, walked, False, ())
-    return WalkResult(shown, walked, None, snapshot if snapshot is not None else todo.heads())
+        return WalkResult(shown, walked, False, (), skipped, after)
+    queue = snapshot if snapshot is not None else todo.heads()
+    return WalkResult(shown, walked, None, queue, skipped, after)
 
 
 def _decide(
     trees: Trees,
-    c: Commit,
+    c: Node,
     parents: list[bytes],
     path: tuple[str, ...],
-    get: Callable[[bytes], Commit | None],
+    get: Callable[[bytes], Node | None],
 ) -> tuple[bool, list[bytes]]:
     if not path:
         return True, parents

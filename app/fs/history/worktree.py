@@ -3,29 +3,32 @@ the index since, read through the choke point and compared by blob id, as
 `git diff BASE` does.
 
 Each file is opened with `SecureRoot.open_file` (deny rules, in-root links,
-`max_read_bytes`), never by a path taken from the repository; the index is
-parsed from its bytes. A denied tracked path is never read, so never compared
-(counted in the note); reading stops at the call's read budget.
+`max_read_bytes`), never by a path taken from the repository. The base
+commit's files come in path order from the tree walk and the index's entries
+from `gitindex.py` (read in windows, none kept); the two are merged as they
+come, so nothing is listed whole. A denied tracked path is never read, so
+never compared (counted in the note). When the call's read budget
+(`max_search_bytes`) is spent the page ends there and `next_cursor` continues
+after the last file compared.
 """
 
 from __future__ import annotations
 
 import hashlib
-import io
 import os
-
-from dulwich.index import Stage, read_index
+from collections.abc import Iterator
 
 from app.errors import DeniedName, LoomError, NotFound
 from app.fs import textio
+from app.fs.history.changes import iter_changes
 from app.fs.history.gitdir import GitDir
-from app.fs.history.store import read_small
-from app.fs.history.trees import Change, Content, Hidden, Trees, valid_name
+from app.fs.history.gitindex import IndexReader
+from app.fs.history.listing import PageCursor
+from app.fs.history.trees import Change, Hidden, Trees, valid_name
 from app.fs.paging import Control
 from app.security.resolve import SecureRoot
 
 _WORKTREE = b"worktree:"  # the id of a side read from the working tree: the key, then the path
-MAX_INDEX = 64 * 1024 * 1024
 
 
 def _read_worktree(root: SecureRoot, entry: Change) -> bytes | None:
@@ -40,104 +43,103 @@ def _read_worktree(root: SecureRoot, entry: Change) -> bytes | None:
         return textio.pread_all(f.fd, root.max_read_bytes + 1)
 
 
-def _index_paths(git: GitDir, trees: Trees, parts: tuple[str, ...]) -> list[tuple[str, int]]:
-    """(path, mode) of the index's entries at or below `parts`, less denied and
-    invalid names; the index is parsed from its bytes (never by path)."""
-    raw = read_small(git.fd, "index", MAX_INDEX)
-    if not raw:
-        return []
-    try:
-        entries = list(read_index(io.BytesIO(raw)))
-    except Exception:  # a damaged or unknown index format: compare the commit's files only
-        return []
-    out: list[tuple[str, int]] = []
-    for e in entries:
-        if e.stage() != Stage.NORMAL:
+def _staged(git: GitDir, trees: Trees, parts: tuple[str, ...], after: bytes | None
+            ) -> Iterator[tuple[bytes, str, int]]:
+    """(path as bytes, path, mode) of the index's files at or below `parts` and after
+    `after`, in path order, less denied and invalid names."""
+    for name, mode, stage in IndexReader(git.fd).entries():
+        if stage or mode & 0o170000 == 0o040000 or (after is not None and name <= after):
             continue
-        names = [valid_name(n) for n in e.name.split(b"/")]
-        if any(n is None for n in names):
-            continue
-        here = tuple(n for n in names if n is not None)
-        if here[: len(parts)] != parts:
+        here = tuple(valid_name(n) or "" for n in name.split(b"/"))
+        if "" in here or here[: len(parts)] != parts:
             continue
         if any(trees.denied(here[: i + 1]) for i in range(len(here))):
             continue
-        out.append(("/".join(here), e.mode))
-    return out
+        yield name, "/".join(here), mode
 
 
 def _git_blob_id(data: bytes) -> bytes:
     return hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest().encode()
 
 
-def changes(
-    git: GitDir,
-    trees: Trees,
-    root: SecureRoot,
-    base_tree: bytes,
-    parts: tuple[str, ...],
-    hidden: Hidden,
-    read_budget: int,
-    notes: list[str],
-    control: Control,
-) -> tuple[list[Change], Content]:
-    """The base commit's files under `parts`, and files added to the index since,
-    compared with the working tree, read through the choke point (`open_file`:
-    deny rules, in-root links, `max_read_bytes`), as `git diff BASE` does."""
-    work: dict[bytes, bytes] = {}
-    found: list[Change] = []
-    spent = 0
-    unread = 0
-    for entry in _candidates(git, trees, base_tree, parts, hidden):
-        control.check()
-        if entry.new_mode == 0o160000:
-            continue
-        if spent > read_budget:
-            unread += 1
-            continue
+class Side:
+    """The working-tree side of one git_diff page."""
+
+    def __init__(self, git: GitDir, trees: Trees, root: SecureRoot, base_tree: bytes,
+                 parts: tuple[str, ...], hidden: Hidden, read_budget: int,
+                 control: Control) -> None:
+        assert git.store is not None
+        self.git, self.trees, self.root, self.base_tree = git, trees, root, base_tree
+        self.parts, self.hidden, self.budget, self.control = parts, hidden, read_budget, control
+        self.work: dict[bytes, bytes] = {}
+        self.spent = self.unread = 0
+        self.last: Change | None = None  # the last file compared
+        self.stopped: str | None = None  # why the page ended before the files did
+
+    def changes(self, after: PageCursor | None) -> Iterator[Change]:
+        """The base commit's files under `parts`, and files added to the index since,
+        compared with the working tree, read through the choke point (`open_file`:
+        deny rules, in-root links, `max_read_bytes`)."""
+        for entry in self._candidates(after):
+            self.control.check()
+            if entry.new_mode == 0o160000:
+                continue
+            if self.spent > self.budget:
+                self.stopped = ("the call's read budget (max_search_bytes) was spent: "
+                                "continue with cursor=next_cursor, or narrow with path")
+                return
+            change = self._one(entry)
+            self.last = entry
+            if change is not None:
+                yield change
+
+    def _one(self, entry: Change) -> Change | None:
         try:
-            data = _read_worktree(root, entry)
+            data = _read_worktree(self.root, entry)
         except DeniedName:
-            hidden.denied_paths.add(entry.path)
-            continue
+            self.hidden.denied_paths.add(entry.path)
+            return None
         except NotFound:
-            if entry.new_sha is not None:
-                found.append(Change(entry.path, "deleted", entry.new_sha, None, entry.new_mode, 0))
-            continue
+            if entry.new_sha is None:
+                return None
+            return Change(entry.path, "deleted", entry.new_sha, None, entry.new_mode, 0)
         except (LoomError, OSError):
-            if entry.new_sha is not None:
-                found.append(
-                    Change(entry.path, "type_changed", entry.new_sha, None, entry.new_mode, 0)
-                )
-            continue
+            if entry.new_sha is None:
+                return None
+            return Change(entry.path, "type_changed", entry.new_sha, None, entry.new_mode, 0)
         if data is None:
-            unread += 1
-            continue
-        spent += len(data)
-        change = _compare(entry, data, work, hidden)
-        if change is not None:
-            found.append(change)
-    found.sort(key=lambda c: c.path.encode("utf-8"))
-    if unread:
-        notes.append(
-            f"{unread} tracked files not compared (larger than max_read_bytes, or the call's "
-            "read budget, max_search_bytes, was spent): narrow with path"
-        )
-    return found, _content(git, work, root.max_read_bytes)
+            self.unread += 1
+            return None
+        self.spent += len(data)
+        return _compare(entry, data, self.work, self.hidden)
 
+    def _candidates(self, after: PageCursor | None) -> Iterator[Change]:
+        """The base commit's files, and the index's files it lacks (as added), in path order."""
+        top = self.trees.lookup(self.base_tree, self.parts)
+        tracked = iter_changes(self.trees, None, top, self.parts, self.hidden,
+                               after.parts if after else None, after.where if after else ())
+        mark = "/".join(after.parts).encode("utf-8") if after is not None else None
+        staged = _staged(self.git, self.trees, self.parts, mark)
+        t, s = next(tracked, None), next(staged, None)
+        while t is not None or s is not None:
+            tkey = t.path.encode("utf-8") if t is not None else None
+            if s is None or (tkey is not None and tkey <= s[0]):
+                assert t is not None
+                if s is not None and tkey == s[0]:
+                    s = next(staged, None)
+                yield t
+                t = next(tracked, None)
+            else:
+                yield Change(s[1], "added", None, None, 0, s[2])
+                s = next(staged, None)
 
-def _candidates(
-    git: GitDir, trees: Trees, base_tree: bytes, parts: tuple[str, ...], hidden: Hidden
-) -> list[Change]:
-    """The base commit's files under `parts`, then the index's files that it lacks (as added)."""
-    tracked = trees.files(base_tree, parts, hidden)
-    known = {c.path for c in tracked} | hidden.denied_paths
-    staged = [
-        Change(path, "added", None, None, 0, mode)
-        for path, mode in _index_paths(git, trees, parts)
-        if path not in known
-    ]
-    return tracked + staged
+    def content(self, sha: bytes | None) -> bytes | None:
+        if sha is None:
+            return None
+        if sha.startswith(_WORKTREE):
+            return self.work.pop(sha, b"")
+        assert self.git.store is not None
+        return self.git.store.blob(sha, self.root.max_read_bytes)
 
 
 def _compare(entry: Change, data: bytes, work: dict[bytes, bytes], hidden: Hidden
@@ -153,17 +155,3 @@ def _compare(entry: Change, data: bytes, work: dict[bytes, bytes], hidden: Hidde
     if entry.new_sha is None:
         return Change(entry.path, "added", None, side, 0, entry.new_mode)
     return Change(entry.path, "modified", entry.new_sha, side, entry.new_mode, entry.new_mode)
-
-
-def _content(git: GitDir, work: dict[bytes, bytes], limit: int) -> Content:
-    assert git.store is not None
-    store = git.store
-
-    def content(sha: bytes | None) -> bytes | None:
-        if sha is None:
-            return None
-        if sha.startswith(_WORKTREE):
-            return work[sha]
-        return store.blob(sha, limit)
-
-    return content
