@@ -142,6 +142,10 @@ class ServerProcess:
         argv = [*console_script(), "--transport", "http", "--port", str(self.port)]
         argv += ["--config", str(config)]
         env = {**os.environ, **(extra_env or {})}
+        # HTTP is closed by default (the first start makes a token); a loopback benchmark that
+        # configures none serves without, as a person would say with --no-auth.
+        if not (env.get("LOOMFS_TOKEN") or env.get("LOOMFS_TOKEN_FILE")):
+            argv.append("--no-auth")
         self._log = open(log, "ab")  # noqa: SIM115 - closed in stop()
         self.started = time.perf_counter()
         self.proc = subprocess.Popen(argv, stdout=self._log, stderr=self._log, env=env)

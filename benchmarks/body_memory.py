@@ -44,7 +44,7 @@ def one(folder: Path, mib: int) -> float:
     env = {k: v for k, v in os.environ.items() if not k.startswith("LOOMFS_")}
     proc = subprocess.Popen(
         [sys.executable, "-m", "app", "--config", str(folder / "roots.toml"), "--transport",
-         "http", "--port", str(port)], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
+         "http", "--port", str(port), "--no-auth"], cwd=REPO, env=env, stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL)
     base = f"http://127.0.0.1:{port}"
     try:
