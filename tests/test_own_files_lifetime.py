@@ -21,9 +21,11 @@ from typing import Any
 import pytest
 
 from app.errors import ConfigError, DeniedName, LoomError, ServerFile
-from app.fs import listing, search, write
+from app.fs import listing, write
 from app.fs import read as read_mod
 from app.fs.paging import NoControl
+from app.fs.search.options import TextOptions
+from app.fs.search.text import search_text
 from app.registry import Registry, Snapshot
 from tests.kit import roots_toml
 
@@ -102,10 +104,11 @@ def test_a_link_to_the_old_file_stays_refused_after_a_rotation_and_reload(
     ):
         assert isinstance(refused(fn), DeniedName)
     assert "innocent.txt" not in names_listed(snap, "ws")
-    found = search.search_text(
-        r, "TOKEN-VALUE|roots", "", file_glob="*", case_sensitive=False, offset=0, limit=100,
-        cap=1 << 20, file_limit=1 << 20, budget=1 << 26, control=CTL, regex=True,
-    ).model_dump_json()
+    opts = TextOptions(
+        query="TOKEN-VALUE|roots", file_glob="*", case_sensitive=False, offset=0, limit=100,
+        cap=1 << 20, file_limit=1 << 20, budget=1 << 26, regex=True,
+    )
+    found = search_text(r, opts, CTL).model_dump_json()
     assert "innocent" not in found
     # The file now at the path is the server's too, by path and by identity.
     os.link(token if which == "token" else cfg, place / "ws" / "current.txt")
