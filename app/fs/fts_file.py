@@ -17,8 +17,23 @@ import os
 import sqlite3
 import stat as stat_mod
 
-SCHEMA = "loomfs-fts-1"
+SCHEMA = "loomfs-fts-2"
 TOKENIZE = "unicode61 remove_diacritics 2 tokenchars '_'"
+PART_BITS = 16  # a row of `docs` is (file id << PART_BITS) + the part's number
+
+
+def first_row(file_id: int) -> int:
+    """The rowid of a file's first part in `docs`; its parts are the 2**PART_BITS after it."""
+    return file_id << PART_BITS
+
+
+def create_tables(con: sqlite3.Connection) -> None:
+    """The tables a root's content goes in (inside the caller's transaction)."""
+    con.execute(
+        "CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, "
+        "size INTEGER, mtime INTEGER, ctime INTEGER, ino INTEGER)"
+    )
+    con.execute(f'CREATE VIRTUAL TABLE docs USING fts5(path, title, body, tokenize="{TOKENIZE}")')
 
 
 class Unavailable(Exception):
@@ -86,11 +101,7 @@ def _schema(con: sqlite3.Connection) -> bool:
             return False
         return row is not None and row[0] == SCHEMA
     con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    con.execute(
-        "CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, "
-        "size INTEGER, mtime INTEGER, ctime INTEGER, ino INTEGER)"
-    )
-    con.execute(f'CREATE VIRTUAL TABLE docs USING fts5(path, title, body, tokenize="{TOKENIZE}")')
+    create_tables(con)
     con.execute("INSERT INTO meta VALUES ('schema', ?), ('identity', '')", (SCHEMA,))
     con.execute("COMMIT")
     return True
