@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import random
+import signal
 import statistics
 import subprocess
 import sys
@@ -42,6 +43,8 @@ REPO = str(Path(__file__).resolve().parent.parent)
 MIB = 1 << 20
 BUDGET = 8 * MIB
 SIZE = BUDGET - 16  # each big file just under the per-file budget
+CPU_LIMIT_S = 60  # the child is killed past this (SIGXCPU): a case that never ends
+MEMORY_LIMIT = 2 << 30  # address space: a case that balloons fails instead of swapping
 
 
 def fill(path: Path, unit: str, size: int = SIZE, head: str = "needle ") -> None:
@@ -77,7 +80,7 @@ def random_bytes(path: Path, size: int = SIZE) -> None:
     rnd = random.Random(2)
     with open(path, "wb") as f:
         f.write(b"needle ")
-        f.write(bytes(rnd.randrange(1, 256) for _ in range(size - 7)))
+        f.write(rnd.randbytes(size - 7).replace(b"\0", b"\1"))
 
 
 def tiny_files(folder: Path, n: int = 20_000) -> None:
@@ -97,6 +100,13 @@ def deep_paths(folder: Path) -> None:
             (d / f"needleFile{j}_{'partName' * 10}.txt").write_text(f"needle {level} {j}\n")
 
 
+def blank_lines_module(folder: Path) -> None:
+    """A Python module that opens with 64 blank lines and no docstring: its title is looked
+    for past them (a pattern that could split them 2^64 ways)."""
+    (folder / "module.py").write_text("\n" * 64 + "needle = 1\n")
+    (folder / "spaces.py").write_text(" \n" * 64 + "needle = 2\n")
+
+
 def mix(folder: Path) -> None:
     """One 8 MiB word, 2 M combining marks, 500 k characters with rare case folds."""
     fill(folder / "token.txt", "a")
@@ -110,7 +120,7 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
     "one_word_of_4m_camel_parts": (lambda d: fill(d / "camel.txt", "aB"), "needle"),
     "one_word_of_4m_snake_parts": (lambda d: fill(d / "snake.txt", "a_"), "needle"),
     "one_word_of_letters_and_digits": (lambda d: fill(d / "digits.txt", "a1"), "needle"),
-    "combining_marks_4m": (lambda d: fill(d / "marks.txt", "\u0301", head="a"), "needle"),
+    "combining_marks_4m": (lambda d: fill(d / "marks.txt", "\u0301", head="needle a"), "needle"),
     "letter_and_mark_alternating": (lambda d: fill(d / "alt.txt", "a\u0301"), "needle"),
     "private_use_run": (lambda d: fill(d / "pua.txt", "\ue000"), "needle"),
     "rare_case_folds_one_word": (
@@ -125,6 +135,7 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
     "random_bytes_no_nul": (lambda d: random_bytes(d / "noise.txt"), "needle"),
     "many_tiny_files": (tiny_files, "needle"),
     "deep_paths": (deep_paths, "needle"),
+    "module_of_blank_lines": (blank_lines_module, "needle"),
     "issue_mix": (mix, "needle"),
 }
 
@@ -141,7 +152,9 @@ def build(folder: Path, names: list[str] | None = None) -> None:
 
 
 CHILD = """
-import json, sys, time
+import json, resource, sys, time
+resource.setrlimit(resource.RLIMIT_CPU, ({cpu}, {cpu} + 5))
+resource.setrlimit(resource.RLIMIT_AS, ({memory}, {memory}))
 sys.path.insert(0, {repo!r})
 from app.corpus import deep_research as dr
 from app.fs.paging import NoControl
@@ -179,13 +192,19 @@ print(json.dumps({{"cpu_s": cpu, "wall_s": wall, "rss_growth_mib": grown, "value
 
 
 def run_case(name: str, folder: str) -> dict[str, float | str]:
+    """The case's figures; a child killed at the CPU limit reports it as its CPU time."""
     with tempfile.TemporaryDirectory(prefix="loomfs-worst-index-state-") as state:
         code = CHILD.format(
-            repo=REPO, folder=folder, state=state, name=name, query=CASES[name][1], budget=BUDGET
+            repo=REPO, folder=folder, state=state, name=name, query=CASES[name][1], budget=BUDGET,
+            cpu=CPU_LIMIT_S, memory=MEMORY_LIMIT,
         )
         out = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=False
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
+            check=False,
         )
+    if out.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
+        return {"cpu_s": float(CPU_LIMIT_S), "wall_s": 0.0, "rss_growth_mib": 0.0,
+                "value": f"killed at the CPU limit ({CPU_LIMIT_S} s)"}
     if out.returncode != 0:
         raise RuntimeError(f"case {name} failed:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -36,18 +36,24 @@ MAX_PARTS = 1 << 16  # rows per file (the rowid keeps the part in its low 16 bit
 TITLE_HEAD = 8192  # characters of a file's start its title is looked for in
 
 
+_WORDY = ("L", "N", "M", "Co", "Cn")  # categories that are, or may be, inside a token
+
+
 @functools.cache
 def _run_chars() -> str:
-    """A regex class of every character that may continue an SQLite token: in the BMP,
-    letters, digits and `_` (Python's word characters), every combining mark and the
-    private-use area; beyond it, every character (a few more than SQLite's). Spelt as
-    ranges, not with `\\w`, so `re` tests a character with one bitmap lookup."""
-    category = unicodedata.category
+    """A regex class of every character that may continue an SQLite token. SQLite's
+    tokenizer keeps letters, digits, `_`, its diacritics and private-use characters, by
+    tables of its own Unicode version: a character assigned since (Python knows it as a
+    symbol, SQLite as unassigned) may be a token character to it. So a BMP character is
+    left out only when both Unicode 3.2 and Python's own version call it a separator
+    (punctuation, symbol, space, control); every character beyond the BMP is in. Spelt
+    as ranges, not with `\\w`, so `re` tests a character with one bitmap lookup."""
+    old, new = unicodedata.ucd_3_2_0.category, unicodedata.category
     ranges: list[str] = []
     start = prev = -2
     for cp in range(0x10000):
         c = chr(cp)
-        if not (c.isalnum() or c == "_" or category(c)[0] == "M" or 0xE000 <= cp <= 0xF8FF):
+        if c != "_" and not new(c).startswith(_WORDY) and not old(c).startswith(_WORDY):
             continue
         if cp != prev + 1:
             if start >= 0:
@@ -55,7 +61,7 @@ def _run_chars() -> str:
             start = cp
         prev = cp
     ranges.append(_span(start, prev))
-    return "".join(ranges) + "\U00010000-\U0010ffff"
+    return "".join(ranges) + "\\U00010000-\\U0010ffff"
 
 
 def _span(first: int, last: int) -> str:
@@ -107,7 +113,8 @@ class Source:
     def __init__(self, fd: int, limit: int) -> None:
         self.fd = fd
         self.limit = limit
-        self.first = os.pread(fd, min(WINDOW, limit), 0) if limit > 0 else b""
+        # At least the head a BOM and a NUL are looked for in.
+        self.first = os.pread(fd, min(max(WINDOW, textio.HEAD), limit), 0) if limit > 0 else b""
 
     def windows(self, start: int) -> Iterator[tuple[bytes, bool]]:
         """The bytes from `start` on, each window with whether it is the last."""
@@ -115,7 +122,8 @@ class Source:
         while at < self.limit:
             if at < len(self.first):
                 data = self.first[at:]
-                ended = len(self.first) < WINDOW  # a short read of a regular file: its end
+                # A short read of a regular file: its end.
+                ended = len(self.first) < min(max(WINDOW, textio.HEAD), self.limit)
             else:
                 data = os.pread(self.fd, min(WINDOW, self.limit - at), at)
                 ended = not data
