@@ -53,7 +53,9 @@ def _run_chars() -> str:
     start = prev = -2
     for cp in range(0x10000):
         c = chr(cp)
-        if c != "_" and not new(c).startswith(_WORDY) and not old(c).startswith(_WORDY):
+        if not (
+            c.isalnum() or c == "_" or new(c).startswith(_WORDY) or old(c).startswith(_WORDY)
+        ):
             continue
         if cp != prev + 1:
             if start >= 0:
@@ -108,22 +110,35 @@ class Runs:
 
 class Source:
     """The first `limit` bytes of an open file, WINDOW at a time. The first window is read
-    once and kept: a file that fits in it is read once for both passes."""
+    once and kept: a file that fits in it is read once, and decoded at once."""
 
     def __init__(self, fd: int, limit: int) -> None:
         self.fd = fd
         self.limit = limit
-        # At least the head a BOM and a NUL are looked for in.
-        self.first = os.pread(fd, min(max(WINDOW, textio.HEAD), limit), 0) if limit > 0 else b""
+        self.span = min(max(WINDOW, textio.HEAD), limit)  # at least the head BOMs are in
+        self.first = os.pread(fd, self.span, 0) if limit > 0 else b""
+        # A short read of a regular file is its end.
+        self.whole = len(self.first) < self.span or len(self.first) >= limit
+
+    def texts(self) -> Iterator[tuple[str, bool]] | None:
+        """The text, a window at a time, each with whether it is the last; None for a
+        binary file."""
+        if self.whole:
+            decoded = tokens.as_text(self.first, True)
+            return None if decoded is None else iter([(decoded[0], True)])
+        found = self.encoding()
+        if found is None:
+            return None
+        codec, base = found
+        dec = codecs.getincrementaldecoder(codec)("replace")
+        return ((dec.decode(data, last), last) for data, last in self.windows(base))
 
     def windows(self, start: int) -> Iterator[tuple[bytes, bool]]:
         """The bytes from `start` on, each window with whether it is the last."""
         at = start
         while at < self.limit:
             if at < len(self.first):
-                data = self.first[at:]
-                # A short read of a regular file: its end.
-                ended = len(self.first) < min(max(WINDOW, textio.HEAD), self.limit)
+                data, ended = self.first[at:], self.whole
             else:
                 data = os.pread(self.fd, min(WINDOW, self.limit - at), at)
                 ended = not data
@@ -164,20 +179,16 @@ def parts(
 ) -> Iterator[tuple[str, str]]:
     """(title, prepared text) of each row of the file open at `fd`, its first `limit` bytes
     read; one row with no text for a binary file. `check` is called between rows."""
-    src = Source(fd, limit)
-    found = src.encoding()
-    if found is None:
+    texts = Source(fd, limit).texts()
+    if texts is None:
         yield tokens.title_of(rel, ""), ""
         return
-    codec, base = found
-    dec = codecs.getincrementaldecoder(codec)("replace")
     runs = Runs()
     head = ""
     title: str | None = None
     body: list[str] = []
     size = rows = 0
-    for data, last in src.windows(base):
-        text = dec.decode(data, last)
+    for text, last in texts:
         if len(head) < TITLE_HEAD:
             head += text[: TITLE_HEAD - len(head)]
         piece = tokens.expand(runs.feed(text, last))
