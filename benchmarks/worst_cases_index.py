@@ -10,7 +10,8 @@ small root (imports, SQLite, the index code), resets its peak resident size
 (Linux `/proc/self/clear_refs`), then runs the first `search` of the case's
 root, which builds its index, and reports its CPU seconds and its peak
 resident size (`VmHWM`) minus its resident size before: what the build cost.
-Prints the median of `--runs` children per case. The bound every case must
+Prints the median of `--runs` children per case (`--scan`: the same shapes for
+the search without an index, the fallback). The bound every case must
 keep: seconds of CPU, under 64 MiB; `tests/fs/test_fts_bounds.py` runs each
 case once and asserts it.
 
@@ -177,6 +178,9 @@ def status(key):
                 return int(row.split()[1])  # kB
 
 
+if {scan!r}:  # the search without an index, as when SQLite has no FTS5
+    from app.fs import fts
+    fts._fts5 = "forced by the benchmark"
 dr.search(registry({folder!r} + "/_warm", {state!r} + "/warm").current, "needle", NoControl())
 reg = registry({folder!r} + "/" + {name!r}, {state!r} + "/case")
 with open("/proc/self/clear_refs", "w") as f:
@@ -191,12 +195,13 @@ print(json.dumps({{"cpu_s": cpu, "wall_s": wall, "rss_growth_mib": grown, "value
 """
 
 
-def run_case(name: str, folder: str) -> dict[str, float | str]:
-    """The case's figures; a child killed at the CPU limit reports it as its CPU time."""
+def run_case(name: str, folder: str, scan: bool = False) -> dict[str, float | str]:
+    """The case's figures (`scan`: of the search without an index); a child killed at the
+    CPU limit reports it as its CPU time."""
     with tempfile.TemporaryDirectory(prefix="loomfs-worst-index-state-") as state:
         code = CHILD.format(
             repo=REPO, folder=folder, state=state, name=name, query=CASES[name][1], budget=BUDGET,
-            cpu=CPU_LIMIT_S, memory=MEMORY_LIMIT,
+            cpu=CPU_LIMIT_S, memory=MEMORY_LIMIT, scan=scan,
         )
         out = subprocess.run(
             [sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
@@ -214,6 +219,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--case", action="append", choices=sorted(CASES))
+    parser.add_argument("--scan", action="store_true", help="the search without an index")
     args = parser.parse_args(argv)
     names = args.case or list(CASES)
     with tempfile.TemporaryDirectory(prefix="loomfs-worst-index-") as tmp:
@@ -221,7 +227,7 @@ def main(argv: list[str] | None = None) -> int:
         build(Path(folder), names)
         print(f"{'case':32} {'CPU s':>8} {'wall s':>8} {'RSS growth MiB':>15}  value")
         for name in names:
-            runs = [run_case(name, folder) for _ in range(args.runs)]
+            runs = [run_case(name, folder, args.scan) for _ in range(args.runs)]
             cpu = statistics.median(float(r["cpu_s"]) for r in runs)
             wall = statistics.median(float(r["wall_s"]) for r in runs)
             rss = statistics.median(float(r["rss_growth_mib"]) for r in runs)

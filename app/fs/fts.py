@@ -5,7 +5,7 @@ user) holds a `files` table (path and stat signature) and an FTS5 table of the
 path, title and text of every regular file the walk reaches (`fts_file.py`).
 `refresh()` runs before every search: it walks the root with `Walker` (denied
 names pruned, links never followed), compares each file's (size, mtime, ctime,
-inode) with what was indexed, re-reads only what changed (`fts_root.read`, from
+inode) with what was indexed, re-reads only what changed (`fts_root.open_listed`, from
 the walk's own directory handle), and drops what is gone. So a file written,
 changed or deleted by anyone is seen by the next search, and a file that a new
 deny rule hides leaves the index at the next refresh. A file whose timestamps
@@ -22,7 +22,10 @@ memory while nobody else has written.
 
 Limits: `refresh()` stops after `deadline` (it resumes on the next search; the
 answer says how far it got) and checks `control` for cancellation; a batch is
-committed every `COMMIT_EVERY` seconds, so stopped work is kept.
+committed every `COMMIT_EVERY` seconds or `fts_refresh.COMMIT_BYTES` of text, so
+stopped work is kept. A file is read and stored in bounded windows and parts
+(`fts_text.py`), so one file costs the same whatever it holds. What a refresh
+removes leaves no trace in the index's files once it is over (`fts_forget.py`).
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
 One SQLite file per root, under the state directory (never inside a root). Its
 content is a copy of the root's text: the directory is 0700, the file 0600,
-owned by the server's user, deleted rows are zeroed (`secure_delete`). A file
+owned by the server's user, deleted rows are zeroed (`secure_delete`; what else
+is done so that removed text leaves no trace is in `fts_forget.py`). A file
 found with another owner, group/other bits, as a link, or not readable as our
 schema is removed and a new one is made. Not protected against: someone
 running as the server's own user, who can read the roots anyway.
@@ -23,7 +24,8 @@ PART_BITS = 16  # a row of `docs` is (file id << PART_BITS) + the part's number
 
 
 def first_row(file_id: int) -> int:
-    """The rowid of a file's first part in `docs`; its parts are the 2**PART_BITS after it."""
+    """The rowid of a file's first part in `docs`: a file's text is stored in parts, one
+    row each, so SQLite tokenizes a bounded row at a time (`fts_text.py`)."""
     return file_id << PART_BITS
 
 

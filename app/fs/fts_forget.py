@@ -38,7 +38,7 @@ def purge_if_due(con: sqlite3.Connection, replaced: int, removed: int, per_file:
         if not stale:
             return False
         indexed = con.execute(
-            "SELECT coalesce(sum(min(size, ?)), 0) FROM files", (per_file,)
+            "SELECT coalesce(sum(size), 0) FROM files WHERE size <= ?", (per_file,)
         ).fetchone()[0]
         if stale * PURGE_SHARE < indexed:
             if replaced:

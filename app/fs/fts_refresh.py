@@ -160,7 +160,7 @@ class RefreshPass:
             )
             return int(cur.lastrowid or 0)
         self._drop_parts(old[0])
-        self.replaced += min(old[1], self.per_file)
+        self.replaced += old[1] if old[1] <= self.per_file else 0  # larger: no text stored
         self.con.execute(
             "UPDATE files SET size = ?, mtime = ?, ctime = ?, ino = ? WHERE id = ?",
             (*sig, old[0]),

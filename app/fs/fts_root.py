@@ -1,4 +1,4 @@
-"""The full-text index's two ways into a root: reading a listed file to index it, and
+"""The full-text index's two ways into a root: opening a listed file to index it, and
 checking a candidate path before it is returned.
 
 Both go through handles, never a path string: a file is opened by name from

@@ -14,8 +14,13 @@ private-use characters) longer than MAX_RUN characters is not indexed: an
 8 MiB "word" (a minified file, a blob of base64, one letter followed by
 millions of combining marks) is no word anyone searches for, and SQLite would
 hold it whole, in memory and in the index, and compare it on every prefix
-query. Runs are cut by a class wider than SQLite's tokenizer's (every Unicode
-mark, not only its diacritics), so no token SQLite makes is longer.
+query. Runs are found with a class wider than SQLite's tokenizer's (every
+Unicode mark, not only its diacritics; characters newer than its Unicode
+tables), so no token SQLite makes is longer; tests/fs/test_fts_bounds.py asks
+SQLite itself about every character of the BMP.
+
+Not bounded here: the file's size, which `per_file` caps before this is called
+(a part is read at a time, so a larger cap costs time, not memory).
 """
 
 from __future__ import annotations
@@ -28,11 +33,12 @@ import unicodedata
 from collections.abc import Callable, Iterator
 
 from app.fs import textio, tokens
+from app.fs.fts_file import PART_BITS
 
 WINDOW = 1 << 16  # bytes read, decoded and prepared at a time
 PART_CHARS = 1 << 17  # prepared characters per row of the full-text table
-MAX_RUN = 256  # the longest run of word characters indexed
-MAX_PARTS = 1 << 16  # rows per file (the rowid keeps the part in its low 16 bits)
+MAX_RUN = tokens.LONGEST_WORD  # the longest run of word characters indexed
+MAX_PARTS = 1 << PART_BITS  # rows per file: the rest of a longer text is not indexed
 TITLE_HEAD = 8192  # characters of a file's start its title is looked for in
 
 
@@ -72,27 +78,27 @@ def _span(first: int, last: int) -> str:
 
 
 @functools.cache
-def _patterns(max_run: int) -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str], re.Pattern[str]]:
     r = _run_chars()
     # A run is matched only where it starts (the lookbehind), so each costs its length once.
-    long_run = re.compile(f"(?<![{r}])[{r}]{{{max_run + 1},}}")
+    long_run = re.compile(f"(?<![{r}])[{r}]{{{MAX_RUN + 1},}}")
     tail = re.compile(f"(?<![{r}])[{r}]+\\Z")
     outside = re.compile(f"[^{r}]")
     return long_run, tail, outside
 
 
 class Runs:
-    """Drops the runs longer than `max_run` from text that comes in windows, as if it came
-    whole: a run cut by a window's end is carried to the next (at most `max_run` characters
-    of it), and the rest of one already too long is skipped."""
+    """Drops the runs longer than MAX_RUN from text that comes in windows, as if it came
+    whole: a run cut by a window's end is carried to the next (at most MAX_RUN characters
+    of it), and the rest of one already too long is skipped. In ASCII text a run is a
+    word, and `tokens.expand` drops the long ones without another pass over the text."""
 
-    def __init__(self, max_run: int = MAX_RUN) -> None:
-        self.max_run = max_run
+    def __init__(self) -> None:
         self.carry = ""
         self.skipping = False  # inside a run already known to be too long
 
     def feed(self, text: str, final: bool) -> str:
-        long_run, tail, outside = _patterns(self.max_run)
+        long_run, tail, outside = _patterns()
         if self.skipping:
             m = outside.search(text)
             if m is None:
@@ -100,12 +106,12 @@ class Runs:
             text, self.skipping = text[m.start() :], False
         text, self.carry = self.carry + text, ""
         if not final and text:
-            m = tail.search(text, max(0, len(text) - self.max_run))
+            m = tail.search(text, max(0, len(text) - MAX_RUN))
             if m is not None:  # a run that may go on in the next window: carried there
                 text, self.carry = text[: m.start()], text[m.start() :]
             elif outside.match(text, len(text) - 1) is None:
                 self.skipping = True  # the last run is already too long: dropped below
-        return long_run.sub(" ", text)
+        return text if text.isascii() else long_run.sub(" ", text)
 
 
 class Source:

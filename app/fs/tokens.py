@@ -23,6 +23,7 @@ from app.fs import textio
 WORD = re.compile(r"\w+")
 _PIECES = re.compile(r"(\w+)")  # split() keeps the words at odd positions
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+")
+LONGEST_WORD = 256  # characters; a longer word is not indexed
 # The cache of words already split, bounded in words and in characters (a file of distinct
 # long identifiers must not grow it past a few MiB); full, it starts over.
 _CACHE_WORDS = 1 << 15
@@ -39,11 +40,11 @@ def parts(word: str) -> list[str]:
 
 
 def expand(text: str) -> str:
-    """`text` with every compound identifier followed by its parts.
+    """`text` with every compound identifier followed by its parts, and every word longer
+    than LONGEST_WORD replaced by a space (not indexed: `fts_text`).
 
     Split once in C, look each piece up in a dict: about a fifth faster than a
-    `re.sub` callback per word, which matters on a first build. The words are
-    as long as the text's (the index cuts its runs first, `fts_text.Runs`)."""
+    `re.sub` callback per word, which matters on a first build."""
     global _expanded, _seen, _held
     pieces = _PIECES.split(text)
     with _lock:
@@ -53,10 +54,13 @@ def expand(text: str) -> str:
             _expanded, _seen, _held = {}, set(), 0
         expanded, seen = _expanded, _seen
         for w in set(pieces[1::2]) - seen:
-            ps = _PART.findall(w)
-            if len(ps) > 1 or (ps and ps[0] != w):
-                expanded[w] = f"{w} {' '.join(ps)}"
-                _held += 2 * len(w)
+            if len(w) > LONGEST_WORD:
+                expanded[w] = " "
+            else:
+                ps = _PART.findall(w)
+                if len(ps) > 1 or (ps and ps[0] != w):
+                    expanded[w] = f"{w} {' '.join(ps)}"
+                    _held += 2 * len(w)
             seen.add(w)
             _held += len(w)
     get = expanded.get
