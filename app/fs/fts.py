@@ -22,7 +22,7 @@ memory while nobody else has written.
 
 Limits: `refresh()` stops after `deadline` (it resumes on the next search; the
 answer says how far it got) and checks `control` for cancellation; a batch is
-committed every `COMMIT_EVERY` seconds or `fts_refresh.COMMIT_BYTES` of text, so
+committed every `COMMIT_EVERY` seconds or `fts_refresh.COMMIT_CHARS` of text, so
 stopped work is kept. A file is read and stored in bounded windows and parts
 (`fts_text.py`), so one file costs the same whatever it holds. What a refresh
 removes leaves no trace in the index's files once it is over (`fts_forget.py`).

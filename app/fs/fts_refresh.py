@@ -3,8 +3,8 @@ stored one, what changed read again, what is gone dropped, in committed batches.
 
 Bounds: a file is read and stored a window and a part at a time (`fts_text`);
 the clock, the cancel flag and the batch are looked at every CHECK_EVERY
-entries or CHECK_BYTES of text, whichever comes first, and a batch is
-committed every `commit_every` seconds or COMMIT_BYTES of text.
+entries or CHECK_CHARS characters of text stored, whichever comes first, and a
+batch is committed every `commit_every` seconds or COMMIT_CHARS characters.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ from app.fs.fts_root import Signature, open_listed, stale, storable
 from app.security.walk import WalkDir
 
 CHECK_EVERY = 256  # entries between looks at the clock and the cancel flag
-CHECK_BYTES = 1 << 20  # or bytes of text read
-COMMIT_BYTES = 32 << 20  # a batch holds at most about this much text
+CHECK_CHARS = 1 << 20  # or characters of text stored
+COMMIT_CHARS = 32 << 20  # a batch holds about this much text at most
 
 Progress = Callable[[int, int], None]  # (files read, entries examined)
 Known = tuple[int, int, int, int, int]  # rowid, size, mtime, ctime, inode
@@ -60,7 +60,7 @@ class RefreshPass:
         self.now = now  # the clock racy files are judged by
         self.check = check
         self.seen: set[str] = set()
-        self.text = 0  # bytes of text read since the last look at the clock
+        self.text = 0  # characters of text stored since the last look at the clock
         self.batch = 0  # and since the last commit
         self.replaced = 0  # bytes of files read again over an older version
         self.wrote = False
@@ -73,18 +73,18 @@ class RefreshPass:
         progress: Progress | None,
     ) -> None:
         """(Re)index every listed file whose signature changed, committing a batch every
-        `commit_every` seconds or COMMIT_BYTES; at `deadline`, stop with `out.complete`
-        False."""
+        `commit_every` seconds or COMMIT_CHARS characters; at `deadline`, stop with
+        `out.complete` False."""
         examined = 0
         next_commit = time.monotonic() + self.commit_every
         for d in dirs:
             for entry in d.entries:
                 examined += 1
-                if examined % CHECK_EVERY == 0 or self.text >= CHECK_BYTES:
+                if examined % CHECK_EVERY == 0 or self.text >= CHECK_CHARS:
                     self.text = 0
                     self.check()
                     now = time.monotonic()
-                    if now >= next_commit or self.batch >= COMMIT_BYTES:
+                    if now >= next_commit or self.batch >= COMMIT_CHARS:
                         self.con.execute("COMMIT")
                         self.begin()
                         self.batch = 0

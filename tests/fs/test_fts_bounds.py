@@ -6,7 +6,8 @@ Two kinds of checks:
   case folds, zero-width runs, random bytes without a NUL, millions of distinct
   words, many tiny files, deep paths, a module of blank lines) is indexed in a
   fresh child process, with CPU and address-space limits, and its first search
-  stays under 64 MiB of peak growth and seconds of CPU;
+  stays under 64 MiB of peak growth and seconds of CPU; so does the search
+  without an index (app/fs/documents.py), which reads every file;
 - properties of the class, generated: the words handed to SQLite are what the
   whole text would give whatever the windows, no token SQLite makes is longer
   than MAX_RUN (SQLite's own tokenizer is the judge), the encoding is the one
@@ -29,7 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.corpus import deep_research as dr
-from app.fs import fts, fts_refresh, fts_text, textio, tokens
+from app.fs import documents, fts, fts_refresh, fts_text, textio, tokens
 from app.registry import Registry
 from benchmarks.worst_cases_index import CASES, build, run_case
 from tests.kit import roots_toml
@@ -50,9 +51,14 @@ def shapes(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @needs_proc
+@pytest.mark.parametrize("scan", [False, True], ids=["index", "scan"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_each_hostile_shape_is_indexed_within_64_mib_and_seconds(case: str, shapes: str) -> None:
-    got = run_case(case, shapes)
+def test_each_hostile_shape_is_searched_within_64_mib_and_seconds(
+    case: str, scan: bool, shapes: str
+) -> None:
+    """The first search builds the index of the shape's root; with `scan`, the search
+    without an index (no FTS5, or a query of punctuation only) reads every file."""
+    got = run_case(case, shapes, scan)
     assert float(got["cpu_s"]) < CPU_BOUND_S, got
     assert float(got["rss_growth_mib"]) < RSS_BOUND_MIB, got
     assert str(got["value"]).startswith("(") and not str(got["value"]).startswith("(0,"), got
@@ -176,7 +182,49 @@ def test_the_word_cache_stays_within_its_bound() -> None:
         assert tokens._held <= tokens._CACHE_CHARS + 6 * len(window)
 
 
-# -- a refresh looks at the clock and the cancel flag by bytes, not only by entries -----
+# -- the search without an index ---------------------------------------------------
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    unit=st.text(alphabet=st.sampled_from(["a", "B", " ", "\u00df", "\ufb03", "\u0130", "\u0301",
+                                            "\u4e2d", "\U0001f600", "\n"]), min_size=1, max_size=9),
+    times=st.integers(1, 3000),
+    picks=st.lists(st.tuples(st.integers(0, 30), st.integers(1, 6)), min_size=1, max_size=4),
+    window=st.integers(1, 300),
+)
+def test_the_scan_counts_in_windows_what_it_would_count_in_the_whole_text(
+    tmp_path_factory: pytest.TempPathFactory, unit: str, times: int,
+    picks: list[tuple[int, int]], window: int,
+) -> None:
+    """Terms taken from the folded text itself, so they occur; matches across a window's
+    end are found once. Terms that overlap themselves may count differently."""
+    text = unit * times
+    folded = text.casefold()
+    terms = list(dict.fromkeys(folded[a : a + n] for a, n in picks if folded[a : a + n]))
+    if not terms:
+        return
+    phrase = folded[: 12]
+    p = tmp_path_factory.mktemp("scan") / "f.txt"
+    p.write_bytes(text.encode())
+    fd = os.open(p, os.O_RDONLY)
+    saved = fts_text.WINDOW
+    try:
+        fts_text.WINDOW = window
+        got = documents._count(fd, 1 << 22, terms, phrase)
+    finally:
+        fts_text.WINDOW = saved
+        os.close(fd)
+    assert got is not None
+    counts, has_phrase = got
+    assert has_phrase
+    for t in terms:
+        assert (counts[t] > 0) == (t in folded)
+        if not any(t[k:] == t[: len(t) - k] for k in range(1, len(t))):  # no self-overlap
+            assert counts[t] == folded.count(t), t
+
+
+# -- a refresh looks at the clock and the cancel flag by text read, not only by entries --
 
 
 class Cancelled(Exception):
@@ -199,8 +247,8 @@ class CancelAfter:
 def test_a_build_of_a_few_large_files_is_cancelled_between_them(
     write_config: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Fewer entries than one look every CHECK_EVERY: the text read (CHECK_BYTES) brings
-    the next look, and the batches committed by bytes are kept."""
+    """Fewer entries than one look every CHECK_EVERY: the text read (CHECK_CHARS) brings
+    the next look, and the batches committed by size (COMMIT_CHARS) are kept."""
     root = tmp_path / "big"
     root.mkdir()
     for i in range(12):
@@ -208,8 +256,8 @@ def test_a_build_of_a_few_large_files_is_cancelled_between_them(
     cfg = write_config(roots_toml(("main", root, "reference"), audit_log=None,
                                   extra="search_fetch_tools = true"))
     reg = Registry(str(cfg), audit=False)
-    monkeypatch.setattr(fts_refresh, "CHECK_BYTES", 4096)
-    monkeypatch.setattr(fts_refresh, "COMMIT_BYTES", 4096)
+    monkeypatch.setattr(fts_refresh, "CHECK_CHARS", 4096)
+    monkeypatch.setattr(fts_refresh, "COMMIT_CHARS", 4096)
     monkeypatch.setattr(fts, "COMMIT_EVERY", 3600.0)
     with pytest.raises(Cancelled):
         dr.search(reg.current, "kiwi", CancelAfter(4))
