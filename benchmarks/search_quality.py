@@ -18,8 +18,9 @@ the known item within the first ten, else 0, averaged), recall@10 and the median
 per query (in process, warm). Then reach and speed on the corpus copied `--copies` times
 with `max_search_bytes` set to one copy's size (so the root is `--copies` times the byte
 budget): the first build's time and the index size per MB of text, whether the answers
-are complete (no build left unfinished), the warm median, the change scan alone, and the
-median after one file changed (the change scan plus one re-index).
+are complete (no build left unfinished), the warm median, the change scan alone, the
+median after one file changed (the change scan plus one re-index), and the median after
+one file was removed (the change scan plus the merge that drops its words from the index).
 """
 
 from __future__ import annotations
@@ -268,6 +269,16 @@ def main() -> None:
             dr.search(reg.current, sample[i % len(sample)][0], NoControl())
             changed.append(time.perf_counter() - t)
         print(f"after one file changed: median {statistics.median(changed) * 1000:.1f} ms")
+        removed: list[float] = []
+        for i in range(args.runs):
+            text = victim.read_text()
+            victim.unlink()
+            t = time.perf_counter()
+            dr.search(reg.current, sample[i % len(sample)][0], NoControl())
+            removed.append(time.perf_counter() - t)
+            victim.write_text(text)
+            dr.search(reg.current, "restored", NoControl())  # indexed again, not timed
+        print(f"after one file removed: median {statistics.median(removed) * 1000:.1f} ms")
 
 
 if __name__ == "__main__":

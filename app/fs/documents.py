@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from app.errors import BinaryFile, os_error
 from app.fs import textio
+from app.fs.fts_text import Source
 from app.fs.paging import Control
 from app.fs.tokens import as_text
 from app.security.resolve import FILE_FLAGS, SecureRoot
@@ -79,16 +80,16 @@ class Scan:
         found, count, whole = set(in_path), len(in_path), self.phrase in path_text
         if len(in_path) < len(terms) or not whole:
             left = self.budget - self.scanned
-            text, used, late = _content(entry.name, entry.dir_fd, per_file, left)
+            got, used, late = _content(entry.name, entry.dir_fd, per_file, left, terms, self.phrase)
             self.scanned += used
             self.over_budget = self.over_budget or late
-            if text is not None:
-                for t in terms:
-                    n = text.count(t)
+            if got is not None:
+                counts, has_phrase = got
+                for t, n in counts.items():
                     if n:
                         found.add(t)
                         count += n
-                whole = whole or self.phrase in text
+                whole = whole or has_phrase
         if not found:
             return
         self.matched += 1
@@ -103,10 +104,16 @@ class Scan:
         return [(r, rel) for _, r, rel in sorted(self.best, reverse=True)]
 
 
-def _content(name: str, dir_fd: int, per_file: int, left: int) -> tuple[str | None, int, bool]:
-    """A walked file's case-folded text (None when not scanned), bytes read, and
-    whether it went unscanned for lack of budget. Too large, binary, unreadable or
-    no longer a regular file: matched by path only, and not a budget matter."""
+Counts = tuple[dict[str, int], bool]  # occurrences of each term; the phrase occurs
+
+
+def _content(
+    name: str, dir_fd: int, per_file: int, left: int, terms: list[str], phrase: str
+) -> tuple[Counts | None, int, bool]:
+    """A walked file's counts (None when its text was not scanned), bytes it costs the
+    budget, and whether it went unscanned for lack of budget. Too large, binary,
+    unreadable or no longer a regular file: matched by path only, and not a budget
+    matter."""
     try:
         fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
     except OSError:  # gone, swapped for a link, unreadable
@@ -117,15 +124,45 @@ def _content(name: str, dir_fd: int, per_file: int, left: int) -> tuple[str | No
             return None, 0, False
         if st.st_size > left:
             return None, 0, True
-        data = textio.pread_all(fd, min(per_file, left))
+        limit = min(per_file, left)
+        return _count(fd, limit, terms, phrase), min(st.st_size, limit), False
     except OSError:
         return None, 0, False
     finally:
         os.close(fd)
-    decoded = as_text(data, True)
-    if decoded is None:
-        return None, len(data), False
-    return decoded[0].casefold(), len(data), False
+
+
+def _count(fd: int, limit: int, terms: list[str], phrase: str) -> Counts | None:
+    """How often each term occurs in the case-folded text of the file open at `fd`, and
+    whether the phrase does; None for a binary file. Read, decoded and folded a window
+    at a time (`fts_text.Source`: the decision fetch makes), so an 8 MiB file of
+    characters that fold to three costs a window, not three copies of the file. A
+    match across two windows is found in the seam between them."""
+    src = Source(fd, limit)
+    texts = src.texts()
+    if texts is None:
+        return None
+    if src.whole:  # one window: no seams to look at
+        folded = next(texts)[0].casefold()
+        return {t: folded.count(t) for t in terms}, phrase in folded
+    counts = dict.fromkeys(terms, 0)
+    has_phrase = False
+    keep = max(len(w) for w in [*terms, phrase]) - 1  # the previous window's end kept
+    tail = ""
+    for text, _last in texts:
+        folded = text.casefold()
+        for t in terms:
+            counts[t] += folded.count(t) + _seam(tail, folded, t).count(t)
+        has_phrase = has_phrase or phrase in folded or phrase in _seam(tail, folded, phrase)
+        tail = (tail + folded[-keep:])[-keep:] if keep else ""
+    return counts, has_phrase
+
+
+def _seam(tail: str, text: str, word: str) -> str:
+    """Where a match of `word` across the end of `tail` and the start of `text` is, and
+    no other match (each side is shorter than the word)."""
+    n = len(word) - 1
+    return tail[-n:] + text[:n] if n and tail else ""
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ user) holds a `files` table (path and stat signature) and an FTS5 table of the
 path, title and text of every regular file the walk reaches (`fts_file.py`).
 `refresh()` runs before every search: it walks the root with `Walker` (denied
 names pruned, links never followed), compares each file's (size, mtime, ctime,
-inode) with what was indexed, re-reads only what changed (`fts_root.read`, from
+inode) with what was indexed, re-reads only what changed (`fts_root.open_listed`, from
 the walk's own directory handle), and drops what is gone. So a file written,
 changed or deleted by anyone is seen by the next search, and a file that a new
 deny rule hides leaves the index at the next refresh. A file whose timestamps
@@ -22,7 +22,10 @@ memory while nobody else has written.
 
 Limits: `refresh()` stops after `deadline` (it resumes on the next search; the
 answer says how far it got) and checks `control` for cancellation; a batch is
-committed every `COMMIT_EVERY` seconds, so stopped work is kept.
+committed every `COMMIT_EVERY` seconds or `fts_refresh.COMMIT_CHARS` of text, so
+stopped work is kept. A file is read and stored in bounded windows and parts
+(`fts_text.py`), so one file costs the same whatever it holds. What a refresh
+removes leaves no trace in the index's files once it is over (`fts_forget.py`).
 """
 
 from __future__ import annotations
@@ -34,14 +37,25 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 
-from app.fs.fts_file import SCHEMA, TOKENIZE, Unavailable, ensure_dir, file_name, open_db, remove
+from app.fs.fts_file import (
+    PART_BITS,
+    SCHEMA,
+    TOKENIZE,
+    Unavailable,
+    create_tables,
+    ensure_dir,
+    file_name,
+    open_db,
+    remove,
+)
+from app.fs.fts_forget import flush, purge_if_due
 from app.fs.fts_refresh import Known, Progress, Refreshed, RefreshPass
 from app.fs.fts_root import RACY_NS, STALE, verify
 from app.security.resolve import SecureRoot
 from app.security.walk import Walker
 
 __all__ = [
-    "RACY_NS", "SCHEMA", "STALE", "TOKENIZE", "Refreshed", "RootIndex", "Unavailable",
+    "PART_BITS", "RACY_NS", "SCHEMA", "STALE", "TOKENIZE", "Refreshed", "RootIndex", "Unavailable",
     "ensure_dir", "file_name", "fts5_problem", "index_at", "quote", "verify",
 ]
 
@@ -79,6 +93,7 @@ class RootIndex:
         self._file = (0, 0)  # (device, inode) of the file `con` has open
         self._known: dict[str, Known] | None = None
         self._version: int | None = None
+        self._unflushed = False  # the last checkpoint could not empty the log
 
     # -- opening -----------------------------------------------------------------
 
@@ -94,6 +109,7 @@ class RootIndex:
                 return self.con
             self.close()
         self.con, self._file = open_db(self.path)
+        self._flush(self.con)  # a log left by a process that ended before it could
         return self.con
 
     def close(self) -> None:
@@ -124,12 +140,13 @@ class RootIndex:
         out = Refreshed(rebuilt=self._adopt(con, identity))
         known = self._load_known(con)
         run = RefreshPass(con, known, per_file, begin=lambda: self._begin(con, known),
-                          commit_every=COMMIT_EVERY, now=now_ns)
+                          commit_every=COMMIT_EVERY, now=now_ns, check=check)
         self._begin(con, known)
         try:
-            run.scan(Walker(root, ()).dirs(), out, deadline, check, progress)
+            run.scan(Walker(root, ()).dirs(), out, deadline, progress)
             if out.complete:
                 out.removed = run.sweep()
+            out.purged = purge_if_due(con, run.replaced, out.removed, per_file)
             con.execute("COMMIT")
         except BaseException:
             # Keep what the committed batches did; a cancel or an error drops only this one.
@@ -137,20 +154,32 @@ class RootIndex:
             with contextlib.suppress(sqlite3.Error):
                 con.execute("ROLLBACK")
             raise
+        if run.wrote or out.rebuilt or self._unflushed:
+            self._flush(con)
         return out
+
+    def _flush(self, con: sqlite3.Connection) -> None:
+        """The log emptied (`fts_forget.flush`); if another server held it back, tried
+        again after the next refresh."""
+        self._unflushed = not flush(con)
 
     def _adopt(self, con: sqlite3.Connection, identity: str) -> bool:
         """Empty the index when it was built for another root, other deny/allow rules or
-        other limits (`identity`); True when it did."""
+        other limits (`identity`); True when it did. The tables are dropped, not emptied
+        row by row: their pages are zeroed (`secure_delete`) and nothing of the words of
+        files now denied is left in the full-text table's segments."""
         row = con.execute("SELECT value FROM meta WHERE key = 'identity'").fetchone()
         if row is not None and row[0] == identity:
             return False
         con.execute("BEGIN IMMEDIATE")
-        con.execute("DELETE FROM files")
-        con.execute("DELETE FROM docs")
+        con.execute("DROP TABLE IF EXISTS docs")
+        con.execute("DROP TABLE IF EXISTS files")
+        create_tables(con)
         con.execute("INSERT OR REPLACE INTO meta VALUES ('identity', ?)", (identity,))
+        con.execute("DELETE FROM meta WHERE key = 'stale'")
         con.execute("COMMIT")
         self._known = None
+        self._flush(con)
         return True
 
     def _begin(self, con: sqlite3.Connection, known: dict[str, Known]) -> None:
@@ -186,26 +215,39 @@ class RootIndex:
     def query(
         self, terms: Iterable[str], limit: int, stems: Iterable[str] = ()
     ) -> tuple[list[tuple[float, int, str]], int]:
-        """The best `limit` (score, rowid, path) by BM25 (higher is better), and how many match.
-        A word matches whole; a stem matches any word it begins (`invoic` -> invoices)."""
+        """The best `limit` (score, file id, path) by BM25 (higher is better), and how many
+        files match. A file scores as its best part. A word matches whole; a stem matches
+        any word it begins (`invoic` -> invoices)."""
         con = self._connect()
         expr = " OR ".join([*(quote(t) for t in terms), *(quote(t) + "*" for t in stems)])
         w_path, w_title, w_body = WEIGHTS
-        rows = con.execute(
-            "SELECT -bm25(docs, ?, ?, ?) AS s, docs.rowid, files.path FROM docs "
-            "JOIN files ON files.id = docs.rowid WHERE docs MATCH ? ORDER BY s DESC LIMIT ?",
-            (w_path, w_title, w_body, expr, limit),
-        ).fetchall()
+        rows: list[tuple[float, int, str]] = []
+        files: set[int] = set()
+        cur = con.execute(
+            f"SELECT -bm25(docs, ?, ?, ?) AS s, docs.rowid >> {PART_BITS} AS fid, files.path "
+            f"FROM docs JOIN files ON files.id = docs.rowid >> {PART_BITS} WHERE docs MATCH ? "
+            "ORDER BY s DESC, docs.rowid",
+            (w_path, w_title, w_body, expr),
+        )
+        with contextlib.closing(cur):  # ends its read of the file when left early
+            for score, fid, path in cur:
+                if fid not in files:  # the file's best part
+                    files.add(fid)
+                    rows.append((score, fid, path))
+                    if len(rows) == limit:
+                        break
         total = len(rows)
         if total >= limit:
-            count = "SELECT count(*) FROM docs WHERE docs MATCH ?"
+            count = f"SELECT count(DISTINCT rowid >> {PART_BITS}) FROM docs WHERE docs MATCH ?"
             total = con.execute(count, (expr,)).fetchone()[0]
         return rows, total
 
     def matching(self, expr: str) -> set[int]:
-        """The rowids matching an FTS5 expression (a phrase, a NEAR group, an AND)."""
+        """The ids of the files with a part matching an FTS5 expression (a phrase, a NEAR
+        group, an AND)."""
         con = self._connect()
-        return {r[0] for r in con.execute("SELECT rowid FROM docs WHERE docs MATCH ?", (expr,))}
+        sql = f"SELECT DISTINCT rowid >> {PART_BITS} FROM docs WHERE docs MATCH ?"
+        return {r[0] for r in con.execute(sql, (expr,))}
 
     def prefixed(self, terms: Iterable[str], limit: int) -> list[str]:
         """Paths with a word that starts with one of `terms` (the second tier: `env` finds
@@ -215,8 +257,8 @@ class RootIndex:
         return [
             r[0]
             for r in con.execute(
-                "SELECT files.path FROM docs JOIN files ON files.id = docs.rowid "
-                "WHERE docs MATCH ? LIMIT ?",
+                f"SELECT files.path FROM (SELECT DISTINCT rowid >> {PART_BITS} AS fid FROM docs "
+                "WHERE docs MATCH ?) JOIN files ON files.id = fid LIMIT ?",
                 (expr, limit),
             )
         ]

@@ -2,7 +2,8 @@
 
 One SQLite file per root, under the state directory (never inside a root). Its
 content is a copy of the root's text: the directory is 0700, the file 0600,
-owned by the server's user, deleted rows are zeroed (`secure_delete`). A file
+owned by the server's user, deleted rows are zeroed (`secure_delete`; what else
+is done so that removed text leaves no trace is in `fts_forget.py`). A file
 found with another owner, group/other bits, as a link, or not readable as our
 schema is removed and a new one is made. Not protected against: someone
 running as the server's own user, who can read the roots anyway.
@@ -17,8 +18,24 @@ import os
 import sqlite3
 import stat as stat_mod
 
-SCHEMA = "loomfs-fts-1"
+SCHEMA = "loomfs-fts-2"
 TOKENIZE = "unicode61 remove_diacritics 2 tokenchars '_'"
+PART_BITS = 16  # a row of `docs` is (file id << PART_BITS) + the part's number
+
+
+def first_row(file_id: int) -> int:
+    """The rowid of a file's first part in `docs`: a file's text is stored in parts, one
+    row each, so SQLite tokenizes a bounded row at a time (`fts_text.py`)."""
+    return file_id << PART_BITS
+
+
+def create_tables(con: sqlite3.Connection) -> None:
+    """The tables a root's content goes in (inside the caller's transaction)."""
+    con.execute(
+        "CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, "
+        "size INTEGER, mtime INTEGER, ctime INTEGER, ino INTEGER)"
+    )
+    con.execute(f'CREATE VIRTUAL TABLE docs USING fts5(path, title, body, tokenize="{TOKENIZE}")')
 
 
 class Unavailable(Exception):
@@ -86,11 +103,7 @@ def _schema(con: sqlite3.Connection) -> bool:
             return False
         return row is not None and row[0] == SCHEMA
     con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    con.execute(
-        "CREATE TABLE files (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, "
-        "size INTEGER, mtime INTEGER, ctime INTEGER, ino INTEGER)"
-    )
-    con.execute(f'CREATE VIRTUAL TABLE docs USING fts5(path, title, body, tokenize="{TOKENIZE}")')
+    create_tables(con)
     con.execute("INSERT INTO meta VALUES ('schema', ?), ('identity', '')", (SCHEMA,))
     con.execute("COMMIT")
     return True

@@ -1,5 +1,10 @@
 """One refresh of a root's index: the walk, each file's signature compared with the
 stored one, what changed read again, what is gone dropped, in committed batches.
+
+Bounds: a file is read and stored a window and a part at a time (`fts_text`);
+the clock, the cancel flag and the batch are looked at every CHECK_EVERY
+entries or CHECK_CHARS characters of text stored, whichever comes first, and a
+batch is committed every `commit_every` seconds or COMMIT_CHARS characters.
 """
 
 from __future__ import annotations
@@ -10,11 +15,14 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from app.fs import tokens
-from app.fs.fts_root import read, storable
+from app.fs import fts_text, tokens
+from app.fs.fts_file import first_row
+from app.fs.fts_root import Signature, open_listed, stale, storable
 from app.security.walk import WalkDir
 
 CHECK_EVERY = 256  # entries between looks at the clock and the cancel flag
+CHECK_CHARS = 1 << 20  # or characters of text stored
+COMMIT_CHARS = 32 << 20  # a batch holds about this much text at most
 
 Progress = Callable[[int, int], None]  # (files read, entries examined)
 Known = tuple[int, int, int, int, int]  # rowid, size, mtime, ctime, inode
@@ -26,6 +34,7 @@ class Refreshed:
     removed: int = 0
     complete: bool = True  # False: stopped at the deadline; the rest comes next time
     rebuilt: bool = False
+    purged: bool = False  # the words of removed and replaced text were merged away
 
 
 class RefreshPass:
@@ -41,6 +50,7 @@ class RefreshPass:
         begin: Callable[[], None],
         commit_every: float,
         now: Callable[[], int],
+        check: Callable[[], None],
     ) -> None:
         self.con = con
         self.known = known
@@ -48,29 +58,36 @@ class RefreshPass:
         self.begin = begin
         self.commit_every = commit_every
         self.now = now  # the clock racy files are judged by
+        self.check = check
         self.seen: set[str] = set()
+        self.text = 0  # characters of text stored since the last look at the clock
+        self.batch = 0  # and since the last commit
+        self.replaced = 0  # bytes of files read again over an older version
+        self.wrote = False
 
     def scan(
         self,
         dirs: Iterable[WalkDir],
         out: Refreshed,
         deadline: float,
-        check: Callable[[], None],
         progress: Progress | None,
     ) -> None:
         """(Re)index every listed file whose signature changed, committing a batch every
-        `commit_every` seconds; at `deadline`, stop with `out.complete` False."""
+        `commit_every` seconds or COMMIT_CHARS characters; at `deadline`, stop with
+        `out.complete` False."""
         examined = 0
         next_commit = time.monotonic() + self.commit_every
         for d in dirs:
             for entry in d.entries:
                 examined += 1
-                if examined % CHECK_EVERY == 0:
-                    check()
+                if examined % CHECK_EVERY == 0 or self.text >= CHECK_CHARS:
+                    self.text = 0
+                    self.check()
                     now = time.monotonic()
-                    if now >= next_commit:
+                    if now >= next_commit or self.batch >= COMMIT_CHARS:
                         self.con.execute("COMMIT")
                         self.begin()
+                        self.batch = 0
                         next_commit = now + self.commit_every
                         if progress is not None:
                             progress(out.read, examined)
@@ -104,33 +121,69 @@ class RefreshPass:
     def sweep(self) -> int:
         """Drop the files a complete walk did not see; how many."""
         gone = self.known.keys() - self.seen
-        rows = [(self.known.pop(p)[0],) for p in gone]
-        self.con.executemany("DELETE FROM docs WHERE rowid = ?", rows)
-        self.con.executemany("DELETE FROM files WHERE id = ?", rows)
-        return len(rows)
+        for p in gone:
+            rowid = self.known.pop(p)[0]
+            self._drop_parts(rowid)
+            self.con.execute("DELETE FROM files WHERE id = ?", (rowid,))
+        self.wrote = self.wrote or bool(gone)
+        return len(gone)
+
+    def _drop_parts(self, rowid: int) -> None:
+        first = first_row(rowid)
+        self.con.execute(
+            "DELETE FROM docs WHERE rowid >= ? AND rowid < ?", (first, first_row(rowid + 1))
+        )
 
     def _index(self, rel: str, name: str, dir_fd: int, old: Known | None) -> Known | None:
         """Write one file's rows, its text read again: the stored row (`old` when the file
         is no longer there to read)."""
-        con = self.con
-        text, sig = read(name, dir_fd, self.per_file, self.now)
-        if sig is None:  # gone or no longer a regular file since the listing
+        opened = open_listed(name, dir_fd, self.now)
+        if opened is None:  # gone or no longer a regular file since the listing
             return old
-        if old is not None:
-            con.execute("DELETE FROM docs WHERE rowid = ?", (old[0],))
-            con.execute(
-                "UPDATE files SET size = ?, mtime = ?, ctime = ?, ino = ? WHERE id = ?",
-                (*sig, old[0]),
-            )
-            rowid = old[0]
-        else:
-            cur = con.execute(
+        fd, sig = opened
+        try:
+            rowid = self._file_row(rel, sig, old)
+            if not self._parts(fd, rowid, rel, sig[0]):
+                sig = stale(sig)  # a read failed: what was read is kept, read again next time
+                self.con.execute("UPDATE files SET mtime = ? WHERE id = ?", (sig[1], rowid))
+        finally:
+            os.close(fd)
+        self.wrote = True
+        return (rowid, *sig)
+
+    def _file_row(self, rel: str, sig: Signature, old: Known | None) -> int:
+        """The file's row in `files`, written; an older version's parts dropped."""
+        if old is None:
+            cur = self.con.execute(
                 "INSERT INTO files (path, size, mtime, ctime, ino) VALUES (?, ?, ?, ?, ?)",
                 (rel, *sig),
             )
-            rowid = int(cur.lastrowid or 0)
-        con.execute(
-            "INSERT INTO docs (rowid, path, title, body) VALUES (?, ?, ?, ?)",
-            (rowid, tokens.expand(rel), tokens.title_of(rel, text), tokens.expand(text)),
+            return int(cur.lastrowid or 0)
+        self._drop_parts(old[0])
+        self.replaced += old[1] if old[1] <= self.per_file else 0  # larger: no text stored
+        self.con.execute(
+            "UPDATE files SET size = ?, mtime = ?, ctime = ?, ino = ? WHERE id = ?",
+            (*sig, old[0]),
         )
-        return (rowid, *sig)
+        return old[0]
+
+    def _parts(self, fd: int, rowid: int, rel: str, size: int) -> bool:
+        """Store the file's text, a part per row (its path only when it is larger than
+        `per_file`); False when a read failed midway."""
+        path = tokens.expand(rel)
+        if size > self.per_file:
+            texts: Iterable[tuple[str, str]] = [(tokens.title_of(rel, ""), "")]
+        else:
+            texts = fts_text.parts(fd, self.per_file, rel, self.check)
+        first = first_row(rowid)
+        try:
+            for n, (title, body) in enumerate(texts):
+                self.con.execute(
+                    "INSERT INTO docs (rowid, path, title, body) VALUES (?, ?, ?, ?)",
+                    (first + n, path, title, body),
+                )
+                self.text += len(body)
+                self.batch += len(body)
+        except OSError:
+            return False
+        return True

@@ -1,4 +1,4 @@
-"""The full-text index's two ways into a root: reading a listed file to index it, and
+"""The full-text index's two ways into a root: opening a listed file to index it, and
 checking a candidate path before it is returned.
 
 Both go through handles, never a path string: a file is opened by name from
@@ -16,7 +16,6 @@ import stat as stat_mod
 from collections.abc import Callable
 
 from app.errors import LoomError
-from app.fs import textio, tokens
 from app.security.paths import split_request
 from app.security.resolve import FILE_FLAGS, SecureRoot
 
@@ -37,34 +36,33 @@ def storable(rel: str) -> bool:
     return True
 
 
-def read(
-    name: str, dir_fd: int, per_file: int, now: Callable[[], int]
-) -> tuple[str, Signature | None]:
-    """A listed file's text ('' when binary, too large or unreadable) and the signature to
-    store; None when it is no longer a regular file. A signature too young to trust
-    (`now` minus its times under RACY_NS) is stored as STALE, so the next refresh reads
-    the file again: a second change within the same clock tick leaves it as it was."""
+def open_listed(name: str, dir_fd: int, now: Callable[[], int]) -> tuple[int, Signature] | None:
+    """A listed file opened by name from the walk's own directory handle (the caller closes
+    the descriptor), with the signature to store; None when it is no longer a regular
+    file. A signature too young to trust (`now` minus its times under RACY_NS) is stored
+    as STALE, so the next refresh reads the file again: a second change within the same
+    clock tick leaves it as it was."""
     try:
         fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
     except OSError:
-        return "", None
+        return None
     try:
         st = os.fstat(fd)
-        if not stat_mod.S_ISREG(st.st_mode):
-            return "", None
-        sig = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-        if now() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
-            sig = (st.st_size, STALE, st.st_ctime_ns, st.st_ino)
-        if st.st_size > per_file:
-            return "", sig
-        try:
-            data = textio.pread_all(fd, per_file)
-        except OSError:
-            return "", (st.st_size, STALE, st.st_ctime_ns, st.st_ino)
-    finally:
+    except OSError:
         os.close(fd)
-    decoded = tokens.as_text(data, True)  # the decision fetch makes too
-    return "" if decoded is None else decoded[0], sig
+        return None
+    if not stat_mod.S_ISREG(st.st_mode):
+        os.close(fd)
+        return None
+    sig = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+    if now() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
+        sig = stale(sig)
+    return fd, sig
+
+
+def stale(sig: Signature) -> Signature:
+    """A signature that never matches the file's: it is read again at the next refresh."""
+    return (sig[0], STALE, sig[2], sig[3])
 
 
 def verify(root: SecureRoot, rel: str) -> bool:

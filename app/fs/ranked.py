@@ -97,7 +97,7 @@ def _bonus(
     idx: fts.RootIndex, words: list[str], rows: list[tuple[float, int, str]]
 ) -> list[tuple[float, str]]:
     """BM25 scores raised for files holding every word, the words near each other, or
-    the words as a phrase."""
+    the words as a phrase (within one part of the file: `fts_text.PART_CHARS`)."""
     if len(words) < 2 or not rows:
         return [(score, rel) for score, _, rel in rows]
     quoted = [fts.quote(w) for w in words]
@@ -107,10 +107,10 @@ def _bonus(
     return [
         (
             score
-            * (1 + ALL_BONUS * (rowid in every))
-            * (1 + NEAR_BONUS * (rowid in near))
-            * (1 + PHRASE_BONUS * (rowid in phrase)),
+            * (1 + ALL_BONUS * (fid in every))
+            * (1 + NEAR_BONUS * (fid in near))
+            * (1 + PHRASE_BONUS * (fid in phrase)),
             rel,
         )
-        for score, rowid, rel in rows
+        for score, fid, rel in rows
     ]

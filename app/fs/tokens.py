@@ -23,9 +23,14 @@ from app.fs import textio
 WORD = re.compile(r"\w+")
 _PIECES = re.compile(r"(\w+)")  # split() keeps the words at odd positions
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+")
-_CACHE_MAX = 500_000
+LONGEST_WORD = 256  # characters; a longer word is not indexed
+# The cache of words already split, bounded in words and in characters (a file of distinct
+# long identifiers must not grow it past a few MiB); full, it starts over.
+_CACHE_WORDS = 1 << 15
+_CACHE_CHARS = 1 << 20
 _expanded: dict[str, str] = {}  # compound word -> "word part part ..."
 _seen: set[str] = set()  # words already looked at (compound or not)
+_held = 0  # characters held by the two
 _lock = threading.Lock()  # searches of several roots run in several threads
 
 
@@ -35,21 +40,29 @@ def parts(word: str) -> list[str]:
 
 
 def expand(text: str) -> str:
-    """`text` with every compound identifier followed by its parts.
+    """`text` with every compound identifier followed by its parts, and every word longer
+    than LONGEST_WORD replaced by a space (not indexed: `fts_text`).
 
     Split once in C, look each piece up in a dict: about a fifth faster than a
     `re.sub` callback per word, which matters on a first build."""
-    global _expanded, _seen
+    global _expanded, _seen, _held
     pieces = _PIECES.split(text)
     with _lock:
-        if len(_seen) > _CACHE_MAX:  # bounded: start over (new objects, nobody's view changes)
-            _expanded, _seen = {}, set()
+        if len(_seen) >= _CACHE_WORDS or _held >= _CACHE_CHARS:
+            # Start over: new objects, so a reader holding the old ones is not disturbed.
+            # One call adds at most its text's words: the index passes a window at a time.
+            _expanded, _seen, _held = {}, set(), 0
         expanded, seen = _expanded, _seen
         for w in set(pieces[1::2]) - seen:
-            ps = _PART.findall(w)
-            if len(ps) > 1 or (ps and ps[0] != w):
-                expanded[w] = f"{w} {' '.join(ps)}"
+            if len(w) > LONGEST_WORD:
+                expanded[w] = " "
+            else:
+                ps = _PART.findall(w)
+                if len(ps) > 1 or (ps and ps[0] != w):
+                    expanded[w] = f"{w} {' '.join(ps)}"
+                    _held += 2 * len(w)
             seen.add(w)
+            _held += len(w)
     get = expanded.get
     return "".join([get(p, p) for p in pieces])
 
@@ -89,7 +102,9 @@ def stems(words: list[str]) -> list[str]:
     return list(out)
 
 
-_PY_DOC = re.compile(r"\A(?:\s*#[^\n]*\n|\s*\n)*\s*[rRuUbB]?(?:\"\"\"|''')\s*([^\n]*)")
+# Blank and comment lines, then the docstring's quotes. Each line is matched one way only
+# (with `\s*` on both sides of `\n`, 40 blank lines could be split 2^40 ways before a miss).
+_PY_DOC = re.compile(r"\A(?:[^\S\n]*(?:#[^\n]*)?\n)*[^\S\n]*[rRuUbB]?(?:\"\"\"|''')\s*([^\n]*)")
 _HTML_TITLE = re.compile(r"<title[^>]*>([^<]{1,300})</title>", re.IGNORECASE)
 _TEXTY = {"", "md", "markdown", "rst", "txt", "adoc", "org", "text"}
 TITLE_CHARS = 300
