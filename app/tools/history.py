@@ -69,7 +69,7 @@ async def git_log(
     cursor=next_cursor (a path-limited log over a long history may return few or no commits
     per call, with truncated=true). Denied paths cannot be asked for."""
 
-    def work(call: Call) -> Annotated[CallToolResult, ops.LogResult]:
+    def work(call: Call) -> ops.LogResult:
         limits = call.snapshot.limits
         return ops.git_log(
             call.root(root), path=path, commit=commit, offset=offset,
@@ -100,7 +100,7 @@ async def git_show(
     `file` with read_text_file's fields (lines start_line..end_line). Files under denied
     names are left out (hidden_denied counts them) and cannot be read at any commit."""
 
-    def work(call: Call) -> Annotated[CallToolResult, ops.ShowResult]:
+    def work(call: Call) -> ops.ShowResult:
         check_window(start_line, end_line)
         return ops.git_show(
             call.root(root), commit=commit, path=path, start_line=start_line,
@@ -134,7 +134,7 @@ async def git_diff(
     again with cursor=next_cursor; a file's diff longer than the output limit is cut with
     a visible marker (truncated=true)."""
 
-    def work(call: Call) -> Annotated[CallToolResult, ops.DiffResult]:
+    def work(call: Call) -> ops.DiffResult:
         limits = call.snapshot.limits
         return ops.git_diff(
             call.root(root), base=base, target=target, path=path, offset=offset,
