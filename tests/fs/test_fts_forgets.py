@@ -52,7 +52,9 @@ def plant(root: Path) -> None:
     root.mkdir()
     for i in range(300):
         (root / f"note{i:03}.txt").write_text(f"budget memo {i} " + "plain words here " * 40)
-    (root / "plan.txt").write_text(f"budget figures {SECRET} for the board\n" * 20)
+    # Longer than a part (fts_text.PART_CHARS): the word is in its first and last parts.
+    lines = f"budget figures {SECRET} for the board\n" * 20 + "the board met again\n" * 8000
+    (root / "plan.txt").write_text(lines + f"{SECRET}\n")
 
 
 def config(write_config: WriteConfig, tmp_path: Path, root: Path, deny: list[str]) -> Path:
