@@ -38,13 +38,14 @@ import time
 from collections.abc import Callable, Iterable
 
 from app.fs.fts_file import (
-    PART_BITS,
+    FILE_OF_ROW,
     SCHEMA,
     TOKENIZE,
     Unavailable,
     create_tables,
     ensure_dir,
     file_name,
+    file_of,
     open_db,
     remove,
 )
@@ -55,8 +56,8 @@ from app.security.resolve import SecureRoot
 from app.security.walk import Walker
 
 __all__ = [
-    "PART_BITS", "RACY_NS", "SCHEMA", "STALE", "TOKENIZE", "Refreshed", "RootIndex", "Unavailable",
-    "ensure_dir", "file_name", "fts5_problem", "index_at", "quote", "verify",
+    "FILE_OF_ROW", "RACY_NS", "SCHEMA", "STALE", "TOKENIZE", "Refreshed", "RootIndex",
+    "Unavailable", "ensure_dir", "file_name", "fts5_problem", "index_at", "quote", "verify",
 ]
 
 WEIGHTS = (4.0, 3.0, 1.0)  # bm25 weights of path, title, body
@@ -220,33 +221,42 @@ class RootIndex:
         any word it begins (`invoic` -> invoices)."""
         con = self._connect()
         expr = " OR ".join([*(quote(t) for t in terms), *(quote(t) + "*" for t in stems)])
-        w_path, w_title, w_body = WEIGHTS
-        rows: list[tuple[float, int, str]] = []
-        files: set[int] = set()
-        cur = con.execute(
-            f"SELECT -bm25(docs, ?, ?, ?) AS s, docs.rowid >> {PART_BITS} AS fid, files.path "
-            f"FROM docs JOIN files ON files.id = docs.rowid >> {PART_BITS} WHERE docs MATCH ? "
-            "ORDER BY s DESC, docs.rowid",
-            (w_path, w_title, w_body, expr),
-        )
-        with contextlib.closing(cur):  # ends its read of the file when left early
-            for score, fid, path in cur:
-                if fid not in files:  # the file's best part
-                    files.add(fid)
-                    rows.append((score, fid, path))
-                    if len(rows) == limit:
-                        break
+        rows = self._best_parts(con, expr, limit)
         total = len(rows)
         if total >= limit:
-            count = f"SELECT count(DISTINCT rowid >> {PART_BITS}) FROM docs WHERE docs MATCH ?"
+            count = f"SELECT count(DISTINCT {FILE_OF_ROW}) FROM docs WHERE docs MATCH ?"
             total = con.execute(count, (expr,)).fetchone()[0]
         return rows, total
+
+    @staticmethod
+    def _best_parts(con: sqlite3.Connection, expr: str, limit: int) -> list[tuple[float, int, str]]:
+        """The best `limit` files by their best part. SQLite sorts only the best `n` parts
+        (a top-n sort); n grows while files of many parts fill them."""
+        w_path, w_title, w_body = WEIGHTS
+        n = limit
+        while True:
+            parts = con.execute(
+                "SELECT -bm25(docs, ?, ?, ?) AS s, rowid FROM docs WHERE docs MATCH ? "
+                "ORDER BY s DESC, rowid LIMIT ?",
+                (w_path, w_title, w_body, expr, n),
+            ).fetchall()
+            best: dict[int, float] = {}
+            for score, rowid in parts:
+                best.setdefault(file_of(rowid), score)
+            if len(best) >= limit or len(parts) < n:
+                break
+            n *= 4
+        top = list(best.items())[:limit]
+        marks = ",".join("?" * len(top))
+        paths = dict(con.execute(f"SELECT id, path FROM files WHERE id IN ({marks})",
+                                 [fid for fid, _ in top]))
+        return [(score, fid, paths[fid]) for fid, score in top if fid in paths]
 
     def matching(self, expr: str) -> set[int]:
         """The ids of the files with a part matching an FTS5 expression (a phrase, a NEAR
         group, an AND)."""
         con = self._connect()
-        sql = f"SELECT DISTINCT rowid >> {PART_BITS} FROM docs WHERE docs MATCH ?"
+        sql = f"SELECT DISTINCT {FILE_OF_ROW} FROM docs WHERE docs MATCH ?"
         return {r[0] for r in con.execute(sql, (expr,))}
 
     def prefixed(self, terms: Iterable[str], limit: int) -> list[str]:
@@ -257,7 +267,7 @@ class RootIndex:
         return [
             r[0]
             for r in con.execute(
-                f"SELECT files.path FROM (SELECT DISTINCT rowid >> {PART_BITS} AS fid FROM docs "
+                f"SELECT files.path FROM (SELECT DISTINCT {FILE_OF_ROW} AS fid FROM docs "
                 "WHERE docs MATCH ?) JOIN files ON files.id = fid LIMIT ?",
                 (expr, limit),
             )

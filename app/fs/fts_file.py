@@ -20,13 +20,30 @@ import stat as stat_mod
 
 SCHEMA = "loomfs-fts-2"
 TOKENIZE = "unicode61 remove_diacritics 2 tokenchars '_'"
-PART_BITS = 16  # a row of `docs` is (file id << PART_BITS) + the part's number
+# A file's text is stored in parts, a row of `docs` each, so SQLite tokenizes a bounded
+# row at a time (`fts_text.py`). Its first part's rowid is the file's id, as when a file was
+# one row: doclists keep their small rowid steps. Its later parts (a file of more than
+# `fts_text.PART_CHARS` characters) live above LATER_PARTS, at (id << PART_BITS) + number.
+PART_BITS = 16
+LATER_PARTS = 1 << 48  # file ids stay far below 2**(63 - PART_BITS)
+FILE_OF_ROW = (
+    f"(CASE WHEN rowid < {LATER_PARTS} THEN rowid ELSE (rowid - {LATER_PARTS}) >> {PART_BITS} END)"
+)
 
 
-def first_row(file_id: int) -> int:
-    """The rowid of a file's first part in `docs`: a file's text is stored in parts, one
-    row each, so SQLite tokenizes a bounded row at a time (`fts_text.py`)."""
-    return file_id << PART_BITS
+def part_row(file_id: int, n: int) -> int:
+    """The rowid in `docs` of part `n` of the file `file_id`."""
+    return file_id if n == 0 else LATER_PARTS + (file_id << PART_BITS) + n
+
+
+def later_parts(file_id: int) -> tuple[int, int]:
+    """The rowids of the file's later parts: from the first, to the end (excluded)."""
+    return part_row(file_id, 1), LATER_PARTS + ((file_id + 1) << PART_BITS)
+
+
+def file_of(rowid: int) -> int:
+    """The file id a rowid of `docs` belongs to (SQL: FILE_OF_ROW)."""
+    return rowid if rowid < LATER_PARTS else (rowid - LATER_PARTS) >> PART_BITS
 
 
 def create_tables(con: sqlite3.Connection) -> None:

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from app.fs import fts_text, tokens
-from app.fs.fts_file import first_row
+from app.fs.fts_file import later_parts, part_row
 from app.fs.fts_root import Signature, open_listed, stale, storable
 from app.security.walk import WalkDir
 
@@ -129,10 +129,8 @@ class RefreshPass:
         return len(gone)
 
     def _drop_parts(self, rowid: int) -> None:
-        first = first_row(rowid)
-        self.con.execute(
-            "DELETE FROM docs WHERE rowid >= ? AND rowid < ?", (first, first_row(rowid + 1))
-        )
+        self.con.execute("DELETE FROM docs WHERE rowid = ?", (rowid,))
+        self.con.execute("DELETE FROM docs WHERE rowid >= ? AND rowid < ?", later_parts(rowid))
 
     def _index(self, rel: str, name: str, dir_fd: int, old: Known | None) -> Known | None:
         """Write one file's rows, its text read again: the stored row (`old` when the file
@@ -175,12 +173,11 @@ class RefreshPass:
             texts: Iterable[tuple[str, str]] = [(tokens.title_of(rel, ""), "")]
         else:
             texts = fts_text.parts(fd, self.per_file, rel, self.check)
-        first = first_row(rowid)
         try:
             for n, (title, body) in enumerate(texts):
                 self.con.execute(
                     "INSERT INTO docs (rowid, path, title, body) VALUES (?, ?, ?, ?)",
-                    (first + n, path, title, body),
+                    (part_row(rowid, n), path, title, body),
                 )
                 self.text += len(body)
                 self.batch += len(body)

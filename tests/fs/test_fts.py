@@ -55,8 +55,8 @@ def stored_text(index: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     with contextlib.closing(sqlite3.connect(index)) as con:
         for path, body in con.execute(
-            "SELECT files.path, docs.body FROM docs JOIN files "
-            f"ON files.id = docs.rowid >> {fts.PART_BITS} ORDER BY docs.rowid"
+            f"SELECT files.path, d.body FROM (SELECT rowid AS r, {fts.FILE_OF_ROW} AS fid, body "
+            "FROM docs) AS d JOIN files ON files.id = d.fid ORDER BY d.r"
         ):
             out[path] = out.get(path, "") + body
     return out
@@ -135,6 +135,27 @@ def test_other_forms_of_a_word_are_found_after_the_same_form(
     got = found(reg, query)
     assert got[0] == f"main/{first}"
     assert f"main/{also}" in got
+
+
+def test_a_file_longer_than_a_part_is_found_by_a_word_of_any_part_once(
+    reg: Registry, tree: Path, tmp_path: Path
+) -> None:
+    """A file is stored in parts of about PART_CHARS characters; each is searched, the file
+    is listed once, by its best part, and a change drops every part."""
+    filler = "ordinary words fill the page\n" * (3 * fts_text.PART_CHARS // 29)
+    (tree / "long.txt").write_text("walrus at the start\n" + filler + "narwhal at the end\n")
+    (tree / "short.txt").write_text("a narwhal\n")
+    assert found(reg, "walrus") == ["main/long.txt"]
+    assert sorted(found(reg, "narwhal")) == ["main/long.txt", "main/short.txt"]
+    (index,) = index_files(tmp_path)
+    with contextlib.closing(sqlite3.connect(index)) as con:
+        assert con.execute("SELECT count(*) FROM docs").fetchone()[0] >= 4  # parts + short
+    assert stored_text(index)["long.txt"] == fts_text.prepare((tree / "long.txt").read_text())
+    (tree / "long.txt").write_text("a short file now\n")
+    assert found(reg, "narwhal") == ["main/short.txt"]
+    with contextlib.closing(sqlite3.connect(index)) as con:
+        rows = con.execute("SELECT (SELECT count(*) FROM docs), count(*) FROM files").fetchone()
+    assert rows[0] == rows[1]  # one row a file again
 
 
 def test_a_word_prefix_is_found_after_the_whole_words(reg: Registry, tree: Path) -> None:

@@ -4,9 +4,10 @@ its write-ahead log, its shared memory, the audit log), while the server runs.
 
 Through the real tools: a live server (uvicorn on a free port) and the MCP SDK
 client call `search` and `reload_config`; the test reads the state directory's
-raw bytes for a word planted in one file. The word is all lowercase letters and
-no other word of the tree begins with its letter, so SQLite stores it whole
-(FTS5 writes a term as the suffix it does not share with the term before it).
+raw bytes for a word planted in one file's text (a file of two parts) and one in
+another file's name. Each word is all lowercase letters and no other word of the
+tree begins with its letter, so SQLite stores it whole (FTS5 writes a term as the
+suffix it does not share with the term before it).
 See app/fs/fts_forget.py for where deleted text hides and how each place is
 emptied.
 """
@@ -31,6 +32,7 @@ from tests.kit import roots_toml
 from tests.live import LiveServer, live_server, text_of
 
 SECRET = "zqxjvwkplanetsecret"
+NAMED = "yqvjxkwnamesecret"  # a word only in a file's name
 WriteConfig = Callable[..., Path]
 
 
@@ -52,7 +54,10 @@ def plant(root: Path) -> None:
     root.mkdir()
     for i in range(300):
         (root / f"note{i:03}.txt").write_text(f"budget memo {i} " + "plain words here " * 40)
-    (root / "plan.txt").write_text(f"budget figures {SECRET} for the board\n" * 20)
+    # Longer than a part (fts_text.PART_CHARS): the word is in its first and last parts.
+    lines = f"budget figures {SECRET} for the board\n" * 20 + "the board met again\n" * 8000
+    (root / "plan.txt").write_text(lines + f"{SECRET}\n")
+    (root / f"{NAMED}.txt").write_text("budget figures, by name\n")
 
 
 def config(write_config: WriteConfig, tmp_path: Path, root: Path, deny: list[str]) -> Path:
@@ -97,17 +102,23 @@ async def test_the_state_directory_holds_no_text_of_a_file_gone_from_the_index(
     cfg = config(write_config, tmp_path, root, deny)
     state = tmp_path / "state"
     with live_server(cfg) as srv:
-        assert "main/plan.txt" in await search_ids(srv, "budget figures")
-        assert holding(state, SECRET)  # the reader sees the word where the index keeps it
+        found = await search_ids(srv, "budget figures")
+        assert {"main/plan.txt", f"main/{NAMED}.txt"} <= set(found)
+        # The reader sees the words where the index keeps them.
+        assert holding(state, SECRET) and holding(state, NAMED)
+        gone = ["plan.txt", f"{NAMED}.txt"]
         if action == "deny":
-            config(write_config, tmp_path, root, ["plan.txt"])
+            config(write_config, tmp_path, root, gone)
             await reload(srv)
-        elif action == "delete":
-            (root / "plan.txt").unlink()
-        else:
-            os.rename(root / "plan.txt", root / "plan.hidden")
-        assert "main/plan.txt" not in await search_ids(srv, "budget figures")
+        for name in gone if action != "deny" else []:
+            if action == "delete":
+                (root / name).unlink()
+            else:
+                os.rename(root / name, root / (name + ".hidden"))
+        found = await search_ids(srv, "budget figures")
+        assert not {"main/plan.txt", f"main/{NAMED}.txt"} & set(found)
         assert holding(state, SECRET) == []
+        assert holding(state, NAMED) == []
         assert await search_ids(srv, "memo")  # the rest is still indexed
 
 
