@@ -25,16 +25,15 @@ repetitive lines (difflib over the whole file: 20 s).
 from __future__ import annotations
 
 import argparse
-import json
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._child import Figures, figures, print_medians, run_child
 
 REPO = str(Path(__file__).resolve().parent.parent)
 MIB = 1 << 20
@@ -223,35 +222,16 @@ if expr.startswith("edit("):
     expr = edit(name, share)
 
 
-def status(key):
-    with open("/proc/self/status") as f:
-        for row in f:
-            if row.startswith(key + ":"):
-                return int(row.split()[1])  # kB
-
-
 read_text_file(root, "small.txt", start=1, end=10, tail=None, cap=cap)  # warm up
 search_text(root, TextOptions(query="one", file_glob="small.txt", case_sensitive=True, offset=0,
                               limit=5, cap=cap, file_limit=BUDGET, budget=1 << 20), NoControl())
-with open("/proc/self/clear_refs", "w") as f:
-    f.write("5")
-before = status("VmRSS")
-c0, w0 = time.process_time(), time.perf_counter()
-value = eval(expr)
-cpu, wall = time.process_time() - c0, time.perf_counter() - w0
-grown = (status("VmHWM") - before) / 1024
-print(json.dumps({{"cpu_s": cpu, "wall_s": wall, "rss_growth_mib": grown, "value": repr(value)}}))
+measure(lambda: eval(expr))
 """
 
 
-def run_case(name: str, folder: str) -> dict[str, float | str]:
+def run_case(name: str, folder: str) -> Figures:
     code = CHILD.format(repo=REPO, folder=folder, budget=BUDGET, expr=CASES[name])
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, check=False
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"case {name} failed:\n{out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return figures(name, run_child(code, timeout=300))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -263,14 +243,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="loomfs-worst-") as tmp:
         folder = os.path.realpath(tmp)
         build(Path(folder))
-        print(f"{'case':32} {'CPU s':>8} {'wall s':>8} {'RSS growth MiB':>15}  value")
-        for name in names:
-            runs = [run_case(name, folder) for _ in range(args.runs)]
-            cpu = statistics.median(float(r["cpu_s"]) for r in runs)
-            wall = statistics.median(float(r["wall_s"]) for r in runs)
-            rss = statistics.median(float(r["rss_growth_mib"]) for r in runs)
-            print(f"{name:32} {cpu:8.3f} {wall:8.3f} {rss:15.1f}  {runs[-1]['value']}", flush=True)
-    print(f"(median of {args.runs} child processes per case; bound: seconds of CPU, tens of MiB)")
+        print_medians(names, lambda name: run_case(name, folder), args.runs,
+                      "seconds of CPU, tens of MiB")
     return 0
 
 

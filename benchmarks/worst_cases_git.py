@@ -25,14 +25,14 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._child import figures, print_medians, run_child
 
 REPO = str(Path(__file__).resolve().parent.parent)
 
@@ -136,32 +136,24 @@ def follow(tool, **kw):
     return f"gave up after {{calls}} calls, {{shown}} shown"
 
 
-def status(key):
-    with open("/proc/self/status") as f:
-        for row in f:
-            if row.startswith(key + ":"):
-                return int(row.split()[1])  # kB
-
-
 try:  # warm up on the plain repository
     log(limit=5), show(commit="HEAD"), show(commit="HEAD", path="f.txt"), diff(target="HEAD")
 except LoomError:
     pass
 root = root_at({folder!r})
-with open("/proc/self/clear_refs", "w") as f:
-    f.write("5")
-before = status("VmRSS")
-c0, w0 = time.process_time(), time.perf_counter()
-try:
-    value = eval({expr!r})
-    value = value if isinstance(value, str) else brief(value)
-except LoomError as exc:
-    value = "error: " + exc.message[:100]
-except Exception as exc:  # what the server answers "internal error" for
-    value = "internal error: " + type(exc).__name__
-cpu, wall = time.process_time() - c0, time.perf_counter() - w0
-grown = (status("VmHWM") - before) / 1024
-print(json.dumps({{"cpu_s": cpu, "wall_s": wall, "rss_growth_mib": grown, "value": str(value)}}))
+
+
+def attempt():
+    try:
+        value = eval({expr!r})
+        return value if isinstance(value, str) else brief(value)
+    except LoomError as exc:
+        return "error: " + exc.message[:100]
+    except Exception as exc:  # what the server answers "internal error" for
+        return "internal error: " + type(exc).__name__
+
+
+measure(attempt, show=str)
 """
 
 
@@ -183,12 +175,7 @@ def run_case(name: str, folder: str, probes: dict[str, dict[str, str | None]]
     code = CHILD.format(repo=REPO, folder=os.path.join(folder, shape),
                         plain=os.path.join(folder, "plain"), expr=expr,
                         probe=json.dumps(probes[shape]))
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=600, check=False
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"case {name} failed:\n{out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return figures(name, run_child(code, timeout=600))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -200,14 +187,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="loomfs-worst-git-") as tmp:
         folder = os.path.realpath(tmp)
         probes = build(Path(folder), {CASES[n][0] for n in names})
-        print(f"{'case':32} {'CPU s':>8} {'wall s':>8} {'RSS growth MiB':>15}  answer")
-        for name in names:
-            runs = [run_case(name, folder, probes) for _ in range(args.runs)]
-            cpu = statistics.median(float(r["cpu_s"]) for r in runs)
-            wall = statistics.median(float(r["wall_s"]) for r in runs)
-            rss = statistics.median(float(r["rss_growth_mib"]) for r in runs)
-            print(f"{name:32} {cpu:8.3f} {wall:8.3f} {rss:15.1f}  {runs[-1]['value']}", flush=True)
-    print(f"(median of {args.runs} child processes per case; bound: seconds of CPU, under 64 MiB)")
+        print_medians(names, lambda name: run_case(name, folder, probes), args.runs,
+                      "seconds of CPU, under 64 MiB", last="answer")
     return 0
 
 

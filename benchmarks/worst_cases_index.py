@@ -26,12 +26,9 @@ files, deep paths, and the mix of three such files that once reached 312 MB.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import signal
-import statistics
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -39,6 +36,8 @@ from pathlib import Path
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._child import figures, print_medians, run_child
 
 REPO = str(Path(__file__).resolve().parent.parent)
 MIB = 1 << 20
@@ -171,27 +170,13 @@ def registry(root, state):
     return Registry(cfg, audit=False)
 
 
-def status(key):
-    with open("/proc/self/status") as f:
-        for row in f:
-            if row.startswith(key + ":"):
-                return int(row.split()[1])  # kB
-
-
 if {scan!r}:  # the search without an index, as when SQLite has no FTS5
     from app.fs import fts
     fts._fts5 = "forced by the benchmark"
 dr.search(registry({folder!r} + "/_warm", {state!r} + "/warm").current, "needle", NoControl())
 reg = registry({folder!r} + "/" + {name!r}, {state!r} + "/case")
-with open("/proc/self/clear_refs", "w") as f:
-    f.write("5")
-before = status("VmRSS")
-c0, w0 = time.process_time(), time.perf_counter()
-data = dr.search(reg.current, {query!r}, NoControl())
-cpu, wall = time.process_time() - c0, time.perf_counter() - w0
-grown = (status("VmHWM") - before) / 1024
-value = (len(data["results"]), data.get("note", "")[:80])
-print(json.dumps({{"cpu_s": cpu, "wall_s": wall, "rss_growth_mib": grown, "value": repr(value)}}))
+measure(lambda: dr.search(reg.current, {query!r}, NoControl()),
+        show=lambda data: repr((len(data["results"]), data.get("note", "")[:80])))
 """
 
 
@@ -203,16 +188,11 @@ def run_case(name: str, folder: str, scan: bool = False) -> dict[str, float | st
             repo=REPO, folder=folder, state=state, name=name, query=CASES[name][1], budget=BUDGET,
             cpu=CPU_LIMIT_S, memory=MEMORY_LIMIT, scan=scan,
         )
-        out = subprocess.run(
-            [sys.executable, "-c", code], capture_output=True, text=True, timeout=600,
-            check=False,
-        )
+        out = run_child(code, timeout=600)
     if out.returncode in (-signal.SIGXCPU, -signal.SIGKILL):
         return {"cpu_s": float(CPU_LIMIT_S), "wall_s": 0.0, "rss_growth_mib": 0.0,
                 "value": f"killed at the CPU limit ({CPU_LIMIT_S} s)"}
-    if out.returncode != 0:
-        raise RuntimeError(f"case {name} failed:\n{out.stderr[-2000:]}")
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    return figures(name, out)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -225,14 +205,8 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="loomfs-worst-index-") as tmp:
         folder = os.path.realpath(tmp)
         build(Path(folder), names)
-        print(f"{'case':32} {'CPU s':>8} {'wall s':>8} {'RSS growth MiB':>15}  value")
-        for name in names:
-            runs = [run_case(name, folder, args.scan) for _ in range(args.runs)]
-            cpu = statistics.median(float(r["cpu_s"]) for r in runs)
-            wall = statistics.median(float(r["wall_s"]) for r in runs)
-            rss = statistics.median(float(r["rss_growth_mib"]) for r in runs)
-            print(f"{name:32} {cpu:8.3f} {wall:8.3f} {rss:15.1f}  {runs[-1]['value']}", flush=True)
-    print(f"(median of {args.runs} child processes per case; bound: seconds of CPU, < 64 MiB)")
+        print_medians(names, lambda name: run_case(name, folder, args.scan), args.runs,
+                      "seconds of CPU, < 64 MiB")
     return 0
 
 
