@@ -11,7 +11,8 @@ import contextlib
 import os
 import shutil
 import stat
-from collections.abc import Iterator
+import threading
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 from mcp import ClientSession
 
+from app.errors import LoomError
 from app.security import SecureRoot
 from tests.kit import config_file, loaded_root, roots_toml
 from tests.live import LiveServer, live_server
@@ -173,3 +175,44 @@ def umask(value: int) -> Iterator[int]:
         yield value
     finally:
         os.umask(old)
+
+
+def race(n: int, action: Callable[[int], object]) -> tuple[list[int], list[str]]:
+    """action(i) in n threads released together by a barrier: (winners, refusal texts)."""
+    barrier = threading.Barrier(n)
+    won: list[int] = []
+    refused: list[str] = []
+
+    def run(i: int) -> None:
+        barrier.wait()
+        try:
+            action(i)
+            won.append(i)
+        except LoomError as exc:
+            refused.append(exc.message)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    return won, refused
+
+
+class Cancelled(Exception):
+    pass
+
+
+class CancelAfter:
+    """A call's control whose client goes away after `n` checks."""
+
+    def __init__(self, n: int) -> None:
+        self.left = n
+
+    def check(self) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise Cancelled()
+
+    def progress(self, *a: Any) -> None:
+        pass

@@ -30,6 +30,7 @@ from app.corpus import ranked
 from app.fs import fts, fts_text, tokens
 from app.fs.paging import NoControl
 from app.registry import Registry
+from tests.fs.conftest import CancelAfter, Cancelled
 from tests.kit import RootOptions, roots_toml
 
 WriteConfig = Callable[..., Path]
@@ -526,25 +527,6 @@ def test_a_name_that_is_not_utf8_is_left_out_and_the_rest_is_found(
     (tree / "ok.txt").write_text("quokka\n")
     (tree / "mixed.txt").write_bytes(b"quokka \xed\xa0\x80 invalid bytes in the text\n")
     assert sorted(found(reg, "quokka")) == ["main/mixed.txt", "main/ok.txt"]
-
-
-class Cancelled(Exception):
-    pass
-
-
-class CancelAfter:
-    """A call's control whose client goes away after `n` checks."""
-
-    def __init__(self, n: int) -> None:
-        self.left = n
-
-    def check(self) -> None:
-        self.left -= 1
-        if self.left < 0:
-            raise Cancelled()
-
-    def progress(self, *a: Any) -> None:
-        pass
 
 
 def test_a_cancelled_build_keeps_its_committed_batches(

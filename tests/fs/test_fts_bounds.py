@@ -33,6 +33,7 @@ from app.corpus import deep_research as dr
 from app.fs import documents, fts, fts_refresh, fts_text, textio, tokens
 from app.registry import Registry
 from benchmarks.worst_cases_index import CASES, build, run_case
+from tests.fs.conftest import CancelAfter, Cancelled
 from tests.kit import roots_toml
 
 RSS_BOUND_MIB = 64.0
@@ -225,23 +226,6 @@ def test_the_scan_counts_in_windows_what_it_would_count_in_the_whole_text(
 
 
 # -- a refresh looks at the clock and the cancel flag by text read, not only by entries --
-
-
-class Cancelled(Exception):
-    pass
-
-
-class CancelAfter:
-    def __init__(self, n: int) -> None:
-        self.left = n
-
-    def check(self) -> None:
-        self.left -= 1
-        if self.left < 0:
-            raise Cancelled()
-
-    def progress(self, *a: Any) -> None:
-        pass
 
 
 def test_a_build_of_a_few_large_files_is_cancelled_between_them(

@@ -25,35 +25,13 @@ from app.fs import edit as edit_mod
 from app.fs import write as write_mod
 from app.fs.edit import TextEdit
 from app.fs.locks import TABLE
-from tests.fs.conftest import call, populated_ws
+from tests.fs.conftest import call, populated_ws, race
 
 ROUNDS = 40
 WRITERS = 6
 SESSIONS = 5
 CHANGED = "file changed since it was read"
 BASE = "".join(f"line {i}\n" for i in range(20))
-
-
-def _race(n: int, action: Callable[[int], object]) -> tuple[list[int], list[str]]:
-    """action(i) in n threads released together by a barrier: (winners, refusal texts)."""
-    barrier = threading.Barrier(n)
-    won: list[int] = []
-    refused: list[str] = []
-
-    def run(i: int) -> None:
-        barrier.wait()
-        try:
-            action(i)
-            won.append(i)
-        except LoomError as exc:
-            refused.append(exc.message)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=60)
-    return won, refused
 
 
 def _edit_of(i: int) -> list[TextEdit]:
@@ -80,7 +58,7 @@ def test_concurrent_edits_with_one_expected_hash_have_exactly_one_winner(tmp_pat
     for rnd in range(ROUNDS):
         target.write_text(BASE)
         sha = listing.stat_path(root, "shared.txt").sha256
-        won, refused = _race(WRITERS, functools.partial(_edit, root, sha))
+        won, refused = race(WRITERS, functools.partial(_edit, root, sha))
         assert len(won) == 1, f"round {rnd}: {len(won)} writers were told 'edited'"
         assert refused == [CHANGED] * (WRITERS - 1), refused
         w = won[0]
@@ -94,7 +72,7 @@ def test_concurrent_overwrites_with_one_expected_hash_have_exactly_one_winner(tm
     for rnd in range(ROUNDS):
         target.write_text(BASE)
         sha = listing.stat_path(root, "dir/shared.txt").sha256
-        won, refused = _race(WRITERS, functools.partial(_overwrite, root, sha))
+        won, refused = race(WRITERS, functools.partial(_overwrite, root, sha))
         assert len(won) == 1, f"round {rnd}: {len(won)} writers were told 'written'"
         assert refused == [CHANGED] * (WRITERS - 1), refused
         assert target.read_text() == f"writer {won[0]}\n"
@@ -125,7 +103,7 @@ def test_edits_meeting_between_the_last_check_and_the_rename_still_have_one_winn
         return checked_then_wait
 
     monkeypatch.setattr(edit_mod, "unchanged_guard", slow_guard)
-    won, refused = _race(WRITERS, lambda i: edit_mod.edit_file(
+    won, refused = race(WRITERS, lambda i: edit_mod.edit_file(
         root, "shared.txt", _edit_of(i), max_output_chars=4000, expected_sha256=sha))
     assert len(won) == 1, won
     assert refused == [CHANGED] * (WRITERS - 1)
@@ -136,7 +114,7 @@ def test_concurrent_overwrites_of_a_new_name_all_succeed(tmp_path: Path, attempt
     """overwrite=true on a name that does not exist yet: each writer creates or replaces the
     file, none is told to pass overwrite=true (which it did)."""
     disk, root = populated_ws(tmp_path)
-    won, refused = _race(8, lambda i: write_mod.write_file(
+    won, refused = race(8, lambda i: write_mod.write_file(
         root, "new/same.txt", f"writer {i}\n", overwrite=True))
     assert refused == [] and len(won) == 8
     assert (disk.ws / "new" / "same.txt").read_text() in {f"writer {i}\n" for i in range(8)}
@@ -186,7 +164,7 @@ def test_crossed_moves_and_deletes_never_deadlock(tmp_path: Path):
             lambda: edit_mod.edit_file(root, "a.txt", [TextEdit(old_text="a", new_text="A")],
                                        max_output_chars=2000),
         ]
-        won, refused = _race(len(ops), functools.partial(_nth, ops))
+        won, refused = race(len(ops), functools.partial(_nth, ops))
         assert len(won) + len(refused) == len(ops), f"round {rnd}: a thread never ended"
     assert len(TABLE) == 0
 

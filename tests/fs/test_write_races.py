@@ -23,7 +23,7 @@ from app.fs import trash
 from app.fs import write as write_mod
 from app.fs.edit import TextEdit
 from app.security import openat2
-from tests.fs.conftest import make_disk, populate, populated_ws, roots_config
+from tests.fs.conftest import make_disk, populate, populated_ws, race, roots_config
 from tests.kit import loaded_root
 
 RACE_SECONDS = 1.2
@@ -154,33 +154,11 @@ def test_swapping_a_parent_for_an_outside_link_never_reaches_outside(
     assert len(found) == 1 and found[0].read_text() == "moving\n"
 
 
-def _race(n: int, action) -> tuple[list[int], list[str]]:
-    """Run action(i) in n threads released at once: (winners, refusal messages)."""
-    barrier = threading.Barrier(n)
-    won: list[int] = []
-    refused: list[str] = []
-
-    def run(i: int) -> None:
-        barrier.wait()
-        try:
-            action(i)
-            won.append(i)
-        except LoomError as exc:
-            refused.append(exc.message)
-
-    threads = [threading.Thread(target=run, args=(i,)) for i in range(n)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
-    return won, refused
-
-
 @pytest.mark.parametrize("attempt", range(3))
 def test_concurrent_creates_of_one_name_leave_exactly_one_winner(tmp_path: Path, attempt):
     disk, root = populated_ws(tmp_path)
     n = 8
-    won, refused = _race(n, lambda i: write_mod.write_file(root, "new/same.txt", f"writer {i}\n"))
+    won, refused = race(n, lambda i: write_mod.write_file(root, "new/same.txt", f"writer {i}\n"))
     assert len(won) == 1, (won, refused)
     assert refused == ["'new/same.txt' already exists; pass overwrite=true to replace it"] * (n - 1)
     assert (disk.ws / "new" / "same.txt").read_text() == f"writer {won[0]}\n"
@@ -193,7 +171,7 @@ def test_concurrent_moves_onto_one_name_never_overwrite(tmp_path: Path, attempt)
     n = 8
     for i in range(n):
         (disk.ws / f"src{i}.txt").write_text(f"source {i}\n")
-    won, refused = _race(n, lambda i: move_mod.move_file(root, f"src{i}.txt", "dest.txt"))
+    won, refused = race(n, lambda i: move_mod.move_file(root, f"src{i}.txt", "dest.txt"))
     assert len(won) == 1, (won, refused)
     assert all("destination 'dest.txt' already exists" in m for m in refused)
     assert (disk.ws / "dest.txt").read_text() == f"source {won[0]}\n"

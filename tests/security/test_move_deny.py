@@ -23,7 +23,7 @@ from app.fs import move, trash
 from app.fs import read as read_mod
 from app.security.deny import DenyRules
 from tests.kit import roots_toml
-from tests.live import live_server
+from tests.live import LiveServer, live_server
 from tests.security.conftest import make_root
 
 DENY = ["config/prod.yaml", "a/b", "con*/keys/*.txt", "*/deep.yaml"]
@@ -85,6 +85,24 @@ def test_deleting_an_ancestor_keeps_the_content_denied(tmp_path: Path) -> None:
                                 cap=1000)
 
 
+Calls = tuple[tuple[str, dict[str, str]], ...]
+
+
+def _answers(srv: LiveServer, calls: Calls) -> list[tuple[bool, str]]:
+    """(is an error, text) of each tool call, in one session, in order."""
+
+    async def main() -> list[tuple[bool, str]]:
+        out = []
+        async with srv.session() as s:
+            for name, args in calls:
+                r = await s.call_tool(name, args)
+                out.append((bool(r.is_error), " ".join(getattr(c, "text", "")
+                                                       for c in r.content)))
+        return out
+
+    return anyio.run(main)
+
+
 def test_the_issue_sequence_over_http(tmp_path: Path) -> None:
     """Root `src` (sourcecode) with deny = ["config/prod.yaml"]: move config -> config2,
     then read config2/prod.yaml."""
@@ -95,22 +113,12 @@ def test_the_issue_sequence_over_http(tmp_path: Path) -> None:
     cfg.write_text(roots_toml(("src", top, "sourcecode", {"deny": ["config/prod.yaml"]}),
                               audit_log=tmp_path / "state" / "audit.log"))
     with live_server(cfg) as srv:
-
-        async def main() -> list[tuple[bool, str]]:
-            out = []
-            async with srv.session() as s:
-                for name, args in (
-                    ("read_text_file", {"path": "config/prod.yaml"}),
-                    ("move_file", {"source": "config", "destination": "config2"}),
-                    ("read_text_file", {"path": "config2/prod.yaml"}),
-                    ("search_text", {"query": "SECRET"}),
-                ):
-                    r = await s.call_tool(name, args)
-                    text = " ".join(getattr(c, "text", "") for c in r.content)
-                    out.append((r.is_error, text))
-            return out
-
-        answers = anyio.run(main)
+        answers = _answers(srv, (
+            ("read_text_file", {"path": "config/prod.yaml"}),
+            ("move_file", {"source": "config", "destination": "config2"}),
+            ("read_text_file", {"path": "config2/prod.yaml"}),
+            ("search_text", {"query": "SECRET"}),
+        ))
     assert answers[0][0] and "matches deny pattern 'config/prod.yaml'" in answers[0][1]
     assert answers[1][0] and "deny pattern 'config/prod.yaml'" in answers[1][1]
     assert answers[2][0]  # config2 does not exist: nothing moved
@@ -156,23 +164,13 @@ def test_a_folder_that_cannot_be_listed_is_not_moved_over_http(tmp_path, monkeyp
     cfg.write_text(roots_toml(("ws2", top, "workspace", {"deny": ["/vault/prod.yaml"]}),
                               audit_log=tmp_path / "state" / "audit.log"))
     with live_server(cfg) as srv:
-
-        async def main() -> list[tuple[bool, str]]:
-            out = []
-            async with srv.session() as s:
-                for name, args in (
-                    ("read_text_file", {"path": "vault/prod.yaml"}),
-                    ("move_file", {"source": "vault", "destination": "v2"}),
-                    ("read_text_file", {"path": "v2/prod.yaml"}),
-                ):
-                    r = await s.call_tool(name, args)
-                    out.append((bool(r.is_error), " ".join(getattr(c, "text", "")
-                                                           for c in r.content)))
-            return out
-
         try:
             _unlistable(monkeypatch, top, how)
-            answers = anyio.run(main)
+            answers = _answers(srv, (
+                ("read_text_file", {"path": "vault/prod.yaml"}),
+                ("move_file", {"source": "vault", "destination": "v2"}),
+                ("read_text_file", {"path": "v2/prod.yaml"}),
+            ))
         finally:
             monkeypatch.undo()
             (top / "vault").chmod(0o755)
