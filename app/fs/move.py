@@ -41,7 +41,7 @@ from app.errors import (
     OSRefusal,
     os_error,
 )
-from app.fs.atomic import fsync_dir, lstat_at, rename_noreplace
+from app.fs.atomic import fsync_dir, rename_noreplace
 from app.fs.exposure import refuse_exposing
 from app.fs.locks import changing
 from app.security.resolve import Parent, SecureRoot
@@ -96,7 +96,7 @@ def _move(
     root: SecureRoot, src: Parent, dst: Parent, overwrite: bool, op: str
 ) -> tuple[str, bool]:
     """The checks and the rename, both entries' keys held: (what moved, replaced a file)."""
-    s_st = lstat_at(src.fd, src.name)
+    s_st = src.lstat()
     if s_st is None:
         raise NotFound(f"no such file or directory: '{src.rel}'")
     kind = kind_of_mode(s_st.st_mode)
@@ -108,7 +108,7 @@ def _move(
         except LoomError as exc:
             root.record("DENY", src.rel, op, exc)  # the audit log says why
             raise
-    d_st = lstat_at(dst.fd, dst.name)
+    d_st = dst.lstat()
     if d_st is None:
         rename_noreplace(src.fd, src.name, dst.fd, dst.name)
         return kind, False

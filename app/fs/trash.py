@@ -26,7 +26,7 @@ from datetime import datetime, timezone
 from pydantic import BaseModel
 
 from app.errors import LoomError, NotFound, OSRefusal, os_error
-from app.fs.atomic import fsync_dir, lstat_at, rename_noreplace
+from app.fs.atomic import fsync_dir, rename_noreplace
 from app.fs.locks import changing
 from app.security.paths import join
 from app.security.resolve import DIR_FLAGS, SecureRoot
@@ -70,7 +70,7 @@ def _new_stamp_dir(trash_fd: int, base: str) -> str:
 def delete(root: SecureRoot, path: str, *, now: datetime | None = None) -> DeleteResult:
     op = "delete"
     with root.open_parent(path, op=op, perm="delete") as parent, changing(parent):
-        if lstat_at(parent.fd, parent.name) is None:
+        if parent.lstat() is None:
             raise NotFound(f"no such file or directory: '{parent.rel}'")
         trash_fd = open_trash(root)
         made: list[tuple[int, str]] = []  # (dir fd, name) of what we created, to undo
