@@ -170,7 +170,10 @@ class Registry:
         # The file at the config path is the config, even when this load refuses it.
         loaded = config_mod.load(self.config_path, hold=self.protected.hold_fd)
         token, token_paths = self._read_token(loaded)
-        self.protected.hold_paths(self._other_tokens)
+        try:
+            self.protected.hold_paths(self._other_tokens)
+        except OSError as exc:
+            raise ConfigError(f"token file: cannot be held ({exc.strerror})") from None
         if len(self.protected) > MAX_HELD:
             raise ConfigError(
                 f"the server already holds {len(self.protected)} of its own old files (config, "

@@ -60,7 +60,6 @@ RELIED_ON: tuple[Relied, ...] = (
     Relied(StreamableHTTPSessionManager, "_admit_session", ("requestor",)),
     Relied(StreamableHTTPSessionManager, "_server_instances", dict),
     Relied(StreamableHTTPSessionManager, "_session_owners", dict),
-    Relied(StreamableHTTPServerTransport, "_requests_in_flight", int),
 )
 
 
@@ -154,7 +153,3 @@ def set_admission(manager: StreamableHTTPSessionManager, admit: Admit) -> None:
     """Make `admit` decide new sessions; it is called under the manager's creation lock."""
     manager._admit_session = admit  # type: ignore[method-assign, assignment]
 
-
-def requests_in_flight(transport: Transport) -> int:
-    """Requests the session's transport is serving now (an open GET stream counts)."""
-    return transport._requests_in_flight

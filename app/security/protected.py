@@ -31,6 +31,7 @@ attribute assignments. Not protected against: a file the server never opened
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import threading
@@ -54,6 +55,11 @@ SWEEP_SECONDS = 30.0
 _HOLD_FLAGS = getattr(os, "O_PATH", os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)) | getattr(
     os, "O_CLOEXEC", 0
 )
+
+
+# Why a path can name no file to hold: nothing there, or nothing any root can reach.
+_NOT_THERE = frozenset({errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.ELOOP,
+                        errno.ENAMETOOLONG})
 
 
 def _close_all(held: dict[Identity, int]) -> None:
@@ -116,14 +122,20 @@ class Protected:
         return self._adopt(os.dup(fd))
 
     def hold_paths(self, paths: Iterable[str | None]) -> None:
-        """Protect the files at these paths as they are now (a missing one: nothing)."""
+        """Protect the files at these paths as they are now (a missing one: nothing).
+
+        Raises OSError when a file cannot be opened for another reason than its absence
+        (no descriptor left): it cannot be held, and the caller refuses rather than let
+        it stay protected by its path only."""
         for path in paths:
             if not path:
                 continue
             try:
                 fd = os.open(path, _HOLD_FLAGS)
-            except OSError:
-                continue
+            except OSError as exc:
+                if exc.errno in _NOT_THERE:
+                    continue
+                raise
             self._adopt(fd)
 
     def sweep(self) -> int:

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import errno
 import os
+import resource
 from pathlib import Path
+
+import pytest
 
 from app.security.protected import Protected
 
@@ -102,3 +106,30 @@ def test_sweep_due_waits_and_close_lets_go_of_everything(tmp_path: Path) -> None
     p.hold_paths([str(tmp_path / "b")])
     p.close()
     assert len(p) == 0 and p.ids == frozenset()
+
+
+def test_a_file_that_cannot_be_opened_for_want_of_descriptors_is_not_passed_over(
+    tmp_path: Path,
+) -> None:
+    """A missing file is nothing to hold, but EMFILE is a check that cannot look: it
+    raises (the load refuses) rather than leave the file protected by its path only."""
+    (tmp_path / "token").write_text("t")
+    p = Protected()
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    filler: list[int] = []
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(soft, 1024), hard))
+    try:
+        with pytest.raises(OSError) as caught:
+            while True:
+                filler.append(os.open(os.devnull, os.O_RDONLY))
+        assert caught.value.errno == errno.EMFILE
+        with pytest.raises(OSError) as refused:
+            p.hold_paths([str(tmp_path / "missing"), str(tmp_path / "token")])
+        assert refused.value.errno == errno.EMFILE
+    finally:
+        for fd in filler:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert len(p) == 0
+    p.hold_paths([str(tmp_path / "missing"), str(tmp_path / "token")])
+    assert p.hit(os.stat(tmp_path / "token"))

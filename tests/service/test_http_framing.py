@@ -148,3 +148,45 @@ def test_generated_framing_is_served_under_the_caps_and_cut_off_over_them(
         event("framing over its cap")
         assert 200 not in statuses, statuses  # the connection was closed before /healthz
     assert (status_kib(proc.pid, "VmHWM") - before) / 1024 < BOUND_MIB
+
+
+# --- framing that lies: refused before anything is served, and nothing after it is parsed
+
+_POST = b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+_SMUGGLED = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n"
+LIES = {
+    "content-length then chunked": _POST + b"Content-Length: 5\r\nTransfer-Encoding: chunked"
+    b"\r\n\r\n5\r\nhello\r\n0\r\n\r\n" + _SMUGGLED,
+    "chunked then content-length": _POST + b"Transfer-Encoding: chunked\r\nContent-Length: 3"
+    b"\r\n\r\n5\r\nhello\r\n0\r\n\r\n" + _SMUGGLED,
+    "two content-lengths": _POST + b"Content-Length: 5\r\nContent-Length: 6\r\n\r\nhello!",
+    "negative content-length": _POST + b"Content-Length: -5\r\n\r\nhello",
+    "signed content-length": _POST + b"Content-Length: +5\r\n\r\nhello" + _SMUGGLED,
+    "negative chunk size": _POST + b"Transfer-Encoding: chunked\r\n\r\n-5\r\nhello\r\n0\r\n\r\n",
+    "chunk size over 64 bits": _POST + b"Transfer-Encoding: chunked\r\n\r\n"
+    + b"f" * 17 + b"\r\nhello\r\n0\r\n\r\n",
+}
+
+
+@pytest.mark.parametrize("raw", list(LIES.values()), ids=list(LIES))
+def test_framing_that_lies_is_refused_and_nothing_after_it_is_served(
+    shipped: tuple[subprocess.Popen[bytes], int], raw: bytes
+) -> None:
+    proc, port = shipped
+    assert _exchange(port, raw) == [400]  # neither the smuggled request nor /healthz
+    wait_healthy(proc, port, deadline=5)
+
+
+def test_pipelined_requests_are_each_answered_in_turn(
+    shipped: tuple[subprocess.Popen[bytes], int],
+) -> None:
+    """300 requests sent before any answer is read, with and without bodies."""
+    _proc, port = shipped
+    wrong = _POST + b"Authorization: Bearer wrong\r\n"
+    raw = b"".join(
+        (wrong + b"Content-Length: 2\r\n\r\n{}") if i % 3 == 0
+        else (wrong + b"Transfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n") if i % 3 == 1
+        else _SMUGGLED
+        for i in range(300)
+    )
+    assert _exchange(port, raw) == [401, 401, 200] * 100 + [200]
