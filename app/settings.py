@@ -12,8 +12,6 @@ from typing import Annotated, Any
 from pydantic import field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
-from app.security.tokenfile import TokenFile, read_token
-
 
 def _list(value: Any) -> Any:
     if isinstance(value, str):
@@ -36,10 +34,3 @@ class Settings(BaseSettings):
 
     _split = field_validator("allowed_hosts", "allowed_origins", mode="before")(_list)
 
-    def resolved_token(self) -> str | None:
-        """The configured token (ConfigError when its file cannot be used)."""
-        if self.token:
-            return self.token
-        if self.token_file:
-            return read_token(TokenFile(self.token_file))
-        return None

@@ -201,13 +201,15 @@ def test_no_token_configured_means_no_auth(live) -> None:
 
 
 def test_token_file_is_read(tmp_path: Path, monkeypatch) -> None:
+    from app.security.tokenfile import TokenFile, read_token
     from app.settings import Settings
 
     f = tmp_path / "token"
     f.write_text(f"{TOKEN}\n")
     monkeypatch.setenv("LOOMFS_TOKEN_FILE", str(f))
     monkeypatch.delenv("LOOMFS_TOKEN", raising=False)
-    assert Settings().resolved_token() == TOKEN
+    token_file = Settings().token_file
+    assert token_file is not None and read_token(TokenFile(token_file)) == TOKEN
 
 
 @pytest.mark.parametrize(
