@@ -43,6 +43,10 @@ from app.http.body import body_of
 from app.http.guards import header
 
 PROTECTED_FOR = 60.0  # seconds after its last call during which a session is never evicted
+# A session the SDK admitted whose opening answer we never saw as a 200 (its client left first,
+# or the SDK answered otherwise) has no record: past this long since we first saw it in the
+# table, it counts as never used, else it would hold its slot until the SDK's idle timeout.
+OPENING_GRACE = 30.0
 
 
 @dataclass
@@ -59,6 +63,7 @@ class SessionPolicy:
         self.manager = manager
         self.clock = clock
         self.uses: dict[str, _Use] = {}
+        self.unrecorded: dict[str, float] = {}  # session id -> when first seen without a record
         admit = sdk.admission(manager)
 
         def admit_or_evict(requestor: Any) -> Any:
@@ -79,6 +84,7 @@ class SessionPolicy:
         live = sdk.session_table(self.manager)
         for gone in [sid for sid in self.uses if sid not in live]:
             del self.uses[gone]
+        self.unrecorded.pop(session_id, None)
         use = self.uses[session_id] = _Use(opened=self.clock())
         return use
 
@@ -87,9 +93,17 @@ class SessionPolicy:
         now = self.clock()
         never: list[tuple[float, str]] = []
         idle: list[tuple[float, str]] = []
-        for sid in sdk.session_table(self.manager):
+        table = sdk.session_table(self.manager)
+        for gone in [sid for sid in self.unrecorded if sid not in table]:
+            del self.unrecorded[gone]
+        for sid in table:
             use = self.uses.get(sid)
-            if use is None or use.busy:  # still opening, or a call in flight
+            if use is None:  # still opening, unless its answer never came
+                seen = self.unrecorded.setdefault(sid, now)
+                if now - seen > OPENING_GRACE:
+                    never.append((seen, sid))
+                continue
+            if use.busy:  # a call in flight
                 continue
             if use.last_call is None:
                 never.append((use.opened, sid))

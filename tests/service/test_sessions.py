@@ -21,7 +21,7 @@ import pytest
 from mcp.server.streamable_http import StreamableHTTPServerTransport
 from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 
-from app.http.sessions import PROTECTED_FOR, SessionPolicy, _Use
+from app.http.sessions import OPENING_GRACE, PROTECTED_FOR, SessionPolicy, _Use
 from tests.live import INIT_REQUEST, MCP_POST_HEADERS, LiveServer, live_server, session_policy
 
 PING = {"jsonrpc": "2.0", "id": 2, "method": "ping"}
@@ -181,6 +181,22 @@ def test_a_session_whose_call_is_in_flight_or_still_opening_is_never_chosen() ->
     assert policy.victim() is None
     policy.uses["busy-idle-long"].busy = 0
     assert policy.victim() == "busy-idle-long"
+
+
+def test_a_session_admitted_without_a_recorded_answer_is_evicted_after_the_grace() -> None:
+    """Admitted by the SDK, its opening answer never seen as a 200 (the client left first): it
+    counts as still opening for OPENING_GRACE, then as never used, not held until the SDK's
+    idle timeout."""
+    clock = _Clock()
+    manager = SimpleNamespace(_server_instances={"lost": object(), "recent": object()},
+                              _admit_session=lambda requestor: None, max_sessions=2,
+                              _session_owners={})
+    policy = SessionPolicy(manager, clock)
+    policy.uses["recent"] = _Use(opened=0, last_call=clock.now)
+    assert policy.victim() is None
+    clock.now += OPENING_GRACE + 1
+    policy.uses["recent"].last_call = clock.now
+    assert policy.victim() == "lost"
 
 
 def test_the_sdk_names_the_session_policy_relies_on_exist() -> None:
