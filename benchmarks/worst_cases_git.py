@@ -67,6 +67,8 @@ CASES: dict[str, tuple[str, str]] = {
     "tag_to_itself_show": ("tag_to_itself", "show(commit=P.commit)"),
     "corrupt_objects_diff": ("corrupt_objects", "diff(base=P.base, target='HEAD')"),
     "unsorted_tree_show": ("unsorted_tree", "show()"),
+    "tree_without_nul_show": ("tree_without_nul", "show()"),
+    "tree_without_nul_diff": ("tree_without_nul", "diff(base=P.base, target='HEAD')"),
     "many_parents_log": ("many_parents", "log()"),
 }
 

@@ -254,6 +254,15 @@ def unsorted_tree(path: Path) -> Probe:
     return Probe(base="HEAD~1")
 
 
+def tree_without_nul(path: Path, size: int = 64 * 1024) -> Probe:
+    """A 64 KiB tree of `1 1 1 ...`: every other byte starts an entry whose name never ends."""
+    repo, first = _start(path)
+    head = repo.commit(repo.loose("tree", b"1 " * (size // 2)), [first], b"no nul\n",
+                       when=1_700_000_100)
+    repo.ref("refs/heads/main", head)
+    return Probe(base="HEAD~1")
+
+
 def many_parents(path: Path) -> Probe:
     """An octopus of 100,000 parents (all the first commit): a 4.8 MB header."""
     repo, first = _start(path)
@@ -268,6 +277,7 @@ CASES: dict[str, Callable[[Path], Probe]] = {
         loose_bomb, loose_bomb_by_prefix, pack_bomb, delta_huge_middle, delta_work,
         deep_delta_chain, delta_to_itself, delta_cycle, huge_messages, huge_tag_message,
         wide_tree, deep_tree, missing_blob, missing_tree_and_parent, self_parent,
-        loose_under_wrong_name, tag_to_itself, corrupt_objects, unsorted_tree, many_parents,
+        loose_under_wrong_name, tag_to_itself, corrupt_objects, unsorted_tree, tree_without_nul,
+        many_parents,
     )
 }

@@ -4,12 +4,12 @@ Each case of `benchmarks/worst_cases_git.py` (a loose object and a pack entry wh
 headers say 10 bytes over 512 MiB of stream, a delta chain through a 256 MiB
 middle, chains of 1.6 GB of work and 20,000 links, deltas that are their own
 base, 40 MiB messages, a tree of 300,000 entries and one 20,000 levels deep,
-missing, corrupt, unsorted and crafted objects) runs once in a fresh child
-process that reports its CPU time, its peak resident growth and the answer.
-The bounds are generous (a shared machine): the bugs these catch cost up to
-1 GB and ran for ever. An answer is a result or an error in the server's
-words; never an internal error, and a client following the cursor gets to
-the end.
+missing, corrupt, unsorted and crafted objects, a tree whose names never end)
+runs once in a fresh child process that reports its CPU time, its peak
+resident growth and the answer. The bounds are generous (a shared machine):
+the bugs these catch cost up to 1 GB and ran for ever. An answer is a result
+or an error in the server's words; never an internal error, and a client
+following the cursor gets to the end.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import replace
 
-from app.fs.history.treeobj import Tree, hexid, is_dir
+from app.fs.history.treeobj import Tree, hexid, is_dir, sort_key
 from app.fs.history.trees import MAX_PATH, Change, Hidden, Trees, join, kind, valid_name
 
 Side = tuple[int, bytes]  # (mode, id): hex where given, binary as read from a tree
@@ -36,7 +36,7 @@ def _named(tree: Tree | None, hidden: Hidden, start: int) -> Iterator[Named]:
         if name is None:
             hidden.invalid += 1
         else:
-            yield (raw + b"/" if is_dir(mode) else raw), name, (mode, sha), at
+            yield sort_key(raw, mode), name, (mode, sha), at
         at = end
 
 

@@ -2,9 +2,11 @@
 
 The index is untrusted like the rest of the repository and may be large: it is
 read through its handle in windows of `WINDOW` bytes (never whole), each entry
-parsed and handed on, none kept. Only what git_diff needs is read: the path,
-the mode and the stage. A damaged or unknown index ends the listing early
-(`damaged` says so); what was read before stands.
+parsed and handed on, none kept, no path longer than `MAX_NAME` (a version-4
+path is a cut of the one before and a suffix: it may not grow with each entry).
+Only what git_diff needs is read: the path, the mode and the stage. A damaged
+or unknown index ends the listing early (`damaged` says so); what was read
+before stands.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ class IndexReader:
                 if strip > len(prev):
                     raise _Damaged
                 name = prev[: len(prev) - strip] + w.until_nul()
+                if len(name) > MAX_NAME:  # grown in pieces: each later entry would copy it
+                    raise _Damaged
             else:
                 name = w.until_nul()
                 w.take((8 - (w.pos - start) % 8) % 8)  # the padding after the NUL

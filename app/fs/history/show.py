@@ -28,7 +28,8 @@ from app.fs.history.denied import denied_blobs
 from app.fs.history.gitdir import GitDir, opened
 from app.fs.history.listing import PageCursor, listing, skip
 from app.fs.history.objects import CommitInfo
-from app.fs.history.trees import Change, Hidden, Trees, is_tree
+from app.fs.history.treeobj import is_dir
+from app.fs.history.trees import Change, Hidden, Trees
 from app.fs.paging import RESERVE, Control, cut_to, json_len
 from app.security.paths import join
 from app.security.resolve import OpenedFile, SecureRoot
@@ -162,7 +163,7 @@ def _show_file(
     if entry is None:
         raise NotFound(f"no such file at commit {short}: '{rel}'")
     mode, sha = entry
-    if is_tree(mode):
+    if is_dir(mode):
         raise NotARegularFile(f"not a regular file: '{rel}' is a directory at commit {short}")
     if mode == 0o160000:
         raise NotARegularFile(f"not a regular file: '{rel}' is a submodule at commit {short}")

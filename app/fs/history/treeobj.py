@@ -58,10 +58,12 @@ class Tree:
     def entries(self, start: int = 0) -> Iterator[Item]:
         """(name, mode, binary id, end) from the entry at `start` on; CorruptObject at the
         first malformed or out-of-order entry. Ids stay binary: most are never needed."""
-        raw, pos, prev = self.raw, start, b""
-        for n, m in enumerate(_ENTRY.finditer(raw, start), 1):
-            if m.start() != pos:
-                break
+        raw, pos, prev, n = self.raw, start, b"", 0
+        match, end = _ENTRY.match, len(raw)
+        # Each entry is matched where the last one ended: a search (`finditer`) would try
+        # every later byte after a malformed entry, each trying a name up to the tree's end.
+        while pos < end and (m := match(raw, pos)) is not None:
+            n += 1
             mode_text, name, sha = m.groups()
             mode = _MODES.get(mode_text) or int(mode_text, 8)
             key = name + b"/" if mode & 0o170000 == DIR_MODE else name
@@ -71,7 +73,7 @@ class Tree:
             if n % MARK_EVERY == 0:
                 self.meter.spend(MARK_EVERY * ENTRY_COST)
             yield name, mode, sha, pos
-        if pos != len(raw):
+        if pos != end:
             raise CorruptObject(self.sha, f"a tree entry at byte {pos} is malformed")
 
     def find(self, name: bytes) -> tuple[int, bytes] | None:

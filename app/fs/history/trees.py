@@ -25,17 +25,13 @@ from app.fs.history.errors import CorruptObject
 from app.fs.history.gitdir import GitDir
 from app.fs.history.raw import NAMES, TREE, Want
 from app.fs.history.store import MAX_TREE
-from app.fs.history.treeobj import Tree
+from app.fs.history.treeobj import Tree, is_dir
 from app.security.deny import DenyRules
 
 CACHE_BYTES = 16 << 20
 MAX_PATH = 4096  # the longest path a tool argument may name: nothing longer is listed
 
 Content = Callable[[bytes | None], bytes | None]  # a side's bytes by blob id (None: absent)
-
-
-def is_tree(mode: int) -> bool:
-    return stat_mod.S_ISDIR(mode)
 
 
 def kind(mode: int) -> str:
@@ -155,7 +151,7 @@ class Trees:
             return self._found[key]
         got: tuple[int, bytes] | None = (0o040000, tree)
         for part in parts:
-            if got is None or not is_tree(got[0]):
+            if got is None or not is_dir(got[0]):
                 got = None
                 break
             got = self.tree(got[1]).find(part.encode("utf-8"))

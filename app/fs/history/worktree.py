@@ -24,6 +24,7 @@ from app.fs.history.changes import iter_changes
 from app.fs.history.gitdir import GitDir
 from app.fs.history.gitindex import IndexReader
 from app.fs.history.listing import PageCursor
+from app.fs.history.treeobj import is_dir
 from app.fs.history.trees import Change, Hidden, Trees, valid_name
 from app.fs.paging import Control
 from app.security.resolve import SecureRoot
@@ -48,7 +49,7 @@ def _staged(git: GitDir, trees: Trees, parts: tuple[str, ...], after: bytes | No
     """(path as bytes, path, mode) of the index's files at or below `parts` and after
     `after`, in path order, less denied and invalid names."""
     for name, mode, stage in IndexReader(git.fd).entries():
-        if stage or mode & 0o170000 == 0o040000 or (after is not None and name <= after):
+        if stage or is_dir(mode) or (after is not None and name <= after):
             continue
         here = tuple(valid_name(n) or "" for n in name.split(b"/"))
         if "" in here or here[: len(parts)] != parts:
