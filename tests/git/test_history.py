@@ -297,6 +297,23 @@ def test_diff_of_the_working_tree_reads_through_the_choke_point(fresh_history) -
     no_secret(got)
 
 
+@pytest.mark.parametrize("damage", ["not-an-index", "cut-short"])
+def test_a_damaged_index_is_said_not_passed_over(fresh_history, damage) -> None:
+    """The files staged after the damage cannot be listed: the answer says so."""
+    repo, _ = fresh_history
+    (repo.path / "staged.txt").write_text("new and staged\n")
+    repo.git("add", "staged.txt")
+    index = repo.path / ".git" / "index"
+    data = index.read_bytes()
+    index.write_bytes(b"garbage!" * 8 if damage == "not-an-index" else data[: len(data) // 2])
+    got = diff(make_root(repo.path))
+    assert ".git/index is damaged" in (got.note or "")
+    index.write_bytes(data)  # whole again: no such note, the staged file listed
+    again = diff(make_root(repo.path))
+    assert ".git/index is damaged" not in (again.note or "")
+    assert "staged.txt" in {f.path for f in again.files}
+
+
 def test_denied_paths_are_absent_at_every_commit(repo: Repo, root) -> None:
     every = repo.git("rev-list", "--all").split()
     for commit in every:

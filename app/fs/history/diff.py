@@ -96,6 +96,9 @@ def git_diff(
         if side is not None and side.unread:
             notes.append(f"{side.unread} tracked files not compared (larger than "
                          "max_read_bytes): read them in windows with read_text_file")
+        if side is not None and side.index.damaged:
+            notes.append(".git/index is damaged: files added to it after the damage are not "
+                         "listed (git cannot read it either)")
         if side is not None and side.stopped is not None:
             notes.append(side.stopped)
             has_more, last = True, side.last or last

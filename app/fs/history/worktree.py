@@ -44,11 +44,11 @@ def _read_worktree(root: SecureRoot, entry: Change) -> bytes | None:
         return textio.pread_all(f.fd, root.max_read_bytes + 1)
 
 
-def _staged(git: GitDir, trees: Trees, parts: tuple[str, ...], after: bytes | None
+def _staged(index: IndexReader, trees: Trees, parts: tuple[str, ...], after: bytes | None
             ) -> Iterator[tuple[bytes, str, int]]:
     """(path as bytes, path, mode) of the index's files at or below `parts` and after
     `after`, in path order, less denied and invalid names."""
-    for name, mode, stage in IndexReader(git.fd).entries():
+    for name, mode, stage in index.entries():
         if stage or is_dir(mode) or (after is not None and name <= after):
             continue
         here = tuple(valid_name(n) or "" for n in name.split(b"/"))
@@ -76,6 +76,7 @@ class Side:
         self.spent = self.unread = 0
         self.last: Change | None = None  # the last file compared
         self.stopped: str | None = None  # why the page ended before the files did
+        self.index = IndexReader(git.fd)  # `damaged`: files added after the damage are unseen
 
     def changes(self, after: PageCursor | None) -> Iterator[Change]:
         """The base commit's files under `parts`, and files added to the index since,
@@ -120,7 +121,7 @@ class Side:
         tracked = iter_changes(self.trees, None, top, self.parts, self.hidden,
                                after.parts if after else None, after.where if after else ())
         mark = "/".join(after.parts).encode("utf-8") if after is not None else None
-        staged = _staged(self.git, self.trees, self.parts, mark)
+        staged = _staged(self.index, self.trees, self.parts, mark)
         t, s = next(tracked, None), next(staged, None)
         while t is not None or s is not None:
             tkey = t.path.encode("utf-8") if t is not None else None
