@@ -66,7 +66,7 @@ def roots_table(loaded, *, with_paths: bool) -> str:
 def empty_trash_command(loaded, name: str, days: float | None, dry_run: bool) -> int:
     from datetime import timedelta
 
-    from app.fs.trash_empty import empty_trash
+    from app.fs.change.purge import empty_trash
 
     err = sys.stderr
     roots = {r.name: r for r in loaded.roots}

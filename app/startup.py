@@ -191,7 +191,7 @@ def serve(args: argparse.Namespace, config_path: str, loaded: LoadedConfig) -> i
     except ConfigError as exc:
         print(f"loom-fs-mcp: {exc.message}", file=sys.stderr)
         return 1
-    from app.fs.sweep import sweep_temp_files
+    from app.fs.change.sweep import sweep_temp_files
 
     for root in registry.current.roots.values():
         sweep_temp_files(root)

@@ -72,8 +72,8 @@ def median_ms(fn: Callable[[], Any], runs: int) -> tuple[float, Any]:
 
 
 def tools(repo: Path, runs: int) -> dict[str, float]:
+    from app.fs.control import NoControl
     from app.fs.history import denied, ops
-    from app.fs.paging import NoControl
     from app.security.deny import DenyRules
     from app.security.resolve import SecureRoot
 

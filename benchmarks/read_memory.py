@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/read_memory.py [--size-gb N] [--runs N]
 
 Creates a sparse file (text at its start and its end, a hole of zeros in
-between, so it takes no disk) and reads, through `app.fs.read.read_text_file`
+between, so it takes no disk) and reads, through `app.fs.reading.read.read_text_file`
 on a root with the largest default budget (`max_read_bytes` = 8 MiB):
 
 - a window: lines 1000-1299 (the tool's default window size);
@@ -40,7 +40,7 @@ CASES = {"window": {"start": 1000, "end": 1299, "tail": None},
 CHILD = """
 import json, sys, tracemalloc
 sys.path.insert(0, {repo!r})
-from app.fs.read import read_text_file
+from app.fs.reading.read import read_text_file
 from app.security import DenyRules, SecureRoot
 
 
@@ -99,7 +99,7 @@ def main() -> int:
         make_file(folder, size)
         print(f"file: {size / (1 << 30):.2f} GiB sparse, budget (max_read_bytes) "
               f"{BUDGET >> 20} MiB")
-        from app.fs.read import read_text_file
+        from app.fs.reading.read import read_text_file
         from app.security import DenyRules, SecureRoot
 
         root = SecureRoot(name="bench", role="workspace", permissions=["read"], real=str(folder),

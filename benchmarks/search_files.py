@@ -47,8 +47,8 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from app.fs.control import NoControl
 from app.fs.filters.glob import compile_glob
-from app.fs.paging import NoControl
 from app.fs.search.files import search_files
 from app.fs.search.options import FilesOptions
 from app.security import DenyRules, SecureRoot, Walker

@@ -45,9 +45,9 @@ if __package__ in (None, ""):
 
 from app.corpus import deep_research as dr
 from app.corpus import ranked
-from app.fs import fts
-from app.fs import ranked as per_root
-from app.fs.paging import NoControl
+from app.fs.control import NoControl
+from app.fs.index import fts
+from app.fs.index import ranked as per_root
 from app.registry import Registry
 
 STOP = set(

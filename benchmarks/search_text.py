@@ -45,7 +45,7 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.fs.paging import NoControl
+from app.fs.control import NoControl
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
 from app.security import DenyRules, SecureRoot

@@ -184,9 +184,9 @@ CASES: dict[str, str] = {
 CHILD = """
 import json, sys, time
 sys.path.insert(0, {repo!r})
-from app.fs.edit import TextEdit, edit_file
-from app.fs.paging import NoControl
-from app.fs.read import read_multiple_files, read_text_file
+from app.fs.change.edit import TextEdit, edit_file
+from app.fs.control import NoControl
+from app.fs.reading.read import read_multiple_files, read_text_file
 from app.fs.search.files import search_files
 from app.fs.search.options import FilesOptions, TextOptions
 from app.fs.search.text import search_text

@@ -6,7 +6,7 @@ The sibling of `benchmarks/worst_cases.py`, with the same method: each case
 runs in a fresh child process, through the same `app.fs.history.ops`
 functions the tools call, on a read-only root (`role = reference`,
 `max_read_bytes` = 1 MiB, `max_output_chars` = 65536) whose repository was
-written byte by byte by `tests/git/hostile_cases.py` (lying headers, zlib
+written byte by byte by `tests/fs/history/hostile_cases.py` (lying headers, zlib
 streams that inflate a thousandfold, delta chains through huge, self-referring
 or endless bases, 40 MiB messages, a tree of 300,000 entries, one 20,000
 levels deep, missing and corrupt objects, crafted ids). The child warms up on
@@ -16,7 +16,7 @@ peak resident size (`VmHWM`) minus its resident size before the case. A
 `follow` case is a client following `next_cursor` (or `next_offset`, or "call
 again") to the end, at most 200 calls or 60 s of CPU. Prints the median of `--runs` children
 per case and what the call answered. The bound every case must keep: seconds
-of CPU, under 64 MiB. `tests/git/test_worst_cases_git.py` runs each case once
+of CPU, under 64 MiB. `tests/fs/history/test_worst_cases_git.py` runs each case once
 and asserts a generous version of it.
 """
 
@@ -36,7 +36,7 @@ from benchmarks._child import figures, print_medians, run_child
 
 REPO = str(Path(__file__).resolve().parent.parent)
 
-# Each case: (shape in tests/git/hostile_cases.py, Python run in the child). The child
+# Each case: (shape in tests/fs/history/hostile_cases.py, Python run in the child). The child
 # has `log`, `show`, `diff` (the ops with this root and defaults), `follow` (a client
 # paging to the end) and `P` (the shape's Probe: commit, path, base).
 CASES: dict[str, tuple[str, str]] = {
@@ -77,9 +77,9 @@ import inspect, json, sys, time
 sys.path.insert(0, {repo!r})
 from app.errors import LoomError
 from app.fs.history import ops
-from app.fs.paging import NoControl
+from app.fs.control import NoControl
 from app.security import DenyRules, SecureRoot
-from tests.git.hostile import Probe
+from tests.fs.history.hostile import Probe
 
 P = Probe(**json.loads({probe!r}))
 cap = 65536
@@ -161,8 +161,8 @@ measure(attempt, show=str)
 
 def build(folder: Path, shapes: set[str]) -> dict[str, dict[str, str | None]]:
     """Each shape's repository in `folder/<shape>`, a plain one in `folder/plain`; the probes."""
-    from tests.git.hostile_cases import CASES as SHAPES
-    from tests.git.hostile_cases import _start
+    from tests.fs.history.hostile_cases import CASES as SHAPES
+    from tests.fs.history.hostile_cases import _start
 
     _start(folder / "plain")
     probes = {}

@@ -12,7 +12,7 @@ root, which builds its index, and reports its CPU seconds and its peak
 resident size (`VmHWM`) minus its resident size before: what the build cost.
 Prints the median of `--runs` children per case (`--scan`: the same shapes for
 the search without an index, the fallback). The bound every case must
-keep: seconds of CPU, under 64 MiB; `tests/fs/test_fts_bounds.py` runs each
+keep: seconds of CPU, under 64 MiB; `tests/fs/index/test_bounds.py` runs each
 case once and asserts it.
 
 The shapes are what a hostile or merely odd repository holds: one 8 MiB word,
@@ -157,7 +157,7 @@ resource.setrlimit(resource.RLIMIT_CPU, ({cpu}, {cpu} + 5))
 resource.setrlimit(resource.RLIMIT_AS, ({memory}, {memory}))
 sys.path.insert(0, {repo!r})
 from app.corpus import deep_research as dr
-from app.fs.paging import NoControl
+from app.fs.control import NoControl
 from app.registry import Registry
 
 
@@ -171,7 +171,7 @@ def registry(root, state):
 
 
 if {scan!r}:  # the search without an index, as when SQLite has no FTS5
-    from app.fs import fts
+    from app.fs.index import fts
     fts._fts5 = "forced by the benchmark"
 dr.search(registry({folder!r} + "/_warm", {state!r} + "/warm").current, "needle", NoControl())
 reg = registry({folder!r} + "/" + {name!r}, {state!r} + "/case")

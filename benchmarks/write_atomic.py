@@ -5,7 +5,7 @@
 In a temporary folder (on the file system of the system temp dir), times
 overwriting one existing file, for a small (4 KiB) and a large (1 MiB) content:
 
-- ours:          `app.fs.write.write_file(..., overwrite=True)`: the choke point
+- ours:          `app.fs.change.write.write_file(..., overwrite=True)`: the choke point
                  (permission, deny, `open_parent`), lstat, temp file created
                  `O_EXCL|O_NOFOLLOW`, write, fchmod, fsync, rename, directory
                  fsync, and the sha256 of the content for the result;
@@ -34,7 +34,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `app` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.fs.write import write_file
+from app.fs.change.write import write_file
 from app.security import DenyRules, SecureRoot
 
 SIZES = {"4 KiB": 4 << 10, "1 MiB": 1 << 20}

@@ -2,10 +2,10 @@
 # Mutation testing of the core (not in CI: minutes per module).
 #
 #   scripts/mutation.sh                      # every core module
-#   scripts/mutation.sh app/fs/atomic.py     # one or more modules
+#   scripts/mutation.sh app/fs/change/atomic.py  # one or more modules
 #   MAX_CHILDREN=1 scripts/mutation.sh ...   # parallel test processes (default 2)
 #   MAX_VMEM_KB=...                          # address space per process (default 4 GiB)
-#   SURVIVORS=1 scripts/mutation.sh app/fs/atomic.py
+#   SURVIVORS=1 scripts/mutation.sh app/fs/change/atomic.py
 #                                            # re-test only the last run's survivors
 #
 # Configuration is [tool.mutmut] in pyproject.toml: the core modules (`only_mutate`) and, per

@@ -15,7 +15,7 @@ from tests.kit import config_file, roots_toml
 # `-m serial`), because a second worker's CPU load is exactly what they must not measure.
 SERIAL: dict[str, str] = {
     "tests/security/test_race.py": "an attacker thread's swaps are counted",
-    "tests/fs/test_write_races.py": "an attacker thread's swaps are counted",
+    "tests/fs/change/test_write_races.py": "an attacker thread's swaps are counted",
     "tests/service/test_healthz_under_worst_cases.py": "/healthz must answer within a second",
     "tests/service/test_cancel.py": "the work must stop within half a second of a cancel",
     "tests/service/test_http_limits.py": "slow clients are timed byte by byte",

@@ -104,8 +104,11 @@ def test_every_module_and_name_the_docs_cite_exists(page: Path) -> None:
 
 
 def test_a_moved_module_or_name_is_caught() -> None:
-    text = "`app/fs/read.py` `app/nope.py` `app.fs.read.read_text_file` `app.fs.read.gone`"
-    assert stale_names(text) == ["app/nope.py", "app.fs.read.gone"]
+    text = (
+        "`app/fs/reading/read.py` `app/nope.py` `app.fs.reading.read.read_text_file` "
+        "`app.fs.reading.read.gone`"
+    )
+    assert stale_names(text) == ["app/nope.py", "app.fs.reading.read.gone"]
 
 
 def test_every_dependency_is_named_where_its_reason_is_given() -> None:

@@ -75,7 +75,7 @@ def test_a_tree_of_any_depth_is_emptied(one_root_config, tree) -> None:
     deletes it: its stamp is measured and emptied like any other, with no recursion and one
     folder open at a time (a recursive walk ends in RecursionError, and would hold a
     descriptor per level)."""
-    from app.fs import trash, write
+    from app.fs.change import trash, write
     from app.registry import Registry
 
     cfg = one_root_config("workspace")

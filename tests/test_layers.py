@@ -30,11 +30,18 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 ]
 
 # Packages in order inside a layer, lowest first: a module of one imports its own package and
-# those before it, never one after. The layer's other modules are not ordered (yet).
-INNER: dict[str, list[tuple[str, tuple[str, ...]]]] = {
+# those of a lower rank, never one of the same rank or after. Packages of one rank are peers
+# that know nothing of each other. Every module of an ordered layer sits in one of them.
+INNER: dict[str, list[tuple[int, str, tuple[str, ...]]]] = {
     "fs": [
-        ("filters", ("app.fs.filters",)),  # globs and ignore files: which names a walk keeps
-        ("search", ("app.fs.search",)),  # search_files, search_text: walk, match, sink
+        (0, "base", ("app.fs.control", "app.fs.hashing")),  # cancel and progress; content hashes
+        (1, "text", ("app.fs.text",)),  # encodings, line windows, tails, the output bound
+        (2, "filters", ("app.fs.filters",)),  # globs and ignore files: which names a walk keeps
+        (3, "reading", ("app.fs.reading",)),  # read, list, media
+        (4, "search", ("app.fs.search",)),  # search_files, search_text: walk, match, sink
+        (4, "index", ("app.fs.index",)),  # the full-text index, ranked search and fetch
+        (4, "change", ("app.fs.change",)),  # write, edit, move, delete into the trash
+        (4, "history", ("app.fs.history",)),  # read-only git
     ],
 }
 
@@ -56,10 +63,10 @@ def layer_of(module: str) -> int:
 
 
 def inner_of(module: str) -> int | None:
-    """The rank of `module`'s package inside its layer (INNER), or None when it has none."""
-    for rank, (_, prefixes) in enumerate(INNER.get(LAYERS[layer_of(module)][0], [])):
+    """The index in INNER of `module`'s package inside its layer, or None when it has none."""
+    for i, (_, _, prefixes) in enumerate(INNER.get(LAYERS[layer_of(module)][0], [])):
         if any(module == p or module.startswith(p + ".") for p in prefixes):
-            return rank
+            return i
     return None
 
 
@@ -67,17 +74,20 @@ def place(module: str) -> str:
     """`module`'s layer, and its package inside it when the layer orders them: "fs/search"."""
     layer = LAYERS[layer_of(module)][0]
     inner = inner_of(module)
-    return layer if inner is None else f"{layer}/{INNER[layer][inner][0]}"
+    return layer if inner is None else f"{layer}/{INNER[layer][inner][1]}"
 
 
 def above(module: str, target: str) -> bool:
-    """Whether importing `target` from `module` points up: to a higher layer, or inside one
-    layer to a package ordered after the module's own."""
+    """Whether importing `target` from `module` points up or sideways: to a higher layer, or
+    inside one layer to a package of a higher rank than the module's own, or to a peer."""
     mine, theirs = layer_of(module), layer_of(target)
     if mine != theirs:
         return theirs > mine
     a, b = inner_of(module), inner_of(target)
-    return a is not None and b is not None and b > a
+    if a is None or b is None or a == b:
+        return False
+    order = INNER[LAYERS[mine][0]]
+    return order[b][0] >= order[a][0]
 
 
 def module_name(path: Path) -> str:
@@ -92,7 +102,7 @@ def known_modules() -> set[str]:
 
 
 def imports_of(module: str, source: str, is_package: bool, known: set[str]) -> set[str]:
-    """The app modules `source` imports (`from app.fs import fts` counts as app.fs.fts)."""
+    """The app modules `source` imports (`from app.fs import fts` counts as app.fs.index.fts)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -153,9 +163,17 @@ def test_the_map_names_every_module() -> None:
 
 def test_every_ordered_package_exists() -> None:
     known = known_modules()
-    missing = [p for packages in INNER.values() for _, prefixes in packages for p in prefixes
+    missing = [p for packages in INNER.values() for _, _, prefixes in packages for p in prefixes
                if p not in known]
     assert missing == []
+
+
+def test_every_module_of_an_ordered_layer_sits_in_an_ordered_package() -> None:
+    stray = sorted(
+        m for m in known_modules()
+        if LAYERS[layer_of(m)][0] in INNER and m not in {"app.fs"} and inner_of(m) is None
+    )
+    assert stray == []
 
 
 def test_no_lower_layer_imports_a_higher_one() -> None:
@@ -172,11 +190,11 @@ def test_every_listed_exception_still_occurs() -> None:
 @pytest.mark.parametrize(
     ("module", "source", "expected"),
     [
-        ("app.security.deny", "from app.fs import read", {"app.fs.read"}),
+        ("app.security.deny", "from app.fs.reading import read", {"app.fs.reading.read"}),
         ("app.security.deny", "import app.registry", {"app.registry"}),
-        ("app.fs.read", "from app.tools.base import run", {"app.tools.base"}),
-        ("app.fs.read", "def f():\n    from app import server\n", {"app.server"}),
-        ("app.fs.read", "if TYPE_CHECKING:\n    from app.registry import Snapshot\n",
+        ("app.fs.reading.read", "from app.tools.base import run", {"app.tools.base"}),
+        ("app.fs.reading.read", "def f():\n    from app import server\n", {"app.server"}),
+        ("app.fs.reading.read", "if TYPE_CHECKING:\n    from app.registry import Snapshot\n",
          {"app.registry"}),
         ("app.fs.history.store", "from ... import registry", {"app.registry"}),
         ("app.tools.base", "from app.http import build_app", {"app.http"}),
@@ -188,13 +206,20 @@ def test_every_listed_exception_still_occurs() -> None:
          {"app.fs.search.options"}),
         ("app.fs.filters.glob", "from ..search import walk", {"app.fs.search.walk"}),
         # the right way round: nothing to report
-        ("app.tools.read", "from app.fs import read\nfrom app.errors import LoomError", set()),
-        ("app.fs.read", "from app.fs.paging import Control\nfrom . import hashing", set()),
+        ("app.tools.read", "from app.fs.reading import read\nfrom app.errors import LoomError",
+         set()),
+        ("app.fs.reading.read", "from app.fs.control import Control\nfrom .. import hashing",
+         set()),
         ("app.fs.search.walk", "from app.fs.filters.ignore import Filter", set()),
-        ("app.fs.search.text", "from app.fs.paging import fit_page", set()),
-        # fs modules in no ordered package: either way
-        ("app.fs.listing", "from app.fs.search import text", set()),
-        ("app.fs.filters.ignore", "from app.fs.listing import relabel", set()),
+        ("app.fs.search.text", "from app.fs.text.paging import fit_page", set()),
+        ("app.fs.history.show", "from app.fs.reading import read", set()),
+        ("app.fs.change.edit", "from . import atomic", set()),
+        # inside fs: downward only, and peers know nothing of each other
+        ("app.fs.text.textio", "from app.fs.reading import read", {"app.fs.reading.read"}),
+        ("app.fs.control", "from app.fs.text import paging", {"app.fs.text.paging"}),
+        ("app.fs.reading.listing", "from app.fs.search import text", {"app.fs.search.text"}),
+        ("app.fs.change.edit", "from app.fs.search import text", {"app.fs.search.text"}),
+        ("app.fs.index.fts", "from ..history import store", {"app.fs.history.store"}),
     ],
 )
 def test_the_rule_reads_imports_as_written(module: str, source: str, expected: set[str]) -> None:
@@ -203,13 +228,13 @@ def test_the_rule_reads_imports_as_written(module: str, source: str, expected: s
 
 
 def test_the_bom_table_has_one_home() -> None:
-    """Text decoding's BOM table is `app.fs.textio.BOMS`; no other module spells a BOM."""
+    """Text decoding's BOM table is `app.fs.text.textio.BOMS`; no other module spells a BOM."""
     spelled = sorted(
         path.relative_to(APP).as_posix()
         for path in APP.rglob("*.py")
         if "codecs.BOM" in path.read_text(encoding="utf-8")
     )
-    assert spelled == ["fs/textio.py"]
+    assert spelled == ["fs/text/textio.py"]
 
 
 def test_serve_loads_the_http_stack_only_for_http() -> None:

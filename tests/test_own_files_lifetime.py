@@ -21,9 +21,10 @@ from typing import Any
 import pytest
 
 from app.errors import ConfigError, DeniedName, LoomError, ServerFile
-from app.fs import listing, write
-from app.fs import read as read_mod
-from app.fs.paging import NoControl
+from app.fs.change import write
+from app.fs.control import NoControl
+from app.fs.reading import listing
+from app.fs.reading import read as read_mod
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
 from app.registry import Registry, Snapshot

@@ -22,9 +22,10 @@ import pytest
 
 from app.corpus import deep_research
 from app.errors import ConfigError, DeniedName, LoomError, RootGone
-from app.fs import listing, move, trash, write
-from app.fs import read as read_mod
-from app.fs.paging import NoControl
+from app.fs.change import move, trash, write
+from app.fs.control import NoControl
+from app.fs.reading import listing
+from app.fs.reading import read as read_mod
 from app.fs.search.files import search_files
 from app.fs.search.options import FilesOptions, TextOptions
 from app.fs.search.text import search_text

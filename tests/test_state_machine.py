@@ -28,11 +28,12 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from app.corpus import deep_research
 from app.errors import LoomError
-from app.fs import edit, listing, media, move, trash, write
-from app.fs import read as read_mod
-from app.fs.edit import TextEdit
+from app.fs.change import edit, move, trash, write
+from app.fs.change.edit import TextEdit
+from app.fs.control import NoControl
 from app.fs.history import ops as git_ops
-from app.fs.paging import NoControl
+from app.fs.reading import listing, media
+from app.fs.reading import read as read_mod
 from app.fs.search.files import search_files as find_files
 from app.fs.search.options import FilesOptions, TextOptions
 from app.fs.search.text import search_text as find_text

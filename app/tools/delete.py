@@ -10,8 +10,8 @@ from typing import Annotated
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 
-from app.fs import trash
-from app.fs.trash import DeleteResult
+from app.fs.change import trash
+from app.fs.change.trash import DeleteResult
 from app.tools.base import Call, PathArg, RootArg, run, tool
 
 

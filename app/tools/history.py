@@ -16,7 +16,7 @@ from mcp.types import CallToolResult
 from pydantic import Field
 
 from app.fs.history import ops
-from app.fs.paging import clamp_limit
+from app.fs.text.paging import clamp_limit
 from app.tools.base import (
     Call,
     EndLine,

@@ -9,9 +9,9 @@ from mcp.server.mcpserver import Context
 from mcp.types import AudioContent, CallToolResult, ImageContent
 from pydantic import Field
 
-from app.fs import listing, media
-from app.fs import read as read_mod
-from app.fs.paging import clamp_limit
+from app.fs.reading import listing, media
+from app.fs.reading import read as read_mod
+from app.fs.text.paging import clamp_limit
 from app.tools.base import (
     Call,
     EndLine,

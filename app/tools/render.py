@@ -28,17 +28,17 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from app.fs.edit import EditResult
+from app.fs.change.edit import EditResult
+from app.fs.change.move import MoveResult
+from app.fs.change.trash import DeleteResult
+from app.fs.change.write import DirectoryResult, WriteResult
 from app.fs.history.diff import DiffResult
 from app.fs.history.log import LogResult
 from app.fs.history.show import ShowResult
-from app.fs.listing import ListResult, StatResult
-from app.fs.media import MediaInfo
-from app.fs.move import MoveResult
-from app.fs.read import ReadManyResult, ReadTextResult
+from app.fs.reading.listing import ListResult, StatResult
+from app.fs.reading.media import MediaInfo
+from app.fs.reading.read import ReadManyResult, ReadTextResult
 from app.fs.search.results import SearchFilesResult, SearchTextResult
-from app.fs.trash import DeleteResult
-from app.fs.write import DirectoryResult, WriteResult
 from app.tools import render_files as files
 from app.tools import render_git as git
 from app.tools.render_files import Data

@@ -10,11 +10,11 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from app.fs.paging import clamp_limit
 from app.fs.search.files import search_files as find_files
 from app.fs.search.options import MAX_CONTEXT, MAX_EXCLUDE, MAX_QUERY, FilesOptions, TextOptions
 from app.fs.search.results import SearchFilesResult, SearchTextResult
 from app.fs.search.text import search_text as find_text
+from app.fs.text.paging import clamp_limit
 from app.tools.base import Call, Offset, RootArg, run, tool
 
 GlobArg = Annotated[str, Field(max_length=1024)]

@@ -12,12 +12,12 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import ConfigDict, Field
 
-from app.fs import edit as edit_mod
-from app.fs import move as move_mod
-from app.fs import write as write_mod
-from app.fs.edit import EditResult, TextEdit
-from app.fs.move import MoveResult
-from app.fs.write import DirectoryResult, WriteResult
+from app.fs.change import edit as edit_mod
+from app.fs.change import move as move_mod
+from app.fs.change import write as write_mod
+from app.fs.change.edit import EditResult, TextEdit
+from app.fs.change.move import MoveResult
+from app.fs.change.write import DirectoryResult, WriteResult
 from app.tools.base import Call, PathArg, RootArg, run, tool
 
 # A hard ceiling at the edge; the real bound is the root's max_read_bytes, checked in app.fs.

@@ -167,7 +167,7 @@ line_text = st.text(
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.lists(line_text, min_size=1, max_size=8))
 def test_the_rendering_of_a_read_is_the_file_verbatim(lines: list[str]) -> None:
-    from app.fs.read import ReadTextResult
+    from app.fs.reading.read import ReadTextResult
     from app.tools.render import render
 
     content = "\n".join(f"{i} | {x}" for i, x in enumerate(lines, 1))
@@ -202,7 +202,7 @@ async def test_a_name_cannot_forge_lines_of_the_answer(srv: LiveServer, text_tre
 def test_a_rendering_over_the_cap_is_cut_with_a_visible_mark() -> None:
     from pydantic import BaseModel
 
-    from app.fs.listing import ListResult
+    from app.fs.reading.listing import ListResult
     from app.tools.render import CUT_MARK, render
 
     class NoSuchResult(BaseModel):

@@ -22,10 +22,10 @@ import pytest
 from hypothesis import HealthCheck, assume, example, given, settings
 from hypothesis import strategies as st
 
-from app.fs import edit as edit_mod
-from app.fs import edit_diff
-from app.fs.paging import NoControl
-from app.fs.read import read_multiple_files, read_text_file
+from app.fs.change import edit as edit_mod
+from app.fs.change import edit_diff
+from app.fs.control import NoControl
+from app.fs.reading.read import read_multiple_files, read_text_file
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
 from app.security import SecureRoot

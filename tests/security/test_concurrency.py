@@ -25,10 +25,10 @@ import anyio
 import pytest
 
 from app.corpus import deep_research
-from app.fs import listing, media
-from app.fs import read as read_mod
+from app.fs.control import NoControl
 from app.fs.history import ops as git_ops
-from app.fs.paging import NoControl
+from app.fs.reading import listing, media
+from app.fs.reading import read as read_mod
 from app.fs.search.files import search_files
 from app.fs.search.options import FilesOptions, TextOptions
 from app.fs.search.text import search_text

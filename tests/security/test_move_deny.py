@@ -19,8 +19,8 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from app.errors import DeniedName
-from app.fs import move, trash
-from app.fs import read as read_mod
+from app.fs.change import move, trash
+from app.fs.reading import read as read_mod
 from app.security.deny import DenyRules
 from tests.kit import roots_toml
 from tests.live import LiveServer, live_server

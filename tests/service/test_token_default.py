@@ -24,8 +24,8 @@ import pytest
 from app import startup
 from app.cli import main
 from app.errors import DeniedName, LoomError
-from app.fs import listing
-from app.fs import read as read_mod
+from app.fs.reading import listing
+from app.fs.reading import read as read_mod
 from app.registry import Registry
 from tests.kit import roots_toml
 from tests.live import INIT_REQUEST, MCP_POST_HEADERS, env_without_loomfs, free_port

@@ -15,13 +15,14 @@ from collections.abc import Iterator
 from pydantic import BaseModel
 
 from app.errors import NotFound, TooLarge
+from app.fs.control import Control
 from app.fs.history import revs, textdiff, worktree
 from app.fs.history.denied import denied_blobs
 from app.fs.history.errors import CorruptObject, ObjectTooLarge
 from app.fs.history.gitdir import GitDir, opened
 from app.fs.history.listing import Compared, PageCursor, listing, skip
 from app.fs.history.trees import Change, Content, Hidden, Trees
-from app.fs.paging import RESERVE, Control, cut_to, json_len
+from app.fs.text.paging import RESERVE, cut_to, json_len
 from app.security.paths import join
 from app.security.resolve import SecureRoot
 

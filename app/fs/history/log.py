@@ -12,13 +12,14 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
+from app.fs.control import Control
 from app.fs.history import revs
 from app.fs.history.commits import CUT_MARK, subject, text, when
 from app.fs.history.gitdir import opened
 from app.fs.history.objects import CommitInfo, read_commit
 from app.fs.history.trees import Trees
 from app.fs.history.walk import Cursor, WalkResult, start_heads, walk
-from app.fs.paging import RESERVE, Control, cut_to, fitting, json_len
+from app.fs.text.paging import RESERVE, cut_to, fitting, json_len
 from app.security.paths import join
 from app.security.resolve import SecureRoot
 

@@ -21,7 +21,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from app.errors import DeniedName, NotARegularFile, NotFound
-from app.fs import read as read_mod
+from app.fs.control import Control
 from app.fs.history import revs
 from app.fs.history.commits import first_parent_tree, subject, text, when
 from app.fs.history.denied import denied_blobs
@@ -30,7 +30,8 @@ from app.fs.history.listing import PageCursor, listing, skip
 from app.fs.history.objects import CommitInfo
 from app.fs.history.treeobj import is_dir
 from app.fs.history.trees import Change, Hidden, Trees
-from app.fs.paging import RESERVE, Control, cut_to, json_len
+from app.fs.reading import read as read_mod
+from app.fs.text.paging import RESERVE, cut_to, json_len
 from app.security.paths import join
 from app.security.resolve import OpenedFile, SecureRoot
 

@@ -38,7 +38,7 @@ from app.fs.history.errors import (
 )
 from app.fs.history.packs import Pack
 from app.fs.history.raw import BLOB, MIB, NAMES, Raw, Want
-from app.fs.textio import pread_all
+from app.fs.text.textio import pread_all
 from app.security.resolve import DIR_FLAGS, FILE_FLAGS
 
 __all__ = ["HEX", "MAX_OBJECT", "MAX_TREE", "ObjectTooLarge", "RepoRefused",

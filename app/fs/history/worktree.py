@@ -19,14 +19,14 @@ import os
 from collections.abc import Iterator
 
 from app.errors import DeniedName, LoomError, NotFound
-from app.fs import textio
+from app.fs.control import Control
 from app.fs.history.changes import iter_changes
 from app.fs.history.gitdir import GitDir
 from app.fs.history.gitindex import IndexReader
 from app.fs.history.listing import PageCursor
 from app.fs.history.treeobj import is_dir
 from app.fs.history.trees import Change, Hidden, Trees, valid_name
-from app.fs.paging import Control
+from app.fs.text import textio
 from app.security.resolve import SecureRoot
 
 _WORKTREE = b"worktree:"  # the id of a side read from the working tree: the key, then the path

@@ -12,12 +12,13 @@ from __future__ import annotations
 import contextlib
 import os
 
+from app.fs.control import Control
 from app.fs.filters.glob import compile_glob
-from app.fs.listing import unreadable_note
-from app.fs.paging import Control, fit_page, page_note
+from app.fs.reading.listing import unreadable_note
 from app.fs.search.options import FilesOptions
 from app.fs.search.results import SearchFilesResult, page_fields
 from app.fs.search.walk import open_walk
+from app.fs.text.paging import fit_page, page_note
 from app.security.resolve import SecureRoot
 from app.security.walk import FILE, kind_of_entry
 

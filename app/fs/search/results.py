@@ -1,6 +1,6 @@
 """What a search answers: one page of file names, or of matching lines, files or counts.
 
-Both page alike (`app.fs.paging`): `offset` and `limit` pick the page, `has_more` and
+Both page alike (`app.fs.text.paging`): `offset` and `limit` pick the page, `has_more` and
 `next_offset` continue it, `truncated` says the search stopped before the end of the tree
 and `note` why, and how to narrow it. Items stay dicts until the result is built: pydantic
 validates them, cheaper than a model each.

@@ -18,12 +18,12 @@ import stat as stat_mod
 import time
 from collections.abc import Iterable
 
-from app.fs.paging import Control
+from app.fs.control import Control
 from app.fs.search.lines import with_context
 from app.fs.search.matcher import Matcher
 from app.fs.search.options import CONTENT, COUNT, FILES, TextOptions
 from app.fs.search.sink import LINE_COST, Sink
-from app.fs.textio import HEAD, WIDE_BOMS
+from app.fs.text.textio import HEAD, WIDE_BOMS
 from app.security.resolve import FILE_FLAGS
 
 PROGRESS_EVERY = 0.5  # seconds between progress notifications

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import contextlib
 
+from app.fs.control import Control
 from app.fs.filters.glob import compile_glob
-from app.fs.listing import unreadable_note
-from app.fs.paging import Control, fit_page, page_note
+from app.fs.reading.listing import unreadable_note
 from app.fs.search.literal import LiteralMatcher
 from app.fs.search.matcher import Matcher
 from app.fs.search.options import CONTENT, COUNT, FILES, TextOptions
@@ -25,6 +25,7 @@ from app.fs.search.results import SearchTextResult, page_fields
 from app.fs.search.searcher import Searcher
 from app.fs.search.sink import Sink
 from app.fs.search.walk import Walk, candidates, open_walk
+from app.fs.text.paging import fit_page, page_note
 from app.security.resolve import SecureRoot
 
 

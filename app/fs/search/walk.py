@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 from app.fs.filters.glob import Glob
 from app.fs.filters.ignore import Filter
-from app.fs.listing import relabel
+from app.fs.reading.listing import relabel
 from app.fs.search.options import WalkOptions
 from app.security.resolve import SecureRoot
 from app.security.walk import Walker

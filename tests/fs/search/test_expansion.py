@@ -16,7 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.errors import BadArgument
-from app.fs.paging import NoControl
+from app.fs.control import NoControl
 from app.fs.search.expansion import MAX_EXPANDED, expanded_size
 from app.fs.search.options import TextOptions
 from app.fs.search.regex import RegexMatcher

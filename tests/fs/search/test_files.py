@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.errors import BadArgument, NotADirectory
-from app.fs.paging import NoControl
+from app.fs.control import NoControl
 from app.fs.search.files import search_files
 from app.fs.search.options import FilesOptions
 from app.security.resolve import SecureRoot

@@ -17,8 +17,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.errors import BadArgument
+from app.fs.control import NoControl
 from app.fs.filters import ignore as ignore_mod
-from app.fs.paging import NoControl
 from app.fs.search.files import search_files
 from app.fs.search.literal import LiteralMatcher
 from app.fs.search.options import FilesOptions, TextOptions

@@ -21,8 +21,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.fs.control import NoControl
 from app.fs.filters import gitignore as ignore_rules
-from app.fs.paging import NoControl
 from app.fs.search.files import search_files
 from app.fs.search.options import FilesOptions, TextOptions
 from app.fs.search.text import search_text

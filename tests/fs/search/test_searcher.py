@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
+from app.fs.control import NoControl
 from app.fs.filters.glob import compile_glob
-from app.fs.paging import NoControl
 from app.fs.search import searcher
 from app.fs.search.lines import line_hits
 from app.fs.search.matcher import LineHit, Matcher

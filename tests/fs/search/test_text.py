@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.fs.paging import NoControl
+from app.fs.control import NoControl
 from app.fs.search import searcher
 from app.fs.search.finders import MAX_FALSE_CANDIDATES, FirstOf
 from app.fs.search.literal import LiteralMatcher

@@ -1,0 +1,200 @@
+"""Atomic, crash-safe changes to one directory entry, through its parent's handle.
+
+What holds:
+- A reader, or a crash at any instant (SIGKILL included), sees the old file or
+  the new one, never a mix: the data goes to a temp file in the same
+  directory, is fsynced, and is renamed over the name; the directory is then
+  fsynced so the rename itself survives a power loss.
+- The temp file is `.mcp-tmp-<random>`, created `O_CREAT|O_EXCL|O_NOFOLLOW`
+  through the parent's descriptor, so a planted link or file is never written
+  through. The name is on the floor deny list (the agent never sees one), the
+  file is removed on any failure, and `app.fs.change.sweep` removes a crash's
+  leftovers at the next start.
+- "Do not replace" holds under races: `renameat2(RENAME_NOREPLACE)` when the
+  kernel and file system offer it, else `link()` + `unlink()` (also atomic
+  for files). Only a *directory* on a system without `renameat2` falls back to
+  check-then-rename, whose window is a few microseconds.
+
+What does not: a writer that bypasses this server between the last identity
+check (`guard`) and the rename. The window is microseconds; closing it would
+need mandatory locks, which POSIX does not offer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import functools
+import logging
+import os
+import secrets
+import stat as stat_mod
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from app.errors import OSRefusal
+
+TEMP_PREFIX = ".mcp-tmp-"
+RENAME_NOREPLACE = 1
+# The kernel drops set-id bits whenever a non-owner writes a file; an agent's
+# rewrite must not produce a set-id program either, so only the rwx bits are kept.
+KEPT_MODE_BITS = 0o777
+
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
+_RENAMEAT2_SYSCALL = {"x86_64": 316, "aarch64": 276, "arm64": 276}
+# Answers meaning "this kernel or file system has no RENAME_NOREPLACE": use the fallback.
+_UNSUPPORTED = {errno.ENOSYS, errno.EINVAL, getattr(errno, "ENOTSUP", -1), errno.EOPNOTSUPP}
+
+log = logging.getLogger("loomfs.fs")
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What we saw of a file: if any of it differs later, someone else changed it."""
+
+    dev: int
+    ino: int
+    size: int
+    mtime_ns: int
+    ctime_ns: int
+
+    @classmethod
+    def of(cls, st: os.stat_result) -> Identity:
+        return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+def lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
+    try:
+        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return None
+
+
+def create_temp(dir_fd: int, mode: int) -> tuple[int, str]:
+    """A new, empty, exclusively created temp file beside the target."""
+    for _ in range(16):
+        name = TEMP_PREFIX + secrets.token_hex(8)
+        try:
+            return os.open(name, TEMP_FLAGS, mode, dir_fd=dir_fd), name
+        except FileExistsError:
+            continue
+    raise OSRefusal("could not create a temporary file in the target directory")
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def fsync_dir(dir_fd: int) -> None:
+    """Make a rename or mkdir in this directory durable; best effort where unsupported."""
+    try:
+        os.fsync(dir_fd)
+    except OSError as exc:
+        # Some file systems (and Windows) cannot fsync a directory. The change is
+        # already visible; failing the call now would report a write that happened.
+        log.warning("directory fsync failed (%s); the change is made", exc.strerror)
+
+
+@functools.cache
+def _renameat2() -> Callable[..., int] | None:
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+    except OSError:
+        return None
+    fn = getattr(libc, "renameat2", None)
+    if fn is not None:
+        fn.restype = ctypes.c_int
+        fn.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
+        return fn
+    number = _RENAMEAT2_SYSCALL.get(os.uname().machine)
+    if number is None:
+        return None
+    syscall = libc.syscall
+    syscall.restype = ctypes.c_long
+
+    def via_syscall(a: int, b: bytes, c: int, d: bytes, flags: int) -> int:
+        return int(syscall(ctypes.c_long(number), a, b, c, d, ctypes.c_uint(flags)))
+
+    return via_syscall
+
+
+def rename_noreplace(src_fd: int, src: str, dst_fd: int, dst: str) -> None:
+    """Rename `src` to `dst`; FileExistsError if `dst` exists, decided atomically."""
+    fn = _renameat2()
+    if fn is not None:
+        if fn(src_fd, os.fsencode(src), dst_fd, os.fsencode(dst), RENAME_NOREPLACE) == 0:
+            return
+        err = ctypes.get_errno()
+        if err not in _UNSUPPORTED:
+            raise OSError(err, os.strerror(err))
+    st = os.stat(src, dir_fd=src_fd, follow_symlinks=False)
+    if not stat_mod.S_ISDIR(st.st_mode):
+        try:
+            # linkat() without AT_SYMLINK_FOLLOW: a link moves as itself, never its target.
+            os.link(src, dst, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
+        except NotImplementedError:  # no linkat() on this platform
+            pass
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK):
+                raise
+        else:
+            os.unlink(src, dir_fd=src_fd)
+            return
+    # Directories (and file systems without hard links): check, then rename.
+    if lstat_at(dst_fd, dst) is not None:
+        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST))
+    os.rename(src, dst, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
+
+
+def replace_file(
+    dir_fd: int,
+    name: str,
+    data: bytes,
+    *,
+    replace: bool,
+    like: os.stat_result | None = None,
+    guard: Callable[[], None] | None = None,
+) -> None:
+    """Make `name` in `dir_fd` hold exactly `data`, atomically.
+
+    `replace=False` fails with FileExistsError if `name` exists by the time of
+    the rename. `like` is the file being replaced: its permission bits (and
+    owner, where we may) are kept. `guard` runs just before the rename and
+    raises to abort (the lost-update check).
+    """
+    # A new file gets 0o666 minus the umask, as any editor would give it; a
+    # replacement starts private and takes the old mode only once it is complete.
+    fd, tmp = create_temp(dir_fd, 0o600 if like is not None else 0o666)
+    renamed = False
+    try:
+        try:
+            _write_all(fd, data)
+            if like is not None:
+                if hasattr(os, "fchown"):
+                    with contextlib.suppress(OSError):  # only root may give a file away
+                        os.fchown(fd, like.st_uid, like.st_gid)
+                if hasattr(os, "fchmod"):  # Windows before 3.13 has none
+                    os.fchmod(fd, like.st_mode & KEPT_MODE_BITS)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if guard is not None:
+            guard()
+        if replace:
+            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+        else:
+            rename_noreplace(dir_fd, tmp, dir_fd, name)
+        renamed = True
+    finally:
+        if not renamed:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp, dir_fd=dir_fd)
+    fsync_dir(dir_fd)

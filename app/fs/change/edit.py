@@ -1,0 +1,256 @@
+"""`edit_file`: exact-text replacements, all or nothing, with a bounded diff.
+
+Each `old_text` must occur exactly once in the text left by the edits before
+it; the first that does not stops the call before anything is written. The
+file keeps its encoding byte for byte outside the edited spans: UTF-8 (with
+or without BOM), UTF-16/32 with a BOM, or GB18030, accepted only when
+decoding and re-encoding gives back the very same bytes. A file whose lines
+all end in CRLF gets CRLF in the edited text too. Binary files (a NUL in the
+first 4 KiB, after BOM detection) are refused.
+
+The whole file is read, so it must fit in the root's `max_read_bytes`; the
+write is `app.fs.change.atomic.replace_file`, guarded so that a file changed by
+someone else after we read it is never overwritten with our stale edit. The
+entry's keys (`app.fs.change.locks`) are held from the read to the rename: two edits
+of one file through this server never interleave, so of several sent with one
+`expected_sha256` exactly one is applied. The
+answer's diff is `app.fs.change.edit_diff`'s.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pydantic import BaseModel
+
+from app.errors import BadArgument, BinaryFile, FileChanged, LoomError, NotFound, TooLarge, os_error
+from app.fs.change.atomic import replace_file
+from app.fs.change.edit_diff import COARSE_NOTE, Span, bounded_diff
+from app.fs.change.locks import changing
+from app.fs.change.write import existing_target, read_current, unchanged_guard
+from app.fs.control import Control, NoControl
+from app.fs.hashing import sha256_bytes
+from app.fs.text import textio
+from app.security.resolve import Parent, SecureRoot
+
+SNIFF_BYTES = 4096
+
+MAX_REGIONS = 10**6  # for sizing the note only
+CUT_NOTE = "diff cut to fit max_output_chars ({total} lines in full); the edits {how} in full"
+_LONE_LF = re.compile(r"(?<!\r)\n")
+
+
+class TextEdit(BaseModel):
+    old_text: str
+    new_text: str
+
+
+class EditResult(BaseModel):
+    path: str
+    dry_run: bool
+    written: bool  # false for a dry run, or when the edits change nothing
+    encoding: str
+    sha256: str  # of the content on disk after the call (as it would be, for a dry run)
+    diff: str  # unified diff, cut to max_output_chars when diff_truncated
+    diff_truncated: bool
+    note: str | None = None
+
+
+@dataclass(frozen=True)
+class Encoding:
+    codec: str
+    bom: bytes
+    label: str
+
+    def encode(self, text: str) -> bytes:
+        try:
+            return self.bom + text.encode(self.codec)
+        except UnicodeEncodeError:
+            raise BadArgument(
+                f"the edited text cannot be encoded as {self.label}, the file's encoding"
+            ) from None
+
+
+def decode(raw: bytes, rel: str) -> tuple[str, Encoding]:
+    """The text of a file and how to write it back identically."""
+    for bom, label, _unit in textio.BOMS:
+        if raw.startswith(bom):
+            candidates = [Encoding(textio.codec_of(label), bom, label)]
+            break
+    else:
+        if b"\x00" in raw[:SNIFF_BYTES]:
+            raise BinaryFile(f"'{rel}' looks binary (a NUL byte near the start); not edited")
+        candidates = [Encoding("utf-8", b"", "utf-8"), Encoding("gb18030", b"", "gb18030")]
+    for enc in candidates:
+        try:
+            text = raw[len(enc.bom) :].decode(enc.codec)
+        except UnicodeDecodeError:
+            continue
+        # Only an encoding that gives back the very same bytes keeps the rest of the file intact.
+        if enc.bom + text.encode(enc.codec, errors="surrogatepass") == raw:
+            return text, enc
+    raise BinaryFile(
+        f"'{rel}' is not text in a supported encoding (UTF-8, UTF-16/32 with BOM, GB18030); "
+        "not edited"
+    )
+
+
+def apply_edits(text: str, edits: Sequence[TextEdit], rel: str) -> str:
+    """Every edit in order, or an error naming the first that does not fit."""
+    return apply_tracked(text, edits, rel)[0]
+
+
+def apply_tracked(text: str, edits: Sequence[TextEdit], rel: str) -> tuple[str, list[Span]]:
+    """The edited text and where it differs from `text` (sorted, disjoint spans)."""
+    crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
+    total = len(edits)
+    spans: list[Span] = []
+    for i, edit in enumerate(edits, 1):
+        old, new = edit.old_text, edit.new_text
+        if crlf:  # the agent usually types "\n"; the file says "\r\n" throughout
+            old, new = _LONE_LF.sub("\r\n", old), _LONE_LF.sub("\r\n", new)
+        where = f"edit {i} of {total}" if total > 1 else "edit"
+        first = text.find(old)
+        if first < 0:
+            later = " (edits apply in order, to the text left by the earlier ones)" if i > 1 else ""
+            raise BadArgument(f"{where}: old_text not found in '{rel}' (0 occurrences){later}")
+        if text.find(old, first + 1) >= 0:
+            count = max(2, text.count(old))
+            raise BadArgument(
+                f"{where}: old_text occurs {count} times in '{rel}'; it must occur exactly "
+                "once (include more surrounding lines to make it unique)"
+            )
+        text = text[:first] + new + text[first + len(old) :]
+        spans = _track(spans, first, first + len(old), len(new))
+    return text, spans
+
+
+def _track(spans: list[Span], lo: int, hi: int, new_len: int) -> list[Span]:
+    """`spans` after text[lo:hi] (current coordinates) was replaced by new_len characters."""
+    delta = new_len - (hi - lo)
+    out: list[Span] = []
+    u_lo, u_hi, grown = lo, hi, 0  # the union of what this edit touches, and its growth
+    for s, e, was in spans:
+        if e < lo:
+            out.append((s, e, was))
+        elif s > hi:
+            out.append((s + delta, e + delta, was))
+        else:
+            u_lo, u_hi, grown = min(u_lo, s), max(u_hi, e), grown + (e - s) - was
+    out.append((u_lo, u_hi + delta, (u_hi - u_lo) - grown))
+    out.sort()
+    return out
+
+
+@dataclass(frozen=True)
+class _Edited:
+    rel: str
+    raw: bytes  # the file as read
+    new_raw: bytes  # as edited (written unless a dry run or unchanged)
+    before: str
+    after: str
+    spans: list[Span]
+    encoding: str
+    written: bool
+
+
+def edit_file(
+    root: SecureRoot,
+    path: str,
+    edits: Sequence[TextEdit],
+    *,
+    max_output_chars: int,
+    dry_run: bool = False,
+    expected_sha256: str | None = None,
+    control: Control | None = None,
+) -> EditResult:
+    control = control or NoControl()
+    op = "edit_file"
+    root.authorize(path, perm="write", op=op)
+    if not edits:
+        raise BadArgument("edits is empty; give at least one {old_text, new_text}")
+    try:
+        parent = root.open_parent(path, op=op, perm="write")
+    except NotFound:
+        if expected_sha256:  # the file the hash came from is gone
+            raise FileChanged() from None
+        raise
+    # A dry run changes nothing, so it waits for no one.
+    keys = contextlib.nullcontext() if dry_run else changing(parent, wait=control.check)
+    with parent:
+        try:
+            with keys:
+                done = _edit(root, parent, edits, dry_run, expected_sha256, control)
+        except LoomError:
+            raise
+        except OSError as exc:
+            raise os_error(exc, parent.rel) from None
+    return _result(done, dry_run, max_output_chars, control)
+
+
+def _edit(
+    root: SecureRoot,
+    parent: Parent,
+    edits: Sequence[TextEdit],
+    dry_run: bool,
+    expected_sha256: str | None,
+    control: Control,
+) -> _Edited:
+    """Read, check, edit and (unless a dry run or nothing changes) write the file."""
+    rel = parent.rel
+    if existing_target(parent) is None:
+        if expected_sha256:
+            raise FileChanged()
+        raise NotFound(f"no such file or directory: '{rel}'")
+    raw, seen = read_current(parent, root.max_read_bytes)
+    if expected_sha256 and sha256_bytes(raw) != expected_sha256.lower():
+        raise FileChanged()
+    before, enc = decode(raw, rel)
+    control.check()
+    after, spans = apply_tracked(before, edits, rel)
+    new_raw = enc.encode(after)
+    if len(new_raw) > root.max_read_bytes:
+        raise TooLarge(
+            f"the edited file would be {len(new_raw)} bytes, above root '{root.name}' "
+            f"max_read_bytes ({root.max_read_bytes}); nothing written"
+        )
+    written = not dry_run and new_raw != raw
+    if written:
+        replace_file(parent.fd, parent.name, new_raw, replace=True, like=seen,
+                     guard=unchanged_guard(parent, seen))
+    return _Edited(rel, raw, new_raw, before, after, spans, enc.label, written)
+
+
+def _result(done: _Edited, dry_run: bool, max_output_chars: int, control: Control) -> EditResult:
+    """The answer, its diff cut to what the rest of it leaves of `max_output_chars`."""
+    notes = []
+    if dry_run:
+        notes.append("dry run: nothing was written")
+    elif done.new_raw == done.raw:
+        notes.append("the edits leave the file as it was; nothing was written")
+    result = EditResult(
+        path=done.rel,
+        dry_run=dry_run,
+        written=done.written,
+        encoding=done.encoding,
+        sha256=sha256_bytes(done.new_raw),
+        diff="",
+        diff_truncated=False,
+        # the longest the note can be, for the budget
+        note="; ".join([*notes, CUT_NOTE, COARSE_NOTE.format(n=MAX_REGIONS)]),
+    )
+    # The diff gets what the rest of the result leaves of max_output_chars.
+    budget = max(0, max_output_chars - len(result.model_dump_json()) - 32)
+    diff, cut, total, coarse = bounded_diff(
+        done.before, done.after, done.spans, done.rel, budget, control
+    )
+    if cut:
+        notes.append(CUT_NOTE.format(total=total, how="would apply" if dry_run else "were applied"))
+    if coarse:
+        notes.append(COARSE_NOTE.format(n=coarse))
+    return result.model_copy(
+        update={"diff": diff, "diff_truncated": cut, "note": "; ".join(notes) or None}
+    )

@@ -1,0 +1,144 @@
+"""Emptying a root's trash: for the person who runs the server, never for the agent.
+
+`delete` moves entries to `<root>/.mcp-trash/<UTC stamp>[-N]/` and nothing
+ever erases them, so the trash grows until someone empties it. No tool can:
+the trash is on the floor deny list. This is the command line's
+`--empty-trash ROOT --older-than DAYS` (add `--dry-run` to only list), run by
+a person on the host: it removes the stamp directories older than DAYS.
+
+It opens the root, then `.mcp-trash` with no link followed, and removes each
+old stamp directory through directory handles, never following a link (a
+link in the trash is removed as a link, its target untouched), one folder
+open at a time and with no recursion, so a tree of any depth can be emptied.
+Entries whose names are not stamps are left alone.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import re
+import stat
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from app.fs.change.trash import TRASH
+
+_STAMP = re.compile(r"^(\d{8}T\d{6}Z)(?:-\d+)?$")
+_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+@dataclass
+class Emptied:
+    removed: list[str] = field(default_factory=list)  # stamp directories, oldest first
+    kept: int = 0  # stamp directories younger than the cutoff
+    bytes: int = 0  # sizes of the regular files removed (or that would be)
+
+
+Ident = tuple[int, int]
+
+
+def _ident(st: os.stat_result) -> Ident:
+    return (st.st_dev, st.st_ino)
+
+
+class _Frame:
+    """A folder being emptied: its identity, its name in its parent, subfolders left."""
+
+    __slots__ = ("ident", "name", "subdirs")
+
+    def __init__(self, ident: Ident, name: str, subdirs: list[str]) -> None:
+        self.ident, self.name, self.subdirs = ident, name, subdirs
+
+
+def _walk(dir_fd: int, name: str, remove: bool) -> int:
+    """Sizes of the regular files under `name` (removing everything when `remove`), with no
+    recursion and one folder open at a time, whatever the depth.
+
+    Depth-first: each folder's files are handled when it is opened, then its subfolders
+    one by one; a folder done is left through `..`, whose device and inode must be those
+    of the folder the walk came from (a folder moved meanwhile stops the walk with an
+    error rather than leading it elsewhere). Links are removed as links, never followed.
+    """
+    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    if not stat.S_ISDIR(st.st_mode):
+        if remove:
+            os.unlink(name, dir_fd=dir_fd)
+        return st.st_size if stat.S_ISREG(st.st_mode) else 0
+    total = 0
+    fd = os.open(name, _FLAGS, dir_fd=dir_fd)
+    try:
+        stack = [_Frame(_ident(os.fstat(dir_fd)), "", [])]  # the folder holding `name`
+        sub = name
+        while stack:
+            if sub:  # entered: `fd` is `sub`, a child of stack[-1]
+                size, subdirs = _files_of(fd, remove)
+                total += size
+                stack.append(_Frame(_ident(os.fstat(fd)), sub, subdirs))
+            frame = stack[-1]
+            if frame.subdirs:
+                sub = frame.subdirs.pop()
+                child = os.open(sub, _FLAGS, dir_fd=fd)
+                os.close(fd)
+                fd = child
+                continue
+            sub = ""
+            stack.pop()
+            if not stack:
+                break
+            up = os.open("..", _FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = up
+            if _ident(os.fstat(fd)) != stack[-1].ident:
+                raise OSError(errno.ESTALE, "a folder in the trash moved while it was emptied")
+            if remove:
+                os.rmdir(frame.name, dir_fd=fd)
+    finally:
+        os.close(fd)
+    return total
+
+
+def _files_of(fd: int, remove: bool) -> tuple[int, list[str]]:
+    """Sizes of the regular files directly in `fd` (removed with every non-folder when
+    `remove`), and the names of its subfolders."""
+    total = 0
+    subdirs: list[str] = []
+    with os.scandir(fd) as it:
+        entries = list(it)
+    for entry in entries:
+        st = entry.stat(follow_symlinks=False)
+        if stat.S_ISDIR(st.st_mode):
+            subdirs.append(entry.name)
+            continue
+        if stat.S_ISREG(st.st_mode):
+            total += st.st_size
+        if remove:
+            os.unlink(entry.name, dir_fd=fd)
+    return total, subdirs
+
+
+def empty_trash(root_path: str, older_than: timedelta, *, dry_run: bool = False,
+                now: datetime | None = None) -> Emptied:
+    """Remove the trash's stamp directories older than `older_than` (FileNotFoundError
+    when the root has no trash; NotADirectoryError/OSError when it is not a plain one)."""
+    cutoff = (now or datetime.now(timezone.utc)) - older_than
+    out = Emptied()
+    root_fd = os.open(root_path, _FLAGS)
+    try:
+        trash_fd = os.open(TRASH, _FLAGS, dir_fd=root_fd)
+    finally:
+        os.close(root_fd)
+    try:
+        for name in sorted(e.name for e in os.scandir(trash_fd)):
+            m = _STAMP.match(name)
+            if not m:
+                continue
+            when = datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc)
+            if when >= cutoff:
+                out.kept += 1
+                continue
+            out.bytes += _walk(trash_fd, name, remove=not dry_run)
+            out.removed.append(name)
+    finally:
+        os.close(trash_fd)
+    return out

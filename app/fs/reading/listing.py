@@ -1,0 +1,187 @@
+"""list_directory and stat_path.
+
+A listing is the shared walk (breadth-first, sorted per directory, denied
+names pruned and invisible, links listed as `symlink` and never entered),
+cut into offset pages. Only the entries of the page are stat'ed. Paths are
+relative to the root and keep the spelling of the request: listing `docs`
+(an in-root link to `src`) shows `docs/...`, which resolves again.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import stat as stat_mod
+
+from pydantic import BaseModel
+
+from app.errors import NotARegularFile, NotFound, os_error
+from app.fs.control import Control
+from app.fs.hashing import sha256_fd
+from app.fs.text import textio
+from app.fs.text.paging import fit_page, page_note
+from app.security.paths import join
+from app.security.resolve import FILE_FLAGS, SecureRoot, check_regular
+from app.security.walk import FILE, WalkEntry, Walker, kind_of_mode
+
+
+class Entry(BaseModel):
+    path: str
+    name: str
+    type: str  # file | dir | symlink | other
+    size: int | None  # files only: a link's target is never looked at
+    modified: str | None
+
+
+class ListResult(BaseModel):
+    root: str
+    path: str
+    entries: list[Entry]
+    offset: int
+    limit: int
+    returned: int
+    has_more: bool
+    next_offset: int | None
+    skipped_links: int
+    note: str | None = None
+
+
+class StatResult(BaseModel):
+    path: str
+    type: str
+    size: int | None
+    modified: str | None
+    created: str | None
+    mode: str
+    is_text: bool
+    sha256: str | None
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return _dt.datetime.fromtimestamp(ts, _dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def relabel(start: tuple[str, ...], shown: str):
+    """Map walk paths (the resolved start) back to the spelling of the request."""
+    real = join(start)
+    if real == shown:
+        return lambda p: p
+    cut = len(real) + 1 if real else 0
+    prefix = f"{shown}/" if shown else ""
+    return lambda p: prefix + p[cut:]
+
+
+def entry_of(e: WalkEntry, path: str) -> dict[str, object]:
+    size = modified = None
+    try:
+        st = os.stat(e.name, dir_fd=e.dir_fd, follow_symlinks=False)
+        modified = iso(st.st_mtime)
+        if e.kind == FILE:
+            size = st.st_size
+    except OSError:  # gone since the directory was read
+        pass
+    return {"path": path, "name": e.name, "type": e.kind, "size": size, "modified": modified}
+
+
+def unreadable_note(walker: Walker) -> str | None:
+    n = walker.unreadable_dirs
+    if not n:
+        return None
+    return f"{n} director{'y' if n == 1 else 'ies'} could not be read and were skipped"
+
+
+def list_directory(
+    root: SecureRoot,
+    path: str,
+    *,
+    recursive: bool,
+    max_depth: int,
+    offset: int,
+    limit: int,
+    cap: int,
+    control: Control,
+) -> ListResult:
+    with root.open_dir(path, op="list_directory") as d:
+        start, shown = d.parts, d.rel
+    walker = Walker(root, start, max_depth if recursive else 1)
+    name_of = relabel(start, shown)
+    page: list[dict[str, object]] = []
+    more = False
+    for seen, e in enumerate(walker):
+        if seen >= offset:
+            if len(page) == limit:
+                more = True
+                break
+            page.append(entry_of(e, name_of(e.path)))
+        if not seen & 1023:
+            control.check()
+
+    def make(n: int) -> ListResult:
+        has_more = more or n < len(page)
+        notes = [page_note(n, offset, n < len(page), cap), unreadable_note(walker)]
+        return ListResult(
+            # Entries stay dicts: pydantic validates them, cheaper than a model each.
+            root=root.name, path=shown, entries=page[:n], offset=offset, limit=limit,  # type: ignore[arg-type]
+            returned=n, has_more=has_more, next_offset=offset + n if has_more else None,
+            skipped_links=walker.skipped_links, note="; ".join(x for x in notes if x) or None,
+        )
+
+    return fit_page(make, page, cap)[0]
+
+
+def stat_path(root: SecureRoot, path: str) -> StatResult:
+    """Metadata of one entry; an in-root link is followed, like every explicit access."""
+    op = "stat_path"
+    parts = root.authorize(path, perm="read", op=op)
+    if not parts:
+        with root.open_dir("", op=op) as d:
+            return _stat_of(d.fd, "", os.fstat(d.fd), root)
+    with root.open_parent(path, op=op, perm="read") as parent:
+        rel = parent.rel
+        st = parent.lstat()
+        if st is None:
+            raise NotFound(f"no such file or directory: '{rel}'")
+        if stat_mod.S_ISREG(st.st_mode):
+            try:
+                fd = os.open(parent.name, FILE_FLAGS, dir_fd=parent.fd)
+            except OSError as exc:
+                raise os_error(exc, rel) from None
+            try:
+                fst = os.fstat(fd)
+                check_regular(fst)
+                return _stat_of(fd, rel, fst, root)
+            finally:
+                os.close(fd)
+        if not stat_mod.S_ISLNK(st.st_mode):
+            return _stat_of(None, rel, st, root)
+    # A link: follow it the way reads do (in-root only, deny on the target).
+    try:
+        with root.open_file(path, op=op) as f:
+            return _stat_of(f.fd, f.rel, f.st, root)
+    except NotARegularFile as exc:
+        if "is a directory" not in exc.message:
+            raise
+        with root.open_dir(path, op=op) as d:
+            return _stat_of(d.fd, d.rel, os.fstat(d.fd), root)
+
+
+def _stat_of(fd: int | None, rel: str, st: os.stat_result, root: SecureRoot) -> StatResult:
+    kind = kind_of_mode(st.st_mode)
+    is_text = False
+    sha = None
+    if kind == FILE and fd is not None:
+        head = os.pread(fd, textio.HEAD, 0)
+        is_text = not textio.sniff(head).binary
+        sha = sha256_fd(fd, st.st_size, root.max_read_bytes)
+    return StatResult(
+        path=rel,
+        type=kind,
+        size=st.st_size if kind == FILE else None,
+        modified=iso(st.st_mtime),
+        created=iso(getattr(st, "st_birthtime", None)),
+        mode=f"{stat_mod.S_IMODE(st.st_mode):04o}",
+        is_text=is_text,
+        sha256=sha,
+    )

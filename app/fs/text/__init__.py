@@ -1,0 +1,5 @@
+"""Text: bytes on disk to text, and text to pages. Encoding detection, forward line windows
+and reads within a byte budget (`textio.py`), the last lines read backwards from a file's end
+(`tail.py`), and the output bound every answer keeps: compact JSON sizes, pages cut item by
+item and said to be cut (`paging.py`). Knows nothing of roots or rules: it is handed open
+files."""

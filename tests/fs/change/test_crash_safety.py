@@ -1,0 +1,142 @@
+"""Crash safety: a process rewriting files through the write path is SIGKILLed at
+random moments, many times; no file is ever torn, and no temp file is visible.
+
+A long-lived helper process imports the app once and forks a fresh writer for
+each round (so thirty kills cost thirty forks, not thirty interpreter starts);
+each writer loops over `write_file` and `edit_file` exactly as the tools call
+them, and is killed with SIGKILL after a random delay.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from app.fs.change.sweep import sweep_temp_files
+from app.security.walk import Walker
+from tests.fs.conftest import make_disk, populate, roots_config
+from tests.kit import loaded_root
+
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork and SIGKILL")
+
+KILLS = 30
+FILES = 3
+REPO = Path(__file__).resolve().parents[3]
+
+
+def versions(i: int) -> tuple[bytes, bytes]:
+    """Two contents per file, of different sizes, so a mix or a cut shows."""
+    return (f"{i}:old:".encode() * 7000, f"{i}:NEW!:".encode() * 9000)
+
+
+def edit_versions() -> tuple[bytes, bytes]:
+    body = "".join(f"line {n}\n" for n in range(3000))
+    return (f"state: A\n{body}".encode(), f"state: B\n{body}".encode())
+
+
+WRITER = textwrap.dedent(
+    """
+    import os, sys
+    from app.registry import Registry
+    from app.fs.change.write import write_file
+    from app.errors import BadArgument
+    from app.fs.change.edit import edit_file, TextEdit
+
+    cfg, files = sys.argv[1], int(sys.argv[2])
+    root = Registry(cfg, audit=False).current.root("ws")
+
+    def versions(i):
+        return (f"{i}:old:".encode() * 7000, f"{i}:NEW!:".encode() * 9000)
+
+    to_b, to_a = [TextEdit(old_text="state: A", new_text="state: B")], [
+        TextEdit(old_text="state: B", new_text="state: A")]
+    print("ready", flush=True)
+    for _ in sys.stdin:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                n = 0
+                while True:
+                    for i in range(files):
+                        write_file(root, f"f{i}.txt", versions(i)[n % 2].decode(),
+                                   overwrite=True)
+                    try:  # flip the state line, whichever it is now
+                        edit_file(root, "e.txt", to_b, max_output_chars=100)
+                    except BadArgument:
+                        edit_file(root, "e.txt", to_a, max_output_chars=100)
+                    if n == 0:  # one whole round done: the kill may come from now on
+                        print("started", flush=True)
+                    n += 1
+            finally:
+                os._exit(1)  # never fall back into the helper's loop
+        print(pid, flush=True)
+        os.waitpid(pid, 0)
+        print("reaped", flush=True)
+    """
+)
+
+
+def test_sigkill_at_random_moments_never_leaves_a_torn_file(tmp_path: Path) -> None:
+    disk = make_disk(tmp_path)
+    populate(disk)
+    cfg = str(roots_config(disk, max_read=1 << 20))
+    for i in range(FILES):
+        (disk.ws / f"f{i}.txt").write_bytes(versions(i)[0])
+    (disk.ws / "e.txt").write_bytes(edit_versions()[0])
+    allowed = {f"f{i}.txt": set(versions(i)) for i in range(FILES)}
+    allowed["e.txt"] = set(edit_versions())
+
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    helper = subprocess.Popen(
+        [sys.executable, "-c", WRITER, cfg, str(FILES)],
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=REPO,
+    )
+    assert helper.stdin is not None and helper.stdout is not None  # both PIPE
+    rng = random.Random(20261130)
+    leftovers_seen = 0
+    changed_rounds = 0
+    root = loaded_root(cfg, "ws")
+    try:
+        assert helper.stdout.readline().strip() == "ready"
+        deadline = time.monotonic() + 90
+        for _ in range(KILLS):
+            assert time.monotonic() < deadline, "crash loop took too long"
+            before = {name: (disk.ws / name).read_bytes() for name in allowed}
+            helper.stdin.write("go\n")
+            helper.stdin.flush()
+            # The helper's pid line and the writer's "started" may come in either order.
+            lines = {helper.stdout.readline().strip() for _ in range(2)}
+            lines.discard("started")
+            (pid,) = (int(x) for x in lines)
+            # Killed at a random moment of a later round, however slow the machine is.
+            time.sleep(rng.uniform(0.0, 0.08))
+            os.kill(pid, signal.SIGKILL)
+            assert helper.stdout.readline().strip() == "reaped"
+            # Every file is entirely one version or the other: never a mix, never cut.
+            now = {name: (disk.ws / name).read_bytes() for name in allowed}
+            for name, data in now.items():
+                assert data in allowed[name], f"{name} is torn ({len(data)} bytes)"
+            changed_rounds += now != before
+            names = os.listdir(disk.ws)
+            leftovers_seen += sum(n.startswith(".mcp-tmp-") for n in names)
+            # Leftovers are never visible through the server's own walk.
+            assert not [e for e in Walker(root, ()) if e.name.startswith(".mcp-tmp-")]
+    finally:
+        helper.kill()
+        helper.communicate(timeout=10)  # reaps it and closes both pipes
+    assert changed_rounds > KILLS // 2, "the writer barely ran: the test proves nothing"
+    # Kills landed mid-write often enough to leave temp files: the interesting case.
+    assert leftovers_seen > 0
+    remaining = [n for n in os.listdir(disk.ws) if n.startswith(".mcp-tmp-")]
+    assert sweep_temp_files(root) == len(remaining)
+    assert not [n for n in os.listdir(disk.ws) if n.startswith(".mcp-tmp-")]
+    for name in allowed:
+        assert (disk.ws / name).read_bytes() in allowed[name]

@@ -1,0 +1,130 @@
+"""A write that fails removes the folders it made on its way, and only those.
+
+The failure is injected where a full disk would strike (ENOSPC at the write of the
+content, or at one of the `mkdir`s), through the plain path, through an in-root link
+to a folder, and for create_directory; the tree must then be exactly as before.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from app.errors import LoomError
+from app.fs.change import atomic, write
+from tests.security.conftest import make_root
+
+NO_SPACE = "no space left on device"
+
+
+def _tree(top: Path) -> dict[str, str]:
+    """Every entry under `top`: kind and, for files, content."""
+    out = {}
+    for dirpath, dirs, files in os.walk(top):
+        for name in dirs + files:
+            p = Path(dirpath) / name
+            out[str(p.relative_to(top))] = "link" if p.is_symlink() else (
+                "dir" if p.is_dir() else p.read_text())
+    return out
+
+
+@pytest.fixture
+def top(tmp_path: Path) -> Path:
+    top = tmp_path / "r"
+    (top / "dir").mkdir(parents=True)
+    (top / "dir" / "a.txt").write_text("alpha\n")
+    (top / "link").symlink_to("dir")
+    return top
+
+
+def _full_disk_at_write(monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_space(fd: int, data: bytes) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(atomic, "_write_all", no_space)
+
+
+def _full_disk_at_mkdir(monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    real = os.mkdir
+
+    def mkdir(path, *args, **kwargs):
+        if path == name:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+
+
+CASES = [
+    # (path, where the disk is full): every folder on the way is new
+    ("d/e/f/g.txt", "write"),
+    ("d/e/f/g.txt", "mkdir f"),
+    ("d/g.txt", "write"),
+    # below a folder that was there, which stays
+    ("dir/new/deeper/g.txt", "write"),
+    ("dir/new/deeper/g.txt", "mkdir deeper"),
+    # through an in-root link to a folder (each level made on its own)
+    ("link/new/deeper/g.txt", "write"),
+    ("link/new/deeper/g.txt", "mkdir deeper"),
+]
+
+
+@pytest.mark.parametrize(("path", "where"), CASES)
+@pytest.mark.parametrize("engine", ["openat2", "walk"])
+def test_a_write_that_fails_leaves_no_folder_it_made(top, monkeypatch, path, where, engine):
+    root = make_root(top, engine=engine)
+    before = _tree(top)
+    if where == "write":
+        _full_disk_at_write(monkeypatch)
+    else:
+        _full_disk_at_mkdir(monkeypatch, where.split()[1])
+    with pytest.raises(LoomError) as exc:
+        write.write_file(root, path, "x\n")
+    assert NO_SPACE in exc.value.message
+    monkeypatch.undo()
+    assert _tree(top) == before
+
+
+@pytest.mark.parametrize("where", ["mkdir f", "mkdir e"])
+def test_create_directory_that_fails_leaves_no_folder_it_made(top, monkeypatch, where):
+    root = make_root(top)
+    before = _tree(top)
+    _full_disk_at_mkdir(monkeypatch, where.split()[1])
+    with pytest.raises(LoomError) as exc:
+        write.create_directory(root, "d/e/f")
+    assert NO_SPACE in exc.value.message
+    monkeypatch.undo()
+    assert _tree(top) == before
+
+
+def test_a_folder_someone_else_filled_meanwhile_stays(top, monkeypatch):
+    """Only empty folders are removed: another writer's file keeps its folder (and the
+    folders above it)."""
+    root = make_root(top)
+
+    def theirs_then_no_space(fd: int, data: bytes) -> None:
+        (top / "d" / "e" / "theirs.txt").write_text("theirs\n")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(atomic, "_write_all", theirs_then_no_space)
+    with pytest.raises(LoomError):
+        write.write_file(root, "d/e/f/g.txt", "x\n")
+    monkeypatch.undo()
+    assert (top / "d" / "e" / "theirs.txt").read_text() == "theirs\n"
+    assert not (top / "d" / "e" / "f").exists()
+
+
+def test_a_write_that_succeeds_keeps_its_folders_and_a_deep_one_is_made_in_one_pass(top):
+    root = make_root(top)
+    deep = "/".join(["n"] * 1500)  # a path near the request limit, made by the choke point
+    try:
+        assert write.write_file(root, f"{deep}/g.txt", "x\n").created
+        assert (top.joinpath(*deep.split("/")) / "g.txt").read_text() == "x\n"
+    finally:  # pytest's own clean-up (shutil.rmtree) recurses: too deep for it
+        subprocess.run(["rm", "-rf", str(top / "n")], check=True, timeout=60)
+    assert write.create_directory(root, "link/made/here").created
+    assert (top / "dir" / "made" / "here").is_dir()

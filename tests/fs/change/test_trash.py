@@ -1,0 +1,109 @@
+"""app.fs.change.trash on its own: a private trash, a refused delete that leaves nothing behind
+and says why, UTC stamps whatever the local zone, the audit line's operation."""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import time
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+
+import pytest
+
+from app.errors import LoomError, OSRefusal
+from app.fs.change import trash
+from tests.fs.conftest import make_disk, populate, roots_config, umask
+from tests.kit import loaded_root
+from tests.security.conftest import make_root
+
+NOW = datetime(2026, 11, 30, 7, 15, 0, tzinfo=timezone.utc)
+
+
+@pytest.fixture
+def ws(tmp_path: Path):
+    disk = make_disk(tmp_path)
+    populate(disk)
+    (disk.ws / "dir" / "sub" / "deep").mkdir()
+    (disk.ws / "dir" / "sub" / "deep" / "c.txt").write_text("C\n")
+    root = loaded_root(roots_config(disk), "ws")
+    return disk.ws, root
+
+
+def test_the_trash_and_everything_made_in_it_is_private(ws):
+    top, root = ws
+    with umask(0o022):
+        res = trash.delete(root, "dir/sub/deep/c.txt", now=NOW)
+    assert res.trashed_to == ".mcp-trash/20261130T071500Z/dir/sub/deep/c.txt"
+    made = [top / ".mcp-trash", top / ".mcp-trash" / "20261130T071500Z"]
+    here = made[-1]
+    for folder in ("dir", "sub", "deep"):
+        here = here / folder
+        made.append(here)
+    assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in made} == {
+        p.name: 0o700 for p in made
+    }
+    assert (here / "c.txt").read_text() == "C\n"
+
+
+@pytest.mark.parametrize(
+    ("failure", "message"),
+    [
+        (errno.EXDEV, "'dir/sub/deep/c.txt' is on another file system than the root's trash; "
+                      "not deleted"),
+        (errno.EIO, "'dir/sub/deep/c.txt'"),
+    ],
+)
+def test_a_refused_delete_leaves_nothing_behind_and_says_why(ws, monkeypatch, failure, message):
+    top, root = ws
+    trash.delete(root, "notes.txt", now=NOW)  # the trash and one stamp exist already
+    before = sorted(p.relative_to(top).as_posix() for p in (top / ".mcp-trash").rglob("*"))
+
+    def refuse(*args):
+        raise OSError(failure, os.strerror(failure))
+
+    monkeypatch.setattr(trash, "rename_noreplace", refuse)
+    with pytest.raises(LoomError) as exc:
+        trash.delete(root, "dir/sub/deep/c.txt", now=NOW)
+    assert message in exc.value.message
+    if failure == errno.EXDEV:
+        assert exc.value.message == message
+    after = sorted(p.relative_to(top).as_posix() for p in (top / ".mcp-trash").rglob("*"))
+    assert after == before  # the stamp and the three folders it made are gone again
+    assert (top / "dir" / "sub" / "deep" / "c.txt").read_text() == "C\n"
+
+
+def test_too_many_deletes_in_one_second_is_refused_clearly(ws, monkeypatch):
+    top, root = ws
+    monkeypatch.setattr(trash, "MAX_SAME_SECOND", 2)
+    trash.delete(root, "notes.txt", now=NOW)
+    trash.delete(root, "dir/a.txt", now=NOW)
+    with pytest.raises(OSRefusal) as exc:
+        trash.delete(root, "dir/sub/b.txt", now=NOW)
+    assert exc.value.message == "too many deletes within one second"
+    assert (top / "dir" / "sub" / "b.txt").exists()
+
+
+def test_stamps_are_utc_whatever_the_local_zone(ws, monkeypatch):
+    _, root = ws
+    monkeypatch.setenv("TZ", "LOOM-5:30")
+    time.tzset()
+    try:
+        before = datetime.now(timezone.utc).replace(microsecond=0)
+        res = trash.delete(root, "notes.txt")
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    stamp = res.trashed_to.split("/")[1]
+    when = datetime.strptime(stamp, "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc)
+    assert before - timedelta(seconds=1) <= when <= before + timedelta(seconds=5)
+
+
+def test_the_audit_line_names_the_delete(tmp_path):
+    lines: list[tuple] = []
+    (tmp_path / "r").mkdir()
+    (tmp_path / "r" / "f.txt").write_text("F")
+    root = make_root(tmp_path / "r", audit=lambda *a: lines.append(a))
+    trash.delete(root, "f.txt", now=NOW)
+    assert [(d, rel, op) for d, _, rel, op, _ in lines] == [("ALLOW", "f.txt", "delete")]

@@ -1,0 +1,95 @@
+"""list_directory and stat_path, called directly."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+import pytest
+
+from app.errors import DeniedName, EscapesRoot, NotADirectory, NotFound
+from app.fs.control import NoControl
+from app.fs.reading.listing import list_directory, stat_path
+from app.security.resolve import SecureRoot
+from tests.fs.readkit import small_root
+
+
+def ls(root: SecureRoot, path: str = "", **kw):
+    args = dict(recursive=False, max_depth=2, offset=0, limit=1000, cap=1 << 20,
+                control=NoControl())
+    args.update(kw)
+    return list_directory(root, path, **args)  # type: ignore[arg-type]
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> SecureRoot:
+    r = small_root(tmp_path, {"b.txt": "bb", "a/x.txt": "x", "a/deep/y.txt": "y", ".env": "S",
+                              "c/.git/HEAD": "ref"})
+    top = tmp_path / "r"
+    os.symlink("a", top / "to_a")
+    os.symlink("/etc", top / "to_etc")
+    os.mkfifo(top / "pipe")
+    return r
+
+
+def test_a_listing_is_sorted_typed_and_blind_to_denied_names(root: SecureRoot) -> None:
+    r = ls(root)
+    assert [(e.name, e.type, e.size) for e in r.entries] == [
+        ("a", "dir", None), ("b.txt", "file", 2), ("c", "dir", None), ("pipe", "other", None),
+        ("to_a", "symlink", None), ("to_etc", "symlink", None)]
+    assert r.skipped_links == 2 and not r.has_more and r.returned == 6
+
+
+def test_recursion_stops_at_max_depth_and_at_links(root: SecureRoot) -> None:
+    one = [e.path for e in ls(root, recursive=True, max_depth=1).entries]
+    two = [e.path for e in ls(root, recursive=True, max_depth=2).entries]
+    three = [e.path for e in ls(root, recursive=True, max_depth=3).entries]
+    assert one == [e.path for e in ls(root).entries]
+    assert two == [*one, "a/deep", "a/x.txt"]  # c/ holds only a denied name
+    assert three == [*two, "a/deep/y.txt"]
+    assert not [p for p in three if p.startswith("to_") and "/" in p]
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 5])
+def test_pages_of_a_listing_add_up(root: SecureRoot, limit: int) -> None:
+    whole = ls(root, recursive=True, max_depth=5).entries
+    got = []
+    offset = 0
+    while True:
+        r = ls(root, recursive=True, max_depth=5, offset=offset, limit=limit)
+        got += r.entries
+        if not r.has_more:
+            break
+        offset = r.next_offset
+    assert got == whole
+
+
+@pytest.mark.parametrize(("path", "error"), [
+    ("b.txt", NotADirectory), ("nope", NotFound), ("c/.git", DeniedName), ("to_etc", EscapesRoot),
+])
+def test_listing_something_that_is_not_a_reachable_directory_is_an_error(
+    root: SecureRoot, path: str, error: type
+) -> None:
+    with pytest.raises(error):
+        ls(root, path)
+
+
+def test_stat_of_files_dirs_links_and_others(root: SecureRoot, tmp_path: Path) -> None:
+    f = stat_path(root, "b.txt")
+    assert (f.type, f.size, f.is_text) == ("file", 2, True)
+    assert f.sha256 == hashlib.sha256(b"bb").hexdigest() and f.mode == "0644"
+    assert stat_path(root, "to_a").type == "dir"  # an in-root link is followed
+    assert stat_path(root, "pipe").type == "other"
+    top = stat_path(root, "")
+    assert top.type == "dir" and top.path == "" and top.sha256 is None
+    with pytest.raises(EscapesRoot):
+        stat_path(root, "to_etc")
+    with pytest.raises(DeniedName):
+        stat_path(root, ".env")
+
+
+def test_stat_gives_no_hash_for_a_file_larger_than_the_budget(tmp_path: Path) -> None:
+    root = small_root(tmp_path, {"big": "x" * 5000}, max_read=4096)
+    r = stat_path(root, "big")
+    assert r.size == 5000 and r.sha256 is None and r.is_text
