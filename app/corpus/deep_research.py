@@ -43,27 +43,18 @@ from urllib.parse import quote
 from app.corpus import ranked
 from app.errors import BadArgument
 from app.fs.control import Control
-from app.fs.index import fts, tokens
+from app.fs.index import fts
+from app.fs.index import query as query_mod
 from app.fs.index.documents import Scan, read_document
+from app.fs.index.query import Query
 from app.fs.text.paging import cut_to, dumps
 from app.registry import Snapshot
 
 RESULTS = 50  # a ranked list longer than this helps no model
-MAX_TERMS = 32
 
 
 def doc_url(base: str | None, root: str, rel: str) -> str:
     return f"{base.rstrip('/')}/{quote(root)}/{quote(rel)}" if base else ""
-
-
-def terms_of(query: str) -> list[str]:
-    words = list(dict.fromkeys(w.casefold() for w in query.split()))
-    if not words:
-        raise BadArgument("query is empty: give one or more words to look for")
-    if len(words) > MAX_TERMS:
-        raise BadArgument(f"query has {len(words)} distinct words; at most {MAX_TERMS}")
-    # One-letter words match nearly everything; keep them only if nothing else is left.
-    return [w for w in words if len(w) > 1] or words
 
 
 # -- search ------------------------------------------------------------------
@@ -71,21 +62,21 @@ def terms_of(query: str) -> list[str]:
 
 def search(snap: Snapshot, query: str, control: Control) -> dict[str, Any]:
     """Ranked search on the index; the scan, with a note, when the index cannot serve."""
-    terms_of(query)  # the same argument errors either way
-    if not tokens.query_terms(query):  # only punctuation: the scan matches it literally
-        return scan_search(snap, query, control)
+    parsed = query_mod.parse(query)  # the same argument errors either way
+    if parsed.literal_only:
+        return scan_search(snap, parsed, control)
     problem = fts.fts5_problem() or ranked.dir_problem(snap)
     if problem is None:
         cap = min(RESULTS, snap.limits.max_search_results)
         try:
-            found, matched, notes = ranked.search(snap, query, control, cap)
+            found, matched, notes = ranked.search(snap, parsed, control, cap)
             return _answer(snap, found, matched, cap, notes)
         except fts.Unavailable as exc:
             problem = str(exc)
         except sqlite3.DatabaseError as exc:
             problem = f"the search index cannot be used ({_sqlite_reason(exc)})"
     return scan_search(
-        snap, query, control, fallback=f"{problem}; searched by scanning the files instead"
+        snap, parsed, control, fallback=f"{problem}; searched by scanning the files instead"
     )
 
 
@@ -136,14 +127,14 @@ def _answer(
 
 
 def scan_search(
-    snap: Snapshot, query: str, control: Control, *, fallback: str | None = None
+    snap: Snapshot, query: str | Query, control: Control, *, fallback: str | None = None
 ) -> dict[str, Any]:
     """The search without an index: a walk of every readable root that reads every file,
     ranked by phrase, then distinct words, then words in the path, then occurrences."""
     limits = snap.limits
     cap = min(RESULTS, limits.max_search_results)
-    phrase = " ".join(query.split()).casefold()
-    scan = Scan(terms_of(query), phrase, cap, limits.max_search_bytes, control)
+    parsed = query if isinstance(query, Query) else query_mod.parse(query)
+    scan = Scan(list(parsed.scan_words), parsed.phrase, cap, limits.max_search_bytes, control)
     for root, per_file in ranked.readable_roots(snap):
         scan.root(root, per_file)
     short = []

@@ -19,8 +19,9 @@ from collections.abc import Iterator
 
 from app.config_checks import contains
 from app.fs.control import Control
-from app.fs.index import fts, tokens
+from app.fs.index import fts
 from app.fs.index import ranked as per_root
+from app.fs.index.query import Query
 from app.registry import Snapshot
 from app.security import deny
 from app.security.resolve import SecureRoot
@@ -73,7 +74,7 @@ def readable_roots(snap: Snapshot) -> Iterator[tuple[SecureRoot, int]]:
         yield root, min(limits.max_search_file_bytes or root.max_read_bytes, root.max_read_bytes)
 
 
-def search(snap: Snapshot, query: str, control: Control, cap: int) -> Found:
+def search(snap: Snapshot, query: Query, control: Control, cap: int) -> Found:
     """The best `cap` (root, path) for `query`, how many files matched, and notes on
     anything left out (a build still under way)."""
     deadline = time.monotonic() + BUILD_SECONDS
@@ -105,7 +106,7 @@ def search(snap: Snapshot, query: str, control: Control, cap: int) -> Found:
             break
         if fts.verify(roots[name][0], rel):
             results.append((name, rel))
-    more = _second_tier(roots, tokens.query_terms(query), cap, results, control)
+    more = _second_tier(roots, list(query.terms), cap, results, control)
     return results, max(matched + more, len(results)), notes
 
 

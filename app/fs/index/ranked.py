@@ -17,7 +17,8 @@ import sqlite3
 from collections.abc import Callable, Iterator
 
 from app.fs.control import Control
-from app.fs.index import fts, tokens
+from app.fs.index import fts
+from app.fs.index.query import Query
 from app.security.resolve import SecureRoot
 
 CANDIDATES = 200  # BM25's best, per root, that the bonuses may reorder
@@ -36,7 +37,7 @@ def _corrupt(exc: sqlite3.DatabaseError) -> bool:
 def rank_root(
     idx: fts.RootIndex,
     root: SecureRoot,
-    query: str,
+    query: Query,
     *,
     identity: str,
     per_file: int,
@@ -45,14 +46,14 @@ def rank_root(
 ) -> tuple[list[tuple[float, str]], int, fts.Refreshed]:
     """One root's (score, path) candidates for `query`, how many files matched, and how
     far the refresh got. An index someone else corrupted is discarded and rebuilt once."""
-    words, terms = tokens.query_words(query), tokens.query_terms(query)
+    words, terms = list(query.words), list(query.terms)
     progress = _progress(control, root.name)
 
     def attempt() -> tuple[list[tuple[float, str]], int, fts.Refreshed]:
         done = idx.refresh(
             root, identity, per_file, deadline=deadline, check=control.check, progress=progress
         )
-        rows, n = idx.query(terms, CANDIDATES, tokens.stems(words))
+        rows, n = idx.query(terms, CANDIDATES, list(query.stems))
         return _bonus(idx, words, rows), n, done
 
     with locked(idx, control):
