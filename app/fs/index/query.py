@@ -1,4 +1,5 @@
-"""A `search` query, parsed once (docs/tools.md#ranked-search-and-its-index-search), for both ways of answering it.
+"""A `search` query, parsed once, for both ways of answering it
+(docs/tools.md#ranked-search-and-its-index-search).
 
 The scan (no index) looks for each whitespace-separated word as it is written, case-folded,
 punctuation included (`foo.bar` is one word there), and for the whole query as a phrase.
