@@ -34,7 +34,8 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
 # that know nothing of each other. Every module of an ordered layer sits in one of them.
 INNER: dict[str, list[tuple[int, str, tuple[str, ...]]]] = {
     "fs": [
-        (0, "base", ("app.fs.control", "app.fs.hashing")),  # cancel and progress; content hashes
+        # cancel and progress; content hashes; RE2 below its wrapper
+        (0, "base", ("app.fs.control", "app.fs.hashing", "app.fs.re2raw")),
         (1, "text", ("app.fs.text",)),  # encodings, line windows, tails, the output bound
         (2, "filters", ("app.fs.filters",)),  # globs and ignore files: which names a walk keeps
         (3, "reading", ("app.fs.reading",)),  # read, list, media

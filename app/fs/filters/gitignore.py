@@ -24,6 +24,8 @@ from typing import NamedTuple
 
 import re2
 
+from app.fs import re2raw
+
 MAX_RULES = 20_000  # per file; lines past it are dropped (real files hold a few hundred)
 # Rules per RE2 set. One set of 10,000 wildcard-heavy rules fails to compile (the whole
 # file was then ignored), at 20,000 RE2's simplifier writes a thousand lines to stderr,
@@ -192,7 +194,7 @@ def _compile(rules: list[tuple[int, Rule]], rule_of: list[int]) -> Match | None:
     except re2.error:
         return None
     rule_of.extend(held)
-    return patterns._set.Match  # the binding's own call: a list of set indexes
+    return re2raw.set_match(patterns)  # the binding's own call: a list of set indexes
 
 
 def _joined(sets: list[tuple[Match, int]]) -> Match:

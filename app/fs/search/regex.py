@@ -24,14 +24,15 @@ from collections.abc import Callable, Iterator
 import re2
 
 from app.errors import BadArgument
+from app.fs import re2raw
 from app.fs.search.expansion import MAX_EXPANDED, expanded_size
 from app.fs.search.finders import RANK, Caseless, FirstOf, finder, hyperscan
 from app.fs.search.lines import line_hits
 from app.fs.search.matcher import LineHit
 from app.fs.search.required import required_alternatives, required_literal
 
-_ANCHOR = re2._Anchor.UNANCHORED
-_NULL = re2._NULL_SPAN
+_ANCHOR = re2raw.UNANCHORED
+_NULL = re2raw.NULL_SPAN
 _BACKREF = re.compile(r"(?<!\\)(?:\\\\)*\\([1-9]|k<|g\{|g[0-9])")
 _NEWLINE = re.compile(r"(?<!\\)(?:\\\\)*\\n")
 
@@ -81,7 +82,7 @@ def _folded_prefilter(lit: str, opts: re2.Options | None) -> Callable[[bytes], i
     match = None
     if opts is not None and len(raw) >= 3:
         opts.case_sensitive = False
-        match = re2.compile(re2.escape(raw), opts)._regexp.Match
+        match = re2raw.raw_match(re2.compile(re2.escape(raw), opts))
     if pair is None and match is None:
         return None
     lo, up = pair if pair is not None else (b"", b"")
@@ -127,7 +128,7 @@ class RegexMatcher:
                 message = message.decode("utf-8", "replace")
             raise _refusal(query, str(message)) from None
         self.query = query
-        self._match = compiled._regexp.Match  # one call per match, no Match object
+        self._match = re2raw.raw_match(compiled)  # one call per match, no Match object
         # A literal every match holds: a file without it is passed over at memchr speed
         # (case-sensitive) or with RE2 on the bare literal (folded), before the pattern runs.
         self.prefilter: Callable[[bytes], int] | None = None
