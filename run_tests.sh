@@ -53,9 +53,9 @@ if [ "$#" -gt 0 ]; then
   rcs=($?)
 else
   .venv/bin/python -m pytest -n auto --maxprocesses "${LOOMFS_TEST_WORKERS:-4}" \
-    --dist worksteal -m "not serial"
+    --dist worksteal -m "not serial" --durations=15
   rcs=($?)
-  .venv/bin/python -m pytest -m serial
+  .venv/bin/python -m pytest -m serial --durations=5
   rcs+=($?)
 fi
 set -e

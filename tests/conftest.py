@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,28 @@ SERIAL: dict[str, str] = {
     "tests/service/test_http_limits.py": "slow clients are timed byte by byte",
     "tests/security/test_attacks.py::test_opening_a_fifo_returns_at_once": "a 1.8 s watchdog",
 }
+
+
+# A test that takes longer than this on its own is marked `slow` (docs/testing.md). Wall
+# time on a shared machine is noise, so this is said at the end of a run, never failed on.
+SLOW_SECONDS = float(os.environ.get("LOOMFS_SLOW_SECONDS", "30"))
+_took: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if "slow" not in report.keywords:
+        _took[report.nodeid] = _took.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    over = sorted(((t, n) for n, t in _took.items() if t > SLOW_SECONDS), reverse=True)
+    if over:
+        terminalreporter.write_line(
+            f"{len(over)} tests not marked slow took over {SLOW_SECONDS:.0f} s here "
+            "(mark them if they do on a quiet machine):"
+        )
+        for took, name in over[:20]:
+            terminalreporter.write_line(f"  {took:6.1f} s  {name}")
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
