@@ -24,6 +24,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from app.budget import Reservation
+from app.errors import BudgetSpent
+
 if TYPE_CHECKING:
     from app.registry import Snapshot
     from app.security.resolve import SecureRoot
@@ -50,6 +53,22 @@ class Call:
     def check(self) -> None:
         if self.cancelled.is_set():
             raise Cancelled()
+
+    def reserve(self, root: str, nbytes: int, *, op: str, rel: str = "") -> Reservation:
+        """Take `nbytes` of the byte budget for a call on `root` before it starts; settle
+        the reservation with what was used. A refusal is audited (DENY, rule budget)."""
+        try:
+            return self.snapshot.budget.reserve(root, nbytes)
+        except BudgetSpent as exc:
+            audit = self.snapshot.audit
+            if audit is not None:
+                audit("DENY", root, rel, op, f"{exc.rule}: {exc.message}")
+            raise
+
+    def charge(self, root: str, nbytes: int, *, op: str, rel: str = "") -> None:
+        """Pay `nbytes` of the byte budget for good, or raise `BudgetSpent` (audited) and pay
+        nothing: for bytes known before the work, such as a file about to be copied."""
+        self.reserve(root, nbytes, op=op, rel=rel).settle(nbytes)
 
     def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
         if self.progress_sink is not None:
