@@ -29,6 +29,7 @@ from app.errors import BudgetSpent
 from app.messages import duration_text, size_text
 
 Clock = Callable[[], float]
+Roots = str | tuple[str, ...]  # the root a call pays for, or each side of a copy
 
 # A text answer is bounded in characters (max_output_chars); one character is at most 4
 # bytes of UTF-8, so that is what a text call reserves per character of its cap.
@@ -194,18 +195,20 @@ class Budget:
         old.reconfigure(rate)
         return old
 
-    def _covering(self, root: str) -> tuple[Bucket, ...]:
-        own = self._roots.get(root)
-        return tuple(b for b in (self._server, own) if b is not None)
+    def _covering(self, roots: Roots) -> tuple[Bucket, ...]:
+        names = (roots,) if isinstance(roots, str) else tuple(dict.fromkeys(roots))
+        found = (self._server, *(self._roots.get(name) for name in names))
+        return tuple(b for b in found if b is not None)
 
-    def reserve(self, root: str, nbytes: int) -> Reservation:
-        """Take `nbytes` from every bucket covering `root`, or raise `BudgetSpent` and take
+    def reserve(self, roots: Roots, nbytes: int) -> Reservation:
+        """Take `nbytes` from every bucket covering `roots` (a root, or both sides of a copy
+        across roots: the server's bucket is paid once), or raise `BudgetSpent` and take
         nothing (the refusal speaks of the bucket that would make the call wait longest)."""
         if not self.active or nbytes <= 0:
             return FREE
         with self._lock:
             now = self.clock()
-            buckets = self._covering(root)
+            buckets = self._covering(roots)
             for b in buckets:
                 b.refill(now)
             short = [b for b in buckets if b.level < nbytes]
@@ -216,10 +219,10 @@ class Budget:
                 b.take(nbytes)
         return Reservation(self, buckets, nbytes)
 
-    def charge(self, root: str, nbytes: int) -> None:
-        """Pay `nbytes` for `root` for good (bytes copied, known before the copy), or raise
+    def charge(self, roots: Roots, nbytes: int) -> None:
+        """Pay `nbytes` for `roots` for good (bytes copied, known before the copy), or raise
         `BudgetSpent` and pay nothing."""
-        self.reserve(root, nbytes).settle(nbytes)
+        self.reserve(roots, nbytes).settle(nbytes)
 
     def _give(self, buckets: tuple[Bucket, ...], nbytes: int) -> None:
         with self._lock:

@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from app.budget import Reservation
+from app.budget import Reservation, Roots
 from app.errors import BudgetSpent
 
 if TYPE_CHECKING:
@@ -54,18 +54,20 @@ class Call:
         if self.cancelled.is_set():
             raise Cancelled()
 
-    def reserve(self, root: str, nbytes: int, *, op: str, rel: str = "") -> Reservation:
-        """Take `nbytes` of the byte budget for a call on `root` before it starts; settle
-        the reservation with what was used. A refusal is audited (DENY, rule budget)."""
+    def reserve(self, root: Roots, nbytes: int, *, op: str, rel: str = "") -> Reservation:
+        """Take `nbytes` of the byte budget for a call on `root` (or on each root of a
+        copy across roots) before it starts; settle the reservation with what was used.
+        A refusal is audited (DENY, rule budget), once for each root named."""
         try:
             return self.snapshot.budget.reserve(root, nbytes)
         except BudgetSpent as exc:
             audit = self.snapshot.audit
-            if audit is not None:
-                audit("DENY", root, rel, op, f"{exc.rule}: {exc.message}")
+            for name in (root,) if isinstance(root, str) else root:
+                if audit is not None:
+                    audit("DENY", name, rel, op, f"{exc.rule}: {exc.message}")
             raise
 
-    def charge(self, root: str, nbytes: int, *, op: str, rel: str = "") -> None:
+    def charge(self, root: Roots, nbytes: int, *, op: str, rel: str = "") -> None:
         """Pay `nbytes` of the byte budget for good, or raise `BudgetSpent` (audited) and pay
         nothing: for bytes known before the work, such as a file about to be copied."""
         self.reserve(root, nbytes, op=op, rel=rel).settle(nbytes)

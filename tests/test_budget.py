@@ -245,3 +245,15 @@ def test_sizes_in_words() -> None:
     said = [size_text(n) for n in (0, 1023, 1024, 10 << 20, 3 << 30)]
     assert said == ["0 bytes", "1023 bytes", "1.0 KiB", "10.0 MiB", "3.0 GiB"]
     assert re.fullmatch(r"\d+\.\d KiB", size_text(1536))
+
+
+def test_a_copy_across_roots_pays_each_roots_bucket_and_the_servers_once() -> None:
+    b = budget(Clock(), a=TIGHT, b=TIGHT)
+    b.charge(("a", "b"), 1000)
+    assert (available(b), available(b, "a"), available(b, "b")) == (9000, 3000, 3000)
+    b.charge(("a", "a"), 1000)  # the same root twice pays once
+    assert (available(b), available(b, "a")) == (8000, 2000)
+    before = levels(b)
+    with pytest.raises(BudgetSpent, match=r"\(root 'a', 2.0 KiB left\)"):
+        b.charge(("b", "a"), 2500)  # 'b' could pay it, 'a' cannot: neither pays
+    assert levels(b) == before
