@@ -81,6 +81,7 @@ class Bucket:
         elapsed = max(now - self.stamp, 0.0)  # a clock that steps back refills nothing
         self.stamp = max(now, self.stamp)
         if self.level >= burst:
+            self.full_at = self.stamp  # full until now: nothing spent in the window yet
             return
         missing = burst - self.level
         if elapsed * per_second >= missing:

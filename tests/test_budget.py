@@ -257,3 +257,13 @@ def test_a_copy_across_roots_pays_each_roots_bucket_and_the_servers_once() -> No
     with pytest.raises(BudgetSpent, match=r"\(root 'a', 2.0 KiB left\)"):
         b.charge(("b", "a"), 2500)  # 'b' could pay it, 'a' cannot: neither pays
     assert levels(b) == before
+
+
+def test_the_window_starts_when_the_bucket_was_last_full_not_at_start_up() -> None:
+    clock = Clock()
+    b = budget(clock)
+    clock.now += 3600  # an idle hour, full all along
+    b.charge("a", 9500)
+    clock.now += 2
+    with pytest.raises(BudgetSpent, match=r"^byte budget spent: 9.3 KiB over the last 2 s "):
+        b.reserve("a", 1000)
