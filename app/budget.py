@@ -32,13 +32,16 @@ Clock = Callable[[], float]
 Roots = str | tuple[str, ...]  # the root a call pays for, or each side of a copy
 
 # A text answer is bounded in characters (max_output_chars); one character is at most 4
-# bytes of UTF-8, so that is what a text call reserves per character of its cap.
+# bytes of UTF-8, so that is what a text call reserves per character of its cap. Below
+# TEXT_FLOOR characters the answers keep a little room whatever the cap (a window of at
+# least one cut line, a file's share in read_multiple_files), so the floor is reserved.
 BYTES_PER_CHAR = 4
+TEXT_FLOOR = 4096
 
 
 def text_bound(max_output_chars: int) -> int:
     """What a call answering file text reserves: its cap, in bytes of UTF-8."""
-    return BYTES_PER_CHAR * max_output_chars
+    return BYTES_PER_CHAR * max(max_output_chars, TEXT_FLOOR)
 
 
 def largest_call(max_read_bytes: int, max_output_chars: int) -> int:
@@ -101,6 +104,7 @@ class Bucket:
         self.spent += nbytes
 
     def give(self, nbytes: int) -> None:
+        """Give back `nbytes` (negative: take them, even below empty)."""
         self.level = min(self.level + nbytes, float(self.rate.burst_bytes))
         self.spent = max(self.spent - nbytes, 0)
 
@@ -118,9 +122,10 @@ class Bucket:
                 f"and the byte budget of {self.who} holds at most {size_text(rate.burst_bytes)} "
                 "(burst_bytes); nothing was done"
             )
+        left = max(int(self.level), 0)
         return BudgetSpent(
             f"byte budget spent: {size_text(self.spent)} over the last "
-            f"{duration_text(now - self.full_at)} ({self.who}, {size_text(int(self.level))} "
+            f"{duration_text(now - self.full_at)} ({self.who}, {size_text(left)} "
             f"left); refills at {size_text(rate.bytes_per_minute)} per minute; a call of this "
             f"size ({size_text(nbytes)}) can run in about {duration_text(self.wait(nbytes))}; "
             "nothing was done"
@@ -141,10 +146,12 @@ class Reservation:
         self.used: int | None = None
 
     def settle(self, used: int) -> None:
+        """Keep `used` bytes: the rest goes back; more than was reserved (a bound that was
+        wrong) is taken all the same, as a debt the next calls wait for."""
         if self.used is not None:
             return
-        self.used = min(max(used, 0), self.reserved)
-        if self._budget is not None and self.used < self.reserved:
+        self.used = max(used, 0)
+        if self._budget is not None and self.used != self.reserved:
             self._budget._give(self._buckets, self.reserved - self.used)
 
     def refund(self) -> None:
@@ -240,5 +247,5 @@ class Budget:
                 return None
             bucket.refill(self.clock())
             return Level(
-                bucket.rate.bytes_per_minute, bucket.rate.burst_bytes, int(bucket.level)
+                bucket.rate.bytes_per_minute, bucket.rate.burst_bytes, max(int(bucket.level), 0)
             )

@@ -2,18 +2,20 @@
 
     .venv/bin/python benchmarks/budget.py [--runs N]
 
-In one process, on a warm cache, times (median of `--runs` rounds, interleaved):
+In one process, on a warm cache. The machine is shared and its load moves by the second, so
+what is compared runs in pairs, one right after the other, and each figure is the median of
+the pairs' ratios (and of the times):
 
 - bucket:  `Budget.reserve` then `settle` with a server bucket and a root's own (the two
-           buckets a call on that root pays), 20,000 calls a round;
-- off:     the same on a budget with no bucket (what every call does when none is set);
-- read:    `read_text_file` of a 4 KiB file through the MCP SDK's in-process client on a
-           server with a `[budget]` and a root budget large enough never to refuse,
-           100 calls a round;
-- read-:   the same on a server without a budget, the baseline.
-
-Prints each median in microseconds per call and the median of the per-round ratios
-read/read- (the whole call: SDK, thread hop, choke point, read, answer).
+           buckets a call on that root pays), against a budget with no bucket (what every
+           call does when none is set); 2,000 calls a pair, `--runs` x 10 pairs;
+- work:    `read_text_file`'s work as the tool runs it, paid (`metered`: reserve, read,
+           measure the answer in UTF-8, settle) against the same read unpaid; one call a
+           pair, `--runs` x 300 pairs;
+- tool:    `read_text_file` of a 4 KiB file through the MCP SDK's in-process client on a
+           server with a `[budget]` and a root budget large enough never to refuse, against
+           a server without one (the whole call: SDK, thread hop, choke point, read,
+           answer); one call a pair, `--runs` x 40 pairs.
 """
 
 from __future__ import annotations
@@ -29,11 +31,13 @@ from pathlib import Path
 from mcp import Client
 
 from app.budget import Budget, Rate
+from app.calls import Call
+from app.fs.reading import read as read_mod
 from app.registry import Registry
 from app.server import LoomServer
+from app.tools.metered import metered, text_cap, text_used
 
-N_BUCKET = 20_000
-N_READ = 100
+N_BUCKET = 2000
 BIG = 1 << 40  # never refuses: the cost measured is the bookkeeping, not a wait
 
 
@@ -56,23 +60,40 @@ def config(folder: Path, root: Path, budget: bool) -> Path:
     return path
 
 
-async def reads(client: Client, n: int) -> float:
-    t0 = time.perf_counter()
-    for _ in range(n):
-        res = await client.call_tool("read_text_file", {"path": "f.txt"})
-        assert not res.is_error
-    return (time.perf_counter() - t0) / n * 1e6
+def pairs(
+    on: Callable[[], object], off: Callable[[], object], n: int, each: int = 1
+) -> list[tuple[float, float]]:
+    """`n` pairs of timings (microseconds per call), `on` first in every other pair."""
+    out = []
+    for i in range(n):
+        if i % 2:
+            b, a = per_call(off, each), per_call(on, each)
+        else:
+            a, b = per_call(on, each), per_call(off, each)
+        out.append((a, b))
+    return out
 
 
-async def read_rounds(on: LoomServer, off: LoomServer, runs: int) -> dict[str, list[float]]:
-    rows: dict[str, list[float]] = {"read": [], "read-": []}
+async def tool_pairs(on: LoomServer, off: LoomServer, n: int) -> list[tuple[float, float]]:
+    out = []
     async with Client(on) as with_budget, Client(off) as without:
-        await reads(with_budget, 20)  # warm both
-        await reads(without, 20)
-        for _ in range(runs):
-            rows["read"].append(await reads(with_budget, N_READ))
-            rows["read-"].append(await reads(without, N_READ))
-    return rows
+        for _ in range(n + 10):
+            timed = {}
+            for client in (with_budget, without) if len(out) % 2 else (without, with_budget):
+                t0 = time.perf_counter()
+                res = await client.call_tool("read_text_file", {"path": "f.txt"})
+                timed[client is with_budget] = (time.perf_counter() - t0) * 1e6
+                assert not res.is_error
+            out.append((timed[True], timed[False]))
+    return out[10:]  # the first calls warm both
+
+
+def report(name: str, timed: list[tuple[float, float]]) -> None:
+    on = statistics.median(a for a, _ in timed)
+    off = statistics.median(b for _, b in timed)
+    ratio = statistics.median(a / b for a, b in timed)
+    print(f"{name:6} {on:10.2f} us/call with the budget, {off:10.2f} without; "
+          f"ratio {ratio:.3f} (median of {len(timed)} pairs)")
 
 
 def main() -> None:
@@ -83,10 +104,8 @@ def main() -> None:
     paying = Budget()
     paying.apply(Rate(BIG, BIG), {"r": Rate(BIG // 2, BIG // 2)})
     idle = Budget()
-    rows: dict[str, list[float]] = {"bucket": [], "off": []}
-    for _ in range(runs):
-        rows["bucket"].append(per_call(lambda: paying.reserve("r", 262144).settle(4096), N_BUCKET))
-        rows["off"].append(per_call(lambda: idle.reserve("r", 262144).settle(4096), N_BUCKET))
+    report("bucket", pairs(lambda: paying.reserve("r", 262144).settle(4096),
+                           lambda: idle.reserve("r", 262144).settle(4096), runs * 10, N_BUCKET))
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
@@ -96,14 +115,20 @@ def main() -> None:
         on = LoomServer(Registry(str(config(folder, root, True))))
         off = LoomServer(Registry(str(config(folder, root, False))))
         assert on.registry.budget.active and not off.registry.budget.active
-        rows.update(asyncio.run(read_rounds(on, off, runs)))
 
-    for name, values in rows.items():
-        print(f"{name:7} {statistics.median(values):9.2f} us/call  "
-              f"(runs {min(values):.2f}-{max(values):.2f})")
-    ratios = [a / b for a, b in zip(rows["read"], rows["read-"], strict=True)]
-    print(f"read/read- ratio {statistics.median(ratios):.3f} "
-          f"(runs {min(ratios):.3f}-{max(ratios):.3f})")
+        call = Call(on.registry.current)
+        r = call.root("r")
+        cap = call.snapshot.limits.max_output_chars
+
+        def read() -> read_mod.ReadTextResult:
+            return read_mod.read_text_file(r, "f.txt", start=1, end=300, tail=None, cap=cap)
+
+        def paid() -> read_mod.ReadTextResult:
+            return metered(call, r, text_cap(call), op="read_text_file", rel="f.txt",
+                           work=read, used=lambda got: text_used([got.content]))
+
+        report("work", pairs(paid, read, runs * 300))
+        report("tool", asyncio.run(tool_pairs(on, off, runs * 40)))
 
 
 if __name__ == "__main__":

@@ -267,3 +267,15 @@ def test_the_window_starts_when_the_bucket_was_last_full_not_at_start_up() -> No
     clock.now += 2
     with pytest.raises(BudgetSpent, match=r"^byte budget spent: 9.3 KiB over the last 2 s "):
         b.reserve("a", 1000)
+
+
+def test_an_answer_over_its_bound_is_paid_all_the_same_as_a_debt() -> None:
+    clock = Clock()
+    b = budget(clock)
+    b.reserve("a", 1000).settle(12_000)  # a bound that was wrong: 2,000 bytes of debt
+    assert available(b) == 0
+    clock.now += 20  # 2,000 bytes back: the debt paid, nothing available yet
+    with pytest.raises(BudgetSpent, match=r"\(the server, 0 bytes left\).* in about 1 s;"):
+        b.reserve("a", 100)
+    clock.now += 1
+    b.reserve("a", 100)

@@ -33,6 +33,7 @@ from tests.kit import roots_toml
 from tests.live import live_server, text_of
 
 RATE, BURST = 60_000, 24_000  # 1000 bytes a second; a call reserves at most 16 KiB
+PADDING = 7000  # pic.png: about 7 KiB
 LIMITS = "max_output_chars = 4096\nsearch_fetch_tools = true\n"
 BUDGET = f"[budget]\nbytes_per_minute = {RATE}\nburst_bytes = {BURST}\n"
 TEXT = "".join(f"line {i}: {'é' * (i % 7)} some words\n" for i in range(300))
@@ -55,7 +56,7 @@ def workspace(base: Path) -> Path:
     ws = base / "ws"
     ws.mkdir()
     (ws / "a.txt").write_text(TEXT)
-    (ws / "pic.png").write_bytes(png_bytes() + b"\0" * 3000)
+    (ws / "pic.png").write_bytes(png_bytes() + b"\0" * PADDING)
     env = git_env(base)
     for args in (["init", "-q"], ["add", "a.txt"], ["commit", "-q", "-m", "one"]):
         subprocess.run(["git", "-C", str(ws), *args], env=env, check=True, capture_output=True)
@@ -167,17 +168,19 @@ def test_a_burst_of_reads_is_refused_then_runs_after_the_refill(tmp_path: Path) 
     assert asyncio.run(drive(ws, config(tmp_path, ws), steps)) >= 1
 
 
-# Over HTTP: a bucket that empties after one read and refills at one byte a second.
-LIVE_BUDGET = "max_output_chars = 1000\n[budget]\nbytes_per_minute = 60\nburst_bytes = 5000\n"
+# Over HTTP: a bucket that two media reads empty, refilling at one byte a second (a text
+# answer reserves 16 KiB: 4 bytes a character of at least 4096 characters).
+LIVE_BUDGET = "max_output_chars = 1000\n[budget]\nbytes_per_minute = 60\nburst_bytes = 17000\n"
 
 
 async def test_a_refusal_over_http_says_why_when_and_is_audited(tmp_path: Path) -> None:
     ws = workspace(tmp_path)
-    cfg = config(tmp_path, ws, extra=LIVE_BUDGET, max_read_bytes=4096)
+    cfg = config(tmp_path, ws, extra=LIVE_BUDGET, max_read_bytes=8192)
     with live_server(cfg) as srv:
         async with srv.session() as s:
-            first = await s.call_tool("read_media_file", {"path": "pic.png"})  # 3 KiB of 5
-            assert not first.is_error
+            for _ in range(2):  # 14 KiB of 17
+                first = await s.call_tool("read_media_file", {"path": "pic.png"})
+                assert not first.is_error
             again = await s.call_tool("read_text_file", {"path": "a.txt"})
             write = await s.call_tool("write_file", {"path": "new.txt", "content": "x" * 3000})
             roots = await s.call_tool("list_roots", {})
@@ -187,8 +190,8 @@ async def test_a_refusal_over_http_says_why_when_and_is_audited(tmp_path: Path) 
     assert not (ws / "new.txt").exists()
     budget = (roots.structured_content or {})["budget"]
     assert set(budget) == {"bytes_per_minute", "burst_bytes", "available_bytes"}
-    assert budget["bytes_per_minute"] == 60 and budget["burst_bytes"] == 5000
-    assert budget["available_bytes"] < 4000
+    assert budget["bytes_per_minute"] == 60 and budget["burst_bytes"] == 17000
+    assert budget["available_bytes"] < 8192
     assert "byte budget (the server's)" in text_of(roots)
     log = (tmp_path / "audit.log").read_text()
     said = r"rule=budget:\\x20byte\\x20budget\\x20spent"  # the log escapes spaces
@@ -200,12 +203,12 @@ async def test_list_roots_shows_a_roots_own_budget_and_a_reload_does_not_refill(
     tmp_path: Path,
 ) -> None:
     ws = workspace(tmp_path)
-    own = {"budget": {"bytes_per_minute": 60, "burst_bytes": 5000}}
+    own = {"budget": {"bytes_per_minute": 60, "burst_bytes": 17000}}
     cfg = tmp_path / "roots.toml"
     cfg.write_text(
-        roots_toml(("ws", ws, "workspace", {"max_read_bytes": 4096}),
+        roots_toml(("ws", ws, "workspace", {"max_read_bytes": 8192}),
                    audit_log=tmp_path / "audit.log", extra="max_output_chars = 1000\n")
-        + "budget = { bytes_per_minute = 60, burst_bytes = 5000 }\n"
+        + "budget = { bytes_per_minute = 60, burst_bytes = 17000 }\n"
     )
     with live_server(cfg) as srv:
         async with srv.session() as s:
@@ -215,10 +218,10 @@ async def test_list_roots_shows_a_roots_own_budget_and_a_reload_does_not_refill(
             after = await s.call_tool("list_roots", {})
     (root,) = (listed.structured_content or {})["roots"]
     assert (listed.structured_content or {})["budget"] is None
-    assert root["budget"] == {**own["budget"], "available_bytes": 5000}
+    assert root["budget"] == {**own["budget"], "available_bytes": 17000}
     assert not reloaded.is_error
     (root,) = (after.structured_content or {})["roots"]
-    assert root["budget"]["available_bytes"] <= 5000 - len(png_bytes()) - 3000 + 5
+    assert root["budget"]["available_bytes"] <= 17000 - len(png_bytes()) - PADDING + 5
 
 
 # Config refusals: a root looser than the server, a burst no call could fit in, bad values.
