@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
-from app.budget import Budget
+from app.budget import Budget, Level
 from app.config import load
 from app.errors import ConfigError
 from app.registry import Registry
@@ -264,3 +264,19 @@ def test_an_inconsistent_budget_stops_the_load(
     with pytest.raises(ConfigError) as refused:
         load(cfg)
     assert said in refused.value.message
+
+
+def test_a_reload_that_fails_leaves_the_budget_as_it_was(tmp_path: Path) -> None:
+    ws = workspace(tmp_path)
+    cfg = config(tmp_path, ws)
+    clock = Clock()
+    registry = Registry(str(cfg), budget=Budget(clock))
+    registry.budget.charge("ws", 10_000)
+    before = registry.budget.levels()
+    cfg.write_text(cfg.read_text().replace(f"burst_bytes = {BURST}", "burst_bytes = 100"))
+    with pytest.raises(ConfigError, match="below the largest call"):
+        registry.reload()
+    assert registry.budget.levels() == before
+    cfg.write_text(cfg.read_text().replace("burst_bytes = 100", "burst_bytes = 20000"))
+    registry.reload()  # a lower burst: at most it, never refilled
+    assert registry.budget.levels() == Level(RATE, 20_000, BURST - 10_000)
