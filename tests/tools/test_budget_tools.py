@@ -280,3 +280,22 @@ def test_a_reload_that_fails_leaves_the_budget_as_it_was(tmp_path: Path) -> None
     cfg.write_text(cfg.read_text().replace("burst_bytes = 100", "burst_bytes = 20000"))
     registry.reload()  # a lower burst: at most it, never refilled
     assert registry.budget.levels() == Level(RATE, 20_000, BURST - 10_000)
+
+
+async def test_reads_at_once_never_spend_more_than_the_burst(tmp_path: Path) -> None:
+    """Reads run concurrently in worker threads: with time standing still, what a dozen at
+    once return together stays within the burst, and those refused return nothing."""
+    ws = workspace(tmp_path)
+    server = LoomServer(Registry(str(config(tmp_path, ws)), budget=Budget(Clock())))
+    async with Client(server) as client:
+        answers = await asyncio.gather(
+            *(client.call_tool("read_media_file", {"path": "pic.png"}) for _ in range(6)),
+            *(client.call_tool("fetch", {"id": "ws/a.txt"}) for _ in range(6)),
+        )
+    paid = [a for a in answers if not a.is_error]
+    refused = [a for a in answers if a.is_error]
+    assert paid and refused
+    assert all(REFUSAL.fullmatch(text_of(a)) and a.structured_content is None for a in refused)
+    through = sum(int((a.structured_content or {}).get("size", 0))
+                  + utf8((a.structured_content or {}).get("text")) for a in paid)
+    assert through <= BURST
