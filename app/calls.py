@@ -24,6 +24,9 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from app.budget import Reservation, Roots
+from app.errors import BudgetSpent
+
 if TYPE_CHECKING:
     from app.registry import Snapshot
     from app.security.resolve import SecureRoot
@@ -50,6 +53,24 @@ class Call:
     def check(self) -> None:
         if self.cancelled.is_set():
             raise Cancelled()
+
+    def reserve(self, root: Roots, nbytes: int, *, op: str, rel: str = "") -> Reservation:
+        """Take `nbytes` of the byte budget for a call on `root` (or on each root of a
+        copy across roots) before it starts; settle the reservation with what was used.
+        A refusal is audited (DENY, rule budget), once for each root named."""
+        try:
+            return self.snapshot.budget.reserve(root, nbytes)
+        except BudgetSpent as exc:
+            audit = self.snapshot.audit
+            for name in (root,) if isinstance(root, str) else root:
+                if audit is not None:
+                    audit("DENY", name, rel, op, f"{exc.rule}: {exc.message}")
+            raise
+
+    def charge(self, root: Roots, nbytes: int, *, op: str, rel: str = "") -> None:
+        """Pay `nbytes` of the byte budget for good, or raise `BudgetSpent` (audited) and pay
+        nothing: for bytes known before the work, such as a file about to be copied."""
+        self.reserve(root, nbytes, op=op, rel=rel).settle(nbytes)
 
     def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
         if self.progress_sink is not None:

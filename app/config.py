@@ -18,8 +18,10 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from app.budget import Rate
 from app.config_checks import (
     check_allow,
+    check_budget,
     check_name,
     check_overlaps,
     check_own_files,
@@ -51,6 +53,18 @@ SENSITIVE_REFUSAL = (
 )
 
 
+class BudgetConfig(BaseModel):
+    """`[budget]`, or a root's `budget = {...}`: a token bucket of bytes (app.budget)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    bytes_per_minute: Positive
+    burst_bytes: Positive
+
+    def rate(self) -> Rate:
+        return Rate(self.bytes_per_minute, self.burst_bytes)
+
+
 class RootConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -61,6 +75,7 @@ class RootConfig(BaseModel):
     deny: list[str] = []
     allow: list[str] = []
     max_read_bytes: Positive | None = None
+    budget: BudgetConfig | None = None  # tighter than the server's, for this root
 
 
 class Config(BaseModel):
@@ -80,6 +95,7 @@ class Config(BaseModel):
     search_fetch_tools: bool = False
     text_format: Literal["text", "json"] = "text"  # the tool result's text item (docs/tools.md)
     public_base_url: str | None = None
+    budget: BudgetConfig | None = None  # no byte budget unless set
     allow_sensitive_files: Literal[False] = False
     roots: list[RootConfig]
 
@@ -143,6 +159,7 @@ class ResolvedRoot:
     deny: tuple[str, ...]
     allow: tuple[str, ...]
     max_read_bytes: int
+    budget: Rate | None = None  # the root's own bucket, if it has one
 
 
 @dataclass(frozen=True)
@@ -256,6 +273,8 @@ def validate(model: Config, source: str, source_links: tuple[str, ...] = ()) -> 
         allow = (*model.allow, *r.allow)
         check_allow(allow, where)
         check_own_files(real, perms, own_files, where)
+        max_read = r.max_read_bytes or model.max_read_bytes or DEFAULT_MAX_READ[r.role]
+        check_budget(r.budget, model.budget, max_read, model.max_output_chars, where)
         resolved.append(
             ResolvedRoot(
                 name=r.name,
@@ -264,7 +283,8 @@ def validate(model: Config, source: str, source_links: tuple[str, ...] = ()) -> 
                 real=real,
                 deny=(*model.deny, *r.deny),
                 allow=allow,
-                max_read_bytes=r.max_read_bytes or model.max_read_bytes or DEFAULT_MAX_READ[r.role],
+                max_read_bytes=max_read,
+                budget=r.budget.rate() if r.budget else None,
             )
         )
     check_overlaps(resolved)

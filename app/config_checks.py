@@ -13,12 +13,13 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.budget import largest_call
 from app.errors import ConfigError
 from app.security.deny import floor_pattern_of
 from app.security.policy import PERMISSION_ORDER, ROLE_CEILINGS
 
 if TYPE_CHECKING:
-    from app.config import ResolvedRoot, RootConfig
+    from app.config import BudgetConfig, ResolvedRoot, RootConfig
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,31}$")
 SYSTEM_TREES = ("/proc", "/sys", "/dev")
@@ -183,3 +184,34 @@ def default_root_of(
     if default is None and len(resolved) == 1:
         return resolved[0].name
     return default
+
+
+def check_budget(
+    own: BudgetConfig | None,
+    server: BudgetConfig | None,
+    max_read_bytes: int,
+    max_output_chars: int,
+    where: str,
+) -> None:
+    """A root's budget is tighter than the server's, and every bucket covering the root can
+    hold the largest call on it (a call the burst can never pay would be refused forever)."""
+    if own is not None and server is not None:
+        for field in ("bytes_per_minute", "burst_bytes"):
+            if getattr(own, field) > getattr(server, field):
+                raise ConfigError(
+                    f"{where}: budget.{field} ({getattr(own, field)}) is above the server's "
+                    f"budget.{field} ({getattr(server, field)}); a root's budget can only be "
+                    "tighter (every call pays both)"
+                )
+    largest = largest_call(max_read_bytes, max_output_chars)
+    what = (
+        "its max_read_bytes" if largest == max_read_bytes
+        else "a text answer of max_output_chars, at 4 bytes a character"
+    )
+    for name, bucket in (("budget.burst_bytes", own), ("the server's budget.burst_bytes", server)):
+        if bucket is not None and bucket.burst_bytes < largest:
+            raise ConfigError(
+                f"{where}: {name} ({bucket.burst_bytes}) is below the largest call on this "
+                f"root ({largest} bytes: {what}), which could then never run; raise "
+                "burst_bytes or lower that limit"
+            )

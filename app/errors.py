@@ -126,6 +126,12 @@ class BadArgument(LoomError):
     rule = "argument"
 
 
+class BudgetSpent(LoomError):
+    """The byte budget cannot pay this call now (`app.budget`); nothing was done."""
+
+    rule = "budget"
+
+
 class OSRefusal(LoomError):
     rule = "os"
 

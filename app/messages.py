@@ -119,3 +119,26 @@ def sentence(subject: str, err: Any) -> str:
     if said.startswith(("must ", "is ", "does ")):
         return f"{subject} {said}"
     return f"{subject}: {said}"
+
+
+_UNITS = ((1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"))
+
+
+def size_text(nbytes: int) -> str:
+    """`10485760` -> `10.0 MiB`; below a KiB, the bytes themselves."""
+    for size, unit in _UNITS:
+        if nbytes >= size:
+            return f"{nbytes / size:.1f} {unit}"
+    return f"{nbytes} bytes"
+
+
+def duration_text(seconds: float) -> str:
+    """`75.2` -> `1 min 16 s`, rounded up to the second (`never` for an infinite wait)."""
+    if seconds == float("inf"):
+        return "never"
+    whole = max(int(-(-seconds // 1)), 0)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"

@@ -18,10 +18,11 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from app import config as config_mod
 from app.audit import AuditLog
+from app.budget import Budget
 from app.config_checks import check_token_file, contains, resolve_links
 from app.errors import ConfigError, UnknownRoot
 from app.fs.history.gitdir import has_repository
@@ -41,6 +42,9 @@ class Snapshot:
     roots: dict[str, SecureRoot]
     audit: AuditLog | None
     generation: int
+    # The byte budget, one for the registry's life: every snapshot shares it, so a reload
+    # carries the buckets' levels (`Budget.apply`). A snapshot built alone has none.
+    budget: Budget = field(default_factory=Budget)
 
     @property
     def limits(self) -> config_mod.Config:
@@ -84,6 +88,7 @@ def build(
     *,
     protected_files: Sequence[str] = (),
     identities: Protected | None = None,
+    budget: Budget | None = None,
 ) -> Snapshot:
     roots: dict[str, SecureRoot] = {}
     protected = tuple(dict.fromkeys((*loaded.protected_files, *protected_files)))
@@ -108,7 +113,7 @@ def build(
             raise ConfigError(
                 f"invalid config: root '{r.name}': cannot be opened ({exc.strerror})"
             ) from None
-    return Snapshot(loaded, roots, audit, generation)
+    return Snapshot(loaded, roots, audit, generation, budget or Budget())
 
 
 class Registry:
@@ -118,6 +123,7 @@ class Registry:
         *,
         audit: bool = True,
         token_file: TokenFile | str | object | None = _FROM_ENV,
+        budget: Budget | None = None,
     ) -> None:
         """`token_file`: the file whose token /mcp requires, read at every load (a path, or
         a `TokenFile`); by default none is read and `LOOMFS_TOKEN_FILE`, if set, is only
@@ -137,6 +143,7 @@ class Registry:
         self.protected = Protected()
         self._lock = threading.Lock()
         self._listeners: list[Callable[[Snapshot, Snapshot], None]] = []
+        self.budget = budget or Budget()  # tests pass one on their own clock
         self._current, token = self._load(None, 1)
         # The token /mcp requires, read again from its file at every reload (None: no file).
         self.token = TokenHolder(token) if token is not None else None
@@ -203,6 +210,7 @@ class Registry:
             snapshot = build(
                 loaded, audit, generation,
                 protected_files=[f for f in own if f], identities=self.protected,
+                budget=self.budget,
             )
             if audit is not None and audit.key != key:
                 # Last, so a failure here leaves everything as it was.
@@ -212,6 +220,13 @@ class Registry:
                     raise ConfigError(
                         f"invalid config: audit_log: cannot be opened ({exc.strerror})"
                     ) from None
+            # Last of all (it cannot fail): the buckets take the new settings only when the
+            # new snapshot is sure to be swapped in.
+            server = loaded.model.budget
+            self.budget.apply(
+                server.rate() if server else None,
+                {r.name: r.budget for r in loaded.roots if r.budget is not None},
+            )
             return snapshot, token
         except BaseException:
             if fresh is not None:

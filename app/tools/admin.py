@@ -10,7 +10,12 @@ from mcp.types import CallToolResult
 from app.errors import LoomError
 from app.registry import Snapshot
 from app.tools.base import Call, error_result, host_of, ok_result, run, tool
-from app.tools.roots import ListRootsResult, ReloadResult, RootInfo
+from app.tools.roots import BudgetInfo, ListRootsResult, ReloadResult, RootInfo
+
+
+def _budget(snapshot: Snapshot, root: str | None) -> BudgetInfo | None:
+    level = snapshot.budget.levels(root)
+    return None if level is None else BudgetInfo(**vars(level))
 
 
 def _roots(call_snapshot: Snapshot) -> list[RootInfo]:
@@ -22,6 +27,7 @@ def _roots(call_snapshot: Snapshot) -> list[RootInfo]:
             permissions=list(r.permissions),
             default=r.name == default,
             max_read_bytes=r.max_read_bytes,
+            budget=_budget(call_snapshot, r.name),
         )
         for r in call_snapshot.roots.values()
     ]
@@ -31,11 +37,13 @@ def _roots(call_snapshot: Snapshot) -> list[RootInfo]:
 async def list_roots(ctx: Context) -> Annotated[CallToolResult, ListRootsResult]:
     """List the roots this server exposes: name, role (reference: read-only; sourcecode:
     read and write, never delete; workspace: read, write and delete to a recoverable
-    trash), effective permissions, whether it is the default root, and the largest file
-    it will read. Call this first; every other tool takes one of these names as `root`."""
+    trash), effective permissions, whether it is the default root, the largest file it
+    will read, and the byte budget if one is set (bytes available now, refill per minute,
+    burst; a root's own is paid on top of the server's). Call this first; every other
+    tool takes one of these names as `root`."""
 
     def work(call: Call) -> ListRootsResult:
-        return ListRootsResult(roots=_roots(call.snapshot))
+        return ListRootsResult(roots=_roots(call.snapshot), budget=_budget(call.snapshot, None))
 
     return await run(ctx, work)
 

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from app.corpus import deep_research as dr
 from app.tools.base import Call, run, tool
+from app.tools.metered import metered, text_cap, text_used
 
 
 class SearchHit(BaseModel):
@@ -84,6 +85,13 @@ async def fetch(ctx: Context, id: DocId) -> Annotated[CallToolResult, FetchResul
     and encoding."""
 
     def work(call: Call) -> dict[str, Any]:
-        return dr.fetch(call.snapshot, id)
+        name, _, rel = id.partition("/")
+        root = call.snapshot.roots.get(name)
+        if root is None:
+            return dr.fetch(call.snapshot, id)  # refused there, in its words
+        return metered(
+            call, root, text_cap(call), op="fetch", rel=rel,
+            work=lambda: dr.fetch(call.snapshot, id), used=lambda got: text_used([got["text"]]),
+        )
 
     return await run(ctx, work)

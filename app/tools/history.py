@@ -27,6 +27,7 @@ from app.tools.base import (
     run,
     tool,
 )
+from app.tools.metered import metered, text_cap, text_used
 
 RevArg = Annotated[
     str,
@@ -102,10 +103,16 @@ async def git_show(
 
     def work(call: Call) -> ops.ShowResult:
         check_window(start_line, end_line)
-        return ops.git_show(
-            call.root(root), commit=commit, path=path, start_line=start_line,
-            end_line=end_line, offset=offset, cap=call.snapshot.limits.max_output_chars,
-            control=call, cursor=cursor,
+        r = call.root(root)
+        # Only a file's content counts; a commit's message and list of files are free.
+        return metered(
+            call, r, text_cap(call) if path is not None else 0, op="git_show", rel=path or "",
+            work=lambda: ops.git_show(
+                r, commit=commit, path=path, start_line=start_line,
+                end_line=end_line, offset=offset, cap=call.snapshot.limits.max_output_chars,
+                control=call, cursor=cursor,
+            ),
+            used=lambda got: text_used([got.file.content if got.file else None]),
         )
 
     return await run(ctx, work)

@@ -24,6 +24,7 @@ from app.tools.base import (
     run,
     tool,
 )
+from app.tools.metered import metered, text_cap, text_used
 
 DEFAULT_DEPTH = 2
 
@@ -122,9 +123,14 @@ async def read_text_file(
     def work(call: Call) -> read_mod.ReadTextResult:
         if tail is None:
             check_window(start_line, end_line)
-        return read_mod.read_text_file(
-            call.root(root), path, start=start_line, end=end_line, tail=tail,
-            cap=call.snapshot.limits.max_output_chars,
+        r = call.root(root)
+        return metered(
+            call, r, text_cap(call), op="read_text_file", rel=path,
+            work=lambda: read_mod.read_text_file(
+                r, path, start=start_line, end=end_line, tail=tail,
+                cap=call.snapshot.limits.max_output_chars,
+            ),
+            used=lambda got: text_used([got.content]),
         )
 
     return await run(ctx, work)
@@ -145,8 +151,13 @@ async def read_multiple_files(
     own error and does not stop the others."""
 
     def work(call: Call) -> read_mod.ReadManyResult:
-        return read_mod.read_multiple_files(
-            call.root(root), paths, cap=call.snapshot.limits.max_output_chars, control=call
+        r = call.root(root)
+        return metered(
+            call, r, text_cap(call), op="read_multiple_files", rel=paths[0],
+            work=lambda: read_mod.read_multiple_files(
+                r, paths, cap=call.snapshot.limits.max_output_chars, control=call
+            ),
+            used=lambda got: text_used(i.file.content for i in got.results if i.file),
         )
 
     return await run(ctx, work)
@@ -161,7 +172,11 @@ async def read_media_file(
     the file's bytes; the file must fit in the root's max_read_bytes."""
 
     def work(call: Call) -> CallToolResult:
-        info, data = media.read_media(call.root(root), path)
+        r = call.root(root)
+        info, data = metered(
+            call, r, r.max_read_bytes, op="read_media_file", rel=path,
+            work=lambda: media.read_media(r, path), used=lambda got: got[0].size,
+        )
         block = (
             ImageContent(type="image", data=data, mime_type=info.mime_type)
             if info.kind == "image"

@@ -203,14 +203,23 @@ def delete(data: Data) -> str:
             "(the owner can restore it; you cannot reach it)")
 
 
+def _budget_text(b: Data) -> str:
+    return (f"{b['available_bytes']} of {b['burst_bytes']} bytes available, "
+            f"refilling at {b['bytes_per_minute']} per minute")
+
+
 def _root_line(r: Data) -> str:
     default = ", default" if r.get("default") else ""
+    own = f"; its byte budget: {_budget_text(r['budget'])}" if r.get("budget") else ""
     return (f"{r['name']}: {r['role']}, {'/'.join(r['permissions'])}{default}, "
-            f"reads files up to {r['max_read_bytes']} bytes")
+            f"reads files up to {r['max_read_bytes']} bytes{own}")
 
 
 def list_roots(data: Data) -> str:
-    return "\n".join(_root_line(r) for r in data.get("roots", []))
+    lines = [_root_line(r) for r in data.get("roots", [])]
+    if data.get("budget"):
+        lines.append(f"byte budget (the server's): {_budget_text(data['budget'])}")
+    return "\n".join(lines)
 
 
 def reload_config(data: Data) -> str:

@@ -6,7 +6,15 @@ by these classes without importing a tool module.
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
+
+
+class BudgetInfo(BaseModel):
+    """A byte budget's bucket as it stands (docs/configuration.md#budget)."""
+
+    bytes_per_minute: int
+    burst_bytes: int
+    available_bytes: int
 
 
 class RootInfo(BaseModel):
@@ -15,10 +23,16 @@ class RootInfo(BaseModel):
     permissions: list[str]
     default: bool
     max_read_bytes: int
+    budget: BudgetInfo | None = Field(
+        default=None, description="This root's own byte budget, paid on top of the server's."
+    )
 
 
 class ListRootsResult(BaseModel):
     roots: list[RootInfo]
+    budget: BudgetInfo | None = Field(
+        default=None, description="The server's byte budget; null when there is none."
+    )
 
 
 class ReloadResult(BaseModel):

@@ -12,6 +12,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import ConfigDict, Field
 
+from app.budget import BYTES_PER_CHAR
 from app.fs.change import edit as edit_mod
 from app.fs.change import move as move_mod
 from app.fs.change import write as write_mod
@@ -19,6 +20,7 @@ from app.fs.change.edit import EditResult, TextEdit
 from app.fs.change.move import MoveResult
 from app.fs.change.write import DirectoryResult, WriteResult
 from app.tools.base import Call, PathArg, RootArg, run, tool
+from app.tools.metered import metered
 
 # A hard ceiling at the edge; the real bound is the root's max_read_bytes, checked in app.fs.
 MAX_CONTENT_CHARS = 1 << 28
@@ -65,8 +67,15 @@ async def write_file(
     Content is limited to the root's max_read_bytes. Returns the new sha256."""
 
     def work(call: Call) -> WriteResult:
-        return write_mod.write_file(
-            call.root(root), path, content, overwrite=overwrite, expected_sha256=expected_sha256
+        r = call.root(root)
+        # Never more than the root's max_read_bytes is written (a larger content is refused).
+        bound = min(BYTES_PER_CHAR * len(content), r.max_read_bytes)
+        return metered(
+            call, r, bound, op="write_file", rel=path,
+            work=lambda: write_mod.write_file(
+                r, path, content, overwrite=overwrite, expected_sha256=expected_sha256
+            ),
+            used=lambda done: done.size,
         )
 
     return await run(ctx, work)
@@ -93,14 +102,15 @@ async def edit_file(
     changed since you read it."""
 
     def work(call: Call) -> EditResult:
-        return edit_mod.edit_file(
-            call.root(root),
-            path,
-            edits,
-            max_output_chars=call.snapshot.limits.max_output_chars,
-            dry_run=dry_run,
-            expected_sha256=expected_sha256,
-            control=call,
+        r = call.root(root)
+        # A dry run writes nothing and is free; the new content is at most max_read_bytes.
+        return metered(
+            call, r, 0 if dry_run else r.max_read_bytes, op="edit_file", rel=path,
+            work=lambda: edit_mod.edit_file(
+                r, path, edits, max_output_chars=call.snapshot.limits.max_output_chars,
+                dry_run=dry_run, expected_sha256=expected_sha256, control=call,
+            ),
+            used=lambda done: done.size if done.written else 0,
         )
 
     return await run(ctx, work)

@@ -53,6 +53,7 @@ class EditResult(BaseModel):
     dry_run: bool
     written: bool  # false for a dry run, or when the edits change nothing
     encoding: str
+    size: int  # bytes of the file after the call (as it would be, for a dry run)
     sha256: str  # of the content on disk after the call (as it would be, for a dry run)
     diff: str  # unified diff, cut to max_output_chars when diff_truncated
     diff_truncated: bool
@@ -236,6 +237,7 @@ def _result(done: _Edited, dry_run: bool, max_output_chars: int, control: Contro
         dry_run=dry_run,
         written=done.written,
         encoding=done.encoding,
+        size=len(done.new_raw),
         sha256=sha256_bytes(done.new_raw),
         diff="",
         diff_truncated=False,

@@ -1,0 +1,53 @@
+"""Where tools pay the byte budget (`app.budget`, docs/configuration.md#budget).
+
+What counts: file content returned to the client (read_text_file, read_multiple_files,
+read_media_file, fetch, git_show of a file) and bytes written (write_file, edit_file). The
+rest (listings, stat, searches, diffs, index builds) is bounded by its own limits and free.
+
+`metered` reserves a call's bound before the work starts, from every bucket covering its
+root, and settles with what the answer holds once it is made: text in bytes of UTF-8, a
+media file or a write in its bytes. A refusal comes before anything is read or written; a
+call that fails gives everything back. fs never sees the budget: charging happens here.
+A tool that knows its bytes up front (a copy, file by file) calls `Call.charge` instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+from app.budget import text_bound
+from app.security.resolve import SecureRoot
+from app.tools.base import Call
+
+T = TypeVar("T")
+
+
+def utf8_len(text: str | None) -> int:
+    return len(text.encode("utf-8", "surrogatepass")) if text else 0
+
+
+def text_used(texts: Iterable[str | None]) -> int:
+    return sum(utf8_len(t) for t in texts)
+
+
+def text_cap(call: Call) -> int:
+    """The bound of a call answering file text: its output cap, in bytes of UTF-8."""
+    return text_bound(call.snapshot.limits.max_output_chars)
+
+
+def metered(
+    call: Call,
+    root: SecureRoot,
+    bound: int,
+    *,
+    op: str,
+    rel: str,
+    work: Callable[[], T],
+    used: Callable[[T], int],
+) -> T:
+    """`work()` paid for: `bound` bytes reserved on `root` first, `used(result)` kept."""
+    with call.reserve(root.name, bound, op=op, rel=rel) as paid:
+        result = work()
+        paid.settle(used(result))
+    return result
