@@ -132,7 +132,7 @@ def test_every_dependency_is_named_where_its_reason_is_given() -> None:
 # -- the repository stands alone -------------------------------------------------
 
 SKIPPED = {".git", ".venv", ".hypothesis", ".mypy_cache", ".ruff_cache", ".pytest_cache",
-           ".ci-cache", "node_modules", "__pycache__"}
+           ".ci-cache", "node_modules", "__pycache__", ".mutation", "mutants", ".trees", ".cache"}
 # A citation of a document the repository does not hold: the product contract by its
 # shorthand or file name, other notes files by name, "the spec" (the MCP spec is a
 # public document and may be cited as such), a numbered section (only a public RFC's).
