@@ -55,7 +55,7 @@ class MoveResult(BaseModel):
     replaced: bool  # true when overwrite=true replaced an existing file
 
 
-def _open_destination(root: SecureRoot, destination: str, op: str) -> Parent:
+def open_destination(root: SecureRoot, destination: str, op: str) -> Parent:
     try:
         return root.open_parent(destination, op=op, perm="write")
     except NotFound:
@@ -76,7 +76,7 @@ def move_file(
     # Both requests pass the checks before the disk is touched at all.
     root.authorize(source, perm="write", op=op)
     root.authorize(destination, perm="write", op=op)
-    with root.open_parent(source, op=op, perm="write") as src, _open_destination(
+    with root.open_parent(source, op=op, perm="write") as src, open_destination(
         root, destination, op
     ) as dst:
         try:
@@ -114,14 +114,14 @@ def _move(
         return kind, False
     if (d_st.st_dev, d_st.st_ino) == (s_st.st_dev, s_st.st_ino):
         raise BadArgument("source and destination are the same entry")
-    _refuse_destination(d_st, dst.rel, overwrite)
+    refuse_destination(d_st, dst.rel, overwrite)
     if kind == "dir":
         raise AlreadyExists(f"destination '{dst.rel}' is a file; a directory never replaces a file")
     os.rename(src.name, dst.name, src_dir_fd=src.fd, dst_dir_fd=dst.fd)
     return kind, True
 
 
-def _refuse_destination(st: os.stat_result, rel: str, overwrite: bool) -> None:
+def refuse_destination(st: os.stat_result, rel: str, overwrite: bool) -> None:
     if stat_mod.S_ISLNK(st.st_mode):
         raise IsSymlink()
     if stat_mod.S_ISDIR(st.st_mode):
@@ -130,18 +130,18 @@ def _refuse_destination(st: os.stat_result, rel: str, overwrite: bool) -> None:
             f"(e.g. '{rel}/<name>'); a directory is never replaced"
         )
     if not overwrite:
-        raise _exists(rel)
+        raise exists_error(rel)
     if not stat_mod.S_ISREG(st.st_mode):
         raise NotARegularFile(f"not a regular file: destination '{rel}'")
 
 
-def _exists(rel: str) -> AlreadyExists:
+def exists_error(rel: str) -> AlreadyExists:
     return AlreadyExists(f"destination '{rel}' already exists; pass overwrite=true to replace it")
 
 
 def _move_error(exc: OSError, src: str, dst: str) -> LoomError:
     if isinstance(exc, FileExistsError):
-        return _exists(dst)
+        return exists_error(dst)
     if exc.errno == errno.EINVAL:
         return BadArgument(f"cannot move '{src}' into its own subtree ('{dst}')")
     if exc.errno == errno.EXDEV:
