@@ -31,6 +31,7 @@ from app.config_checks import (
 )
 from app.errors import ConfigError
 from app.messages import sentence
+from app.security.policy import Recovery
 from app.security.tokenfile import state_dir
 
 if sys.version_info >= (3, 11):
@@ -61,6 +62,9 @@ class RootConfig(BaseModel):
     deny: list[str] = []
     allow: list[str] = []
     max_read_bytes: Positive | None = None
+    keep_versions: bool | None = None  # default: on for workspace and sourcecode roots
+    version_max_bytes: Positive = 64 << 20
+    trash_max_bytes: Positive = 1 << 30
 
 
 class Config(BaseModel):
@@ -143,6 +147,7 @@ class ResolvedRoot:
     deny: tuple[str, ...]
     allow: tuple[str, ...]
     max_read_bytes: int
+    recovery: Recovery
 
 
 @dataclass(frozen=True)
@@ -265,6 +270,12 @@ def validate(model: Config, source: str, source_links: tuple[str, ...] = ()) -> 
                 deny=(*model.deny, *r.deny),
                 allow=allow,
                 max_read_bytes=r.max_read_bytes or model.max_read_bytes or DEFAULT_MAX_READ[r.role],
+                recovery=Recovery(
+                    keep_versions=Recovery.of_role(r.role).keep_versions
+                    if r.keep_versions is None else r.keep_versions,
+                    version_max_bytes=r.version_max_bytes,
+                    trash_max_bytes=r.trash_max_bytes,
+                ),
             )
         )
     check_overlaps(resolved)

@@ -45,6 +45,7 @@ class CopyResult(BaseModel):
     bytes: int  # bytes copied (read from the source, written at the destination)
     truncated: bool  # a folder copy stopped short (the note says where and why)
     note: str | None = None
+    kept_version: str | None = None  # where a replaced destination file went (under the root)
 
 
 def copy_file(
@@ -76,12 +77,14 @@ def copy_file(
                 return CopyResult(source=src.rel, destination=dst.rel, type="dir",
                                   files=done.files, bytes=done.bytes,
                                   truncated=note.truncated, note=note.text)
-            copy_one(src, dst, overwrite=overwrite, control=control, done=done)
+            copy_one(dst_root, src, dst, overwrite=overwrite, control=control, done=done)
         except LoomError:
             raise
         except FileExistsError:
             raise exists_error(dst.rel) from None
         except OSError as exc:
             raise os_error(exc, dst.rel) from None
+    kept = done.kept
     return CopyResult(source=src.rel, destination=dst.rel, type="file", files=done.files,
-                      bytes=done.bytes, truncated=False)
+                      bytes=done.bytes, truncated=False, note=kept.note if kept else None,
+                      kept_version=kept.kept if kept else None)

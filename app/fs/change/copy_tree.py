@@ -30,6 +30,7 @@ from app.fs.change.atomic import fsync_dir
 from app.fs.change.copying import MAX_COPY_BYTES, Copied, copy_one
 from app.fs.change.locks import changing
 from app.fs.control import Control
+from app.security.handles import open_below
 from app.security.paths import join
 from app.security.resolve import DIR_FLAGS, Parent, SecureRoot
 from app.security.walk import DIR, FILE, SYMLINK, Walker, kind_of_entry
@@ -123,15 +124,7 @@ class _Dirs:
         if self.fd >= 0 and parts == self.parts:
             return self.fd
         self.close()
-        fd = os.open(parts[0], DIR_FLAGS, dir_fd=self.top)
-        try:
-            for name in parts[1:]:
-                nxt = os.open(name, DIR_FLAGS, dir_fd=fd)
-                os.close(fd)
-                fd = nxt
-        except BaseException:
-            os.close(fd)
-            raise
+        fd = open_below(self.top, parts)
         self.fd, self.parts = fd, parts
         return fd
 
@@ -155,7 +148,9 @@ def _make_top(dst: Parent, control: Control) -> int:
         return os.open(dst.name, DIR_FLAGS, dir_fd=dst.fd)
 
 
-def _copy_planned(src: Parent, dst: Parent, plan: _Plan, control: Control, done: Copied) -> str:
+def _copy_planned(
+    root: SecureRoot, src: Parent, dst: Parent, plan: _Plan, control: Control, done: Copied
+) -> str:
     """Make the folders and copy the files; '' when all went, else where it stopped."""
     top_dst = _make_top(dst, control)
     srcs, dsts = _Dirs(os.open(src.name, DIR_FLAGS, dir_fd=src.fd)), _Dirs(top_dst)
@@ -170,7 +165,7 @@ def _copy_planned(src: Parent, dst: Parent, plan: _Plan, control: Control, done:
                 s = Parent(srcs.at(below[:-1]), below[-1], rel, (), (*src.target_parts, *below))
                 to = join((*dst.rel.split("/"), *below))
                 d = Parent(dsts.at(below[:-1]), below[-1], to, (), (*dst.target_parts, *below))
-                copy_one(s, d, overwrite=False, control=control, done=done)
+                copy_one(root, s, d, overwrite=False, control=control, done=done)
             for below, mode in reversed(plan.dirs):
                 fd = os.open(below[-1], DIR_FLAGS, dir_fd=dsts.at(below[:-1])) if below else -1
                 try:
@@ -203,7 +198,7 @@ def copy_folder(
         raise BadArgument(f"cannot copy '{src.rel}' into itself ('{dst.rel}')")
     plan = _plan(src_root, src, st.st_mode, control)
     _check_destination(dst_root, src, dst, plan)
-    stopped = _copy_planned(src, dst, plan, control, done)
+    stopped = _copy_planned(dst_root, src, dst, plan, control, done)
     notes = [x for x in (stopped, plan.cut) if x]
     if plan.cut:
         notes[-1] += "; copy the rest in parts"

@@ -15,9 +15,10 @@ from app.errors import BadArgument, FileChanged, NotARegularFile, TooLarge, os_e
 from app.fs.change.atomic import Identity, replace_with
 from app.fs.change.locks import changing
 from app.fs.change.move import refuse_destination
+from app.fs.change.versions import Keeper
 from app.fs.change.write import unchanged_guard
 from app.fs.control import Control
-from app.security.resolve import FILE_FLAGS, Parent
+from app.security.resolve import FILE_FLAGS, Parent, SecureRoot
 
 CHUNK = 1 << 20
 MAX_COPY_BYTES = 1 << 30  # one call copies at most this much, a file or a folder
@@ -26,11 +27,12 @@ MAX_COPY_BYTES = 1 << 30  # one call copies at most this much, a file or a folde
 class Copied:
     """What one call copied so far: the byte budget's charge."""
 
-    __slots__ = ("bytes", "files")
+    __slots__ = ("bytes", "files", "kept")
 
     def __init__(self) -> None:
         self.files = 0
         self.bytes = 0
+        self.kept: Keeper | None = None  # what kept the file a single copy replaced
 
 
 def open_source(parent: Parent) -> tuple[int, os.stat_result]:
@@ -73,7 +75,8 @@ def stream(
 
 
 def copy_one(
-    src: Parent, dst: Parent, *, overwrite: bool, control: Control, done: Copied
+    root: SecureRoot, src: Parent, dst: Parent, *, overwrite: bool, control: Control,
+    done: Copied,
 ) -> None:
     """One regular file from `src` to `dst` (both parents' handles), atomically."""
     fd, s_st = open_source(src)
@@ -90,8 +93,12 @@ def copy_one(
                     raise BadArgument("source and destination are the same file")
                 refuse_destination(d_st, dst.rel, overwrite)
             guard = unchanged_guard(dst, d_st) if d_st is not None else None
+            keeper = Keeper(root, dst, d_st)
             replace_with(dst.fd, dst.name, stream(fd, s_st, src.rel, control, done),
-                         replace=d_st is not None, mode=s_st.st_mode, guard=guard)
+                         replace=d_st is not None, mode=s_st.st_mode,
+                         guard=keeper.guarded(guard))
+            if d_st is not None:
+                done.kept = keeper
         done.files += 1
     finally:
         os.close(fd)

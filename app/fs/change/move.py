@@ -44,6 +44,7 @@ from app.errors import (
 from app.fs.change.atomic import fsync_dir, rename_noreplace
 from app.fs.change.exposure import refuse_exposing
 from app.fs.change.locks import changing
+from app.fs.change.versions import Keeper
 from app.security.resolve import Parent, SecureRoot
 from app.security.walk import kind_of_mode
 
@@ -53,6 +54,8 @@ class MoveResult(BaseModel):
     destination: str
     type: str  # file | dir | symlink | other: what was moved
     replaced: bool  # true when overwrite=true replaced an existing file
+    kept_version: str | None = None  # where the replaced file went (under the root)
+    note: str | None = None
 
 
 def open_destination(root: SecureRoot, destination: str, op: str) -> Parent:
@@ -81,7 +84,7 @@ def move_file(
     ) as dst:
         try:
             with changing(src, dst):
-                kind, replaced = _move(root, src, dst, overwrite, op)
+                kind, keeper = _move(root, src, dst, overwrite, op)
         except LoomError:
             raise
         except OSError as exc:
@@ -89,13 +92,17 @@ def move_file(
         fsync_dir(dst.fd)
         if src.parent_parts != dst.parent_parts:
             fsync_dir(src.fd)
-        return MoveResult(source=src.rel, destination=dst.rel, type=kind, replaced=replaced)
+        return MoveResult(
+            source=src.rel, destination=dst.rel, type=kind, replaced=keeper is not None,
+            kept_version=keeper.kept if keeper else None, note=keeper.note if keeper else None,
+        )
 
 
 def _move(
     root: SecureRoot, src: Parent, dst: Parent, overwrite: bool, op: str
-) -> tuple[str, bool]:
-    """The checks and the rename, both entries' keys held: (what moved, replaced a file)."""
+) -> tuple[str, Keeper | None]:
+    """The checks and the rename, both entries' keys held: (what moved, what kept the file
+    it replaced, or None)."""
     s_st = src.lstat()
     if s_st is None:
         raise NotFound(f"no such file or directory: '{src.rel}'")
@@ -111,14 +118,16 @@ def _move(
     d_st = dst.lstat()
     if d_st is None:
         rename_noreplace(src.fd, src.name, dst.fd, dst.name)
-        return kind, False
+        return kind, None
     if (d_st.st_dev, d_st.st_ino) == (s_st.st_dev, s_st.st_ino):
         raise BadArgument("source and destination are the same entry")
     refuse_destination(d_st, dst.rel, overwrite)
     if kind == "dir":
         raise AlreadyExists(f"destination '{dst.rel}' is a file; a directory never replaces a file")
+    keeper = Keeper(root, dst, d_st)
+    keeper()
     os.rename(src.name, dst.name, src_dir_fd=src.fd, dst_dir_fd=dst.fd)
-    return kind, True
+    return kind, keeper
 
 
 def refuse_destination(st: os.stat_result, rel: str, overwrite: bool) -> None:

@@ -82,7 +82,8 @@ async def test_copy_a_file_keeps_bytes_and_mode(disk, server):
     is_error, res = await call(server, "copy_file", source="notes.txt", destination="dir/n.txt")
     assert not is_error, res
     assert res == {"source": "notes.txt", "destination": "dir/n.txt", "type": "file",
-                   "files": 1, "bytes": 14, "truncated": False, "note": None}
+                   "files": 1, "bytes": 14, "truncated": False, "note": None,
+                   "kept_version": None}
     assert (disk.ws / "dir" / "n.txt").read_bytes() == (disk.ws / "notes.txt").read_bytes()
     assert stat.S_IMODE((disk.ws / "dir" / "n.txt").stat().st_mode) == 0o640
     assert not temp_leftovers(disk.ws)

@@ -1,6 +1,7 @@
 """Crash safety of copy_file: a process copying large files over one destination is
 SIGKILLed at random moments; the destination is always the old file or a whole new one,
-never a part, and no temp file is visible (the pattern of test_crash_safety.py)."""
+never a part, what it held before is still there or kept in the trash (never neither),
+and no temp file is visible (the pattern of test_crash_safety.py)."""
 
 from __future__ import annotations
 
@@ -35,14 +36,14 @@ COPIER = textwrap.dedent(
     snap = Registry(sys.argv[1], audit=False).current
     src, ws = snap.root("src"), snap.root("ws")
     print("ready", flush=True)
-    for _ in sys.stdin:
+    for line in sys.stdin:
         pid = os.fork()
         if pid == 0:
             try:
-                n = 0
+                n = first = int(line)  # each round starts with the other file
                 while True:
                     copy_file(src, ("a.bin", "b.bin")[n % 2], ws, "big.bin", overwrite=True)
-                    if n == 0:
+                    if n == first:
                         print("started", flush=True)
                     n += 1
             finally:
@@ -73,14 +74,16 @@ def test_sigkill_during_a_large_copy_never_leaves_a_part(tmp_path: Path) -> None
     )
     assert helper.stdin is not None and helper.stdout is not None
     root = loaded_root(cfg, "ws")
+    trash = disk.ws / ".mcp-trash"
     leftovers_seen = changed = 0
     try:
         assert helper.stdout.readline().strip() == "ready"
         deadline = time.monotonic() + 120
-        for _ in range(KILLS):
+        for round_ in range(KILLS):
             assert time.monotonic() < deadline, "crash loop took too long"
             before = (disk.ws / "big.bin").read_bytes()
-            helper.stdin.write("go\n")
+            stamps = set(os.listdir(trash)) if trash.exists() else set()
+            helper.stdin.write(f"{round_}\n")
             helper.stdin.flush()
             lines = {helper.stdout.readline().strip() for _ in range(2)}
             lines.discard("started")
@@ -91,6 +94,10 @@ def test_sigkill_during_a_large_copy_never_leaves_a_part(tmp_path: Path) -> None
             now = (disk.ws / "big.bin").read_bytes()
             assert now in versions, f"big.bin is a part ({len(now)} bytes)"
             changed += now != before
+            # Never neither: what big.bin held is still there or kept in the trash.
+            if now != before:
+                kept = [trash / n / "big.bin" for n in set(os.listdir(trash)) - stamps]
+                assert any(p.exists() and p.read_bytes() == before for p in kept)
             leftovers_seen += sum(n.startswith(".mcp-tmp-") for n in os.listdir(disk.ws))
             assert not [e for e in Walker(root, ()) if e.name.startswith(".mcp-tmp-")]
     finally:
