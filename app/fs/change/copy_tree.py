@@ -152,8 +152,13 @@ def _copy_planned(
     root: SecureRoot, src: Parent, dst: Parent, plan: _Plan, control: Control, done: Copied
 ) -> str:
     """Make the folders and copy the files; '' when all went, else where it stopped."""
-    top_dst = _make_top(dst, control)
-    srcs, dsts = _Dirs(os.open(src.name, DIR_FLAGS, dir_fd=src.fd)), _Dirs(top_dst)
+    top_src = os.open(src.name, DIR_FLAGS, dir_fd=src.fd)
+    try:
+        top_dst = _make_top(dst, control)
+    except BaseException:
+        os.close(top_src)
+        raise
+    srcs, dsts = _Dirs(top_src), _Dirs(top_dst)
     below: Parts = ()
     try:
         try:

@@ -87,7 +87,10 @@ def read_record(trash_fd: int, name: str) -> Record | None:
     except ValueError:
         return None
     ok = isinstance(record, dict) and record.get("kind") in ("delete", "version")
-    return record if ok and isinstance(record.get("path"), str) else None
+    path = record.get("path") if ok else None
+    # Only a plain relative path: a record edited to say `../x` must not lead out.
+    plain = isinstance(path, str) and all(p not in ("", ".", "..") for p in path.split("/"))
+    return record if plain else None
 
 
 def cached_record(trash_fd: int, name: str) -> Record | None:

@@ -210,3 +210,37 @@ def test_the_trash_is_never_untracked_in_a_git_work_tree(tmp_path):
                              "--untracked-files=all"], capture_output=True, text=True,
                             check=True, timeout=30).stdout
     assert ".mcp-trash" not in status and "dir/a.txt" in status
+
+
+def test_a_stamp_from_before_records_is_listed_and_restored(tmp_path):
+    disk, cfg, _ = _root(tmp_path)
+    old = disk.ws / ".mcp-trash" / "20200101T000000Z" / "dir" / "gone.txt"
+    old.parent.mkdir(parents=True)
+    old.write_text("old delete\n")
+    (disk.ws / ".mcp-trash" / "notes-by-hand").mkdir()  # not a stamp: not an item
+    assert listed(cfg) == [["20200101T000000Z/dir/gone.txt", "dir/gone.txt",
+                            "2020-01-01T00:00:00Z", "11", "delete"]]
+    out = cli(cfg, "--restore", "ws", "20200101T000000Z/dir/gone.txt")
+    assert out.returncode == 0, out.stderr
+    assert (disk.ws / "dir" / "gone.txt").read_text() == "old delete\n"
+    assert sorted(os.listdir(disk.ws / ".mcp-trash")) == ["notes-by-hand"]
+
+
+def test_names_are_printed_with_control_characters_escaped(tmp_path):
+    disk, cfg, _ = _root(tmp_path)
+    # No request may name one, but a file on disk may have been made by anything.
+    (disk.ws / ".mcp-trash" / "20200101T000000Z").mkdir(parents=True)
+    (disk.ws / ".mcp-trash" / "20200101T000000Z" / "a\x1b[2Jb.txt").write_text("x")
+    out = cli(cfg, "--trash", "ws").stdout
+    assert "\x1b" not in out and "a\\x1b[2Jb.txt" in out
+
+
+def test_a_record_edited_to_lead_out_is_not_followed(tmp_path):
+    disk, cfg, _ = _root(tmp_path)
+    stamp = disk.ws / ".mcp-trash" / "20200101T000000Z"
+    stamp.mkdir(parents=True)
+    (stamp / ".mcp-trash").write_text('{"kind": "delete", "path": "../../../outside/f"}\n')
+    (stamp / "f").write_text("f\n")
+    assert [row[1] for row in listed(cfg)] == ["f"]  # read as a stamp without a record
+    assert cli(cfg, "--restore", "ws", "20200101T000000Z/f").returncode == 0
+    assert (disk.ws / "f").read_text() == "f\n" and os.listdir(disk.outside) == ["secret.txt"]
