@@ -244,3 +244,19 @@ def test_a_record_edited_to_lead_out_is_not_followed(tmp_path):
     assert [row[1] for row in listed(cfg)] == ["f"]  # read as a stamp without a record
     assert cli(cfg, "--restore", "ws", "20200101T000000Z/f").returncode == 0
     assert (disk.ws / "f").read_text() == "f\n" and os.listdir(disk.outside) == ["secret.txt"]
+
+
+def test_the_documented_defaults_are_the_shipped_ones():
+    import re
+
+    from app.config import RootConfig
+    from app.security.policy import Recovery
+
+    docs = (Path(__file__).resolve().parents[3] / "docs" / "configuration.md").read_text()
+    shipped = RootConfig(name="x", path=".", role="workspace")
+    for key in ("version_max_bytes", "trash_max_bytes"):
+        m = re.search(rf"^{key} = (\d+)\s", docs, re.MULTILINE)
+        assert m and int(m.group(1)) == getattr(shipped, key) == getattr(
+            Recovery(keep_versions=True), key), key
+    assert [Recovery.of_role(r).keep_versions for r in ("workspace", "sourcecode", "reference")
+            ] == [True, True, False]
