@@ -44,6 +44,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --empty-trash: age of the deletes to remove (0 for all)")
     p.add_argument("--dry-run", action="store_true",
                    help="with --empty-trash: list what would be removed, remove nothing")
+    p.add_argument("--trash", metavar="ROOT",
+                   help="list what was deleted or replaced in root ROOT, then exit")
+    p.add_argument("--restore", nargs=2, metavar=("ROOT", "ID"),
+                   help="put trash item ID (from --trash) back where it was, then exit")
+    p.add_argument("--to", metavar="PATH",
+                   help="with --restore: where to put it, relative to the root")
     p.add_argument("--version", action="version", version=f"loom-fs-mcp {__version__}")
     return p
 
@@ -88,7 +94,8 @@ def empty_trash_command(loaded, name: str, days: float | None, dry_run: bool) ->
     verb = "would remove" if dry_run else "removed"
     for stamp_dir in done.removed:
         print(f"{verb} .mcp-trash/{stamp_dir}")
-    print(f"{verb} {len(done.removed)} delete(s), {done.bytes} bytes; kept {done.kept} newer")
+    print(f"{verb} {len(done.removed)} item(s) (deletes and versions), {done.bytes} bytes; "
+          f"kept {done.kept} newer")
     return 0
 
 
@@ -116,6 +123,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.empty_trash is not None:
         return empty_trash_command(loaded, args.empty_trash, args.older_than, args.dry_run)
+    if args.trash is not None or args.restore is not None:
+        from app.trash_cli import trash_command
+
+        return trash_command(loaded, args.trash, args.restore, args.to)
     from app.startup import serve
 
     return serve(args, path, loaded)

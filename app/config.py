@@ -33,6 +33,7 @@ from app.config_checks import (
 )
 from app.errors import ConfigError
 from app.messages import sentence
+from app.security.policy import Recovery
 from app.security.tokenfile import state_dir
 
 if sys.version_info >= (3, 11):
@@ -76,6 +77,9 @@ class RootConfig(BaseModel):
     allow: list[str] = []
     max_read_bytes: Positive | None = None
     budget: BudgetConfig | None = None  # tighter than the server's, for this root
+    keep_versions: bool | None = None  # default: on for workspace and sourcecode roots
+    version_max_bytes: Positive = 64 << 20
+    trash_max_bytes: Positive = 1 << 30
 
 
 class Config(BaseModel):
@@ -159,6 +163,7 @@ class ResolvedRoot:
     deny: tuple[str, ...]
     allow: tuple[str, ...]
     max_read_bytes: int
+    recovery: Recovery
     budget: Rate | None = None  # the root's own bucket, if it has one
 
 
@@ -285,6 +290,12 @@ def validate(model: Config, source: str, source_links: tuple[str, ...] = ()) -> 
                 allow=allow,
                 max_read_bytes=max_read,
                 budget=r.budget.rate() if r.budget else None,
+                recovery=Recovery(
+                    keep_versions=Recovery.of_role(r.role).keep_versions
+                    if r.keep_versions is None else r.keep_versions,
+                    version_max_bytes=r.version_max_bytes,
+                    trash_max_bytes=r.trash_max_bytes,
+                ),
             )
         )
     check_overlaps(resolved)

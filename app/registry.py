@@ -108,6 +108,7 @@ def build(
                 rules=rules,
                 max_read_bytes=r.max_read_bytes,
                 audit=audit,
+                recovery=r.recovery,
             )
         except OSError as exc:
             raise ConfigError(

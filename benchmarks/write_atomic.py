@@ -7,8 +7,12 @@ overwriting one existing file, for a small (4 KiB) and a large (1 MiB) content:
 
 - ours:          `app.fs.change.write.write_file(..., overwrite=True)`: the choke point
                  (permission, deny, `open_parent`), lstat, temp file created
-                 `O_EXCL|O_NOFOLLOW`, write, fchmod, fsync, rename, directory
+                 `O_EXCL|O_NOFOLLOW`, write, fchmod, fsync, the replaced file
+                 linked into the trash (a stamp folder, its record, fsyncs; the
+                 versions kept within `trash_max_bytes`), rename, directory
                  fsync, and the sha256 of the content for the result;
+- no-versions:   the same with `keep_versions = false`: the price of keeping
+                 every replaced version is ours/no-versions;
 - fsync-inplace: `O_TRUNC` + write + fsync on the file itself: as durable, but a
                  crash or a reader mid-write sees a torn file;
 - plain:         `Path.write_bytes`, no fsync: what a naive server does.
@@ -36,11 +40,12 @@ if __package__ in (None, ""):  # run as a script: make `app` importable
 
 from app.fs.change.write import write_file
 from app.security import DenyRules, SecureRoot
+from app.security.policy import Recovery
 
 SIZES = {"4 KiB": 4 << 10, "1 MiB": 1 << 20}
 
 
-def make_root(folder: str) -> SecureRoot:
+def make_root(folder: str, keep_versions: bool = True) -> SecureRoot:
     return SecureRoot(
         name="bench",
         role="workspace",
@@ -48,14 +53,20 @@ def make_root(folder: str) -> SecureRoot:
         real=os.path.realpath(folder),
         rules=DenyRules(),
         max_read_bytes=8 << 20,
+        # Bounded so a long run does not fill the disk: the trim is part of the price.
+        recovery=Recovery(keep_versions=keep_versions, trash_max_bytes=64 << 20),
     )
 
 
-def variants(folder: Path, root: SecureRoot, text: str) -> dict[str, Callable[[], None]]:
+def variants(folder: Path, root: SecureRoot, bare: SecureRoot,
+             text: str) -> dict[str, Callable[[], None]]:
     data = text.encode()
 
     def ours() -> None:
         write_file(root, "ours.txt", text, overwrite=True)
+
+    def no_versions() -> None:
+        write_file(bare, "bare.txt", text, overwrite=True)
 
     def fsync_inplace() -> None:
         fd = os.open(folder / "inplace.txt", os.O_WRONLY | os.O_TRUNC | os.O_CREAT, 0o644)
@@ -70,7 +81,8 @@ def variants(folder: Path, root: SecureRoot, text: str) -> dict[str, Callable[[]
     def plain() -> None:
         (folder / "plain.txt").write_bytes(data)
 
-    return {"ours": ours, "fsync-inplace": fsync_inplace, "plain": plain}
+    return {"ours": ours, "no-versions": no_versions, "fsync-inplace": fsync_inplace,
+            "plain": plain}
 
 
 def main() -> int:
@@ -81,10 +93,10 @@ def main() -> int:
     runs = max(5, args.runs)
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        root = make_root(tmp)
+        root, bare = make_root(tmp), make_root(tmp, keep_versions=False)
         for label, size in SIZES.items():
             text = "x" * size
-            fns = variants(folder, root, text)
+            fns = variants(folder, root, bare, text)
             for fn in fns.values():  # warm-up: create the files, first-call imports
                 fn()
             times: dict[str, list[float]] = {name: [] for name in fns}
@@ -100,7 +112,8 @@ def main() -> int:
             print(f"{label}: median per write over {runs} rounds x {args.writes} writes")
             for name, value in med.items():
                 print(f"  {name:14s} {value * 1e3:8.3f} ms")
-            print(f"  ratio ours/fsync-inplace {med['ours'] / med['fsync-inplace']:.2f}x, "
+            print(f"  ratio ours/no-versions {med['ours'] / med['no-versions']:.2f}x, "
+                  f"ours/fsync-inplace {med['ours'] / med['fsync-inplace']:.2f}x, "
                   f"ours/plain {med['ours'] / med['plain']:.2f}x")
     return 0
 

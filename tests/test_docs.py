@@ -289,7 +289,7 @@ def test_the_tours_commands_are_the_client_guides_checked_ones() -> None:
 def variable_free(text: str) -> str:
     """What does not change from one run to the next (hashes and trash stamps do)."""
     text = re.sub(r"\b[0-9a-f]{64}\b", "<sha256>", text)
-    return re.sub(r"\b\d{8}T\d{6}Z\b", "<stamp>", text)
+    return re.sub(r"\b\d{8}T\d{6}Z(?:-\d+)?(?=/)", "<stamp>", text)
 
 
 def test_the_tour_prints_what_the_readme_shows(tmp_path: Path) -> None:
@@ -319,7 +319,8 @@ def test_the_tour_prints_what_the_readme_shows(tmp_path: Path) -> None:
     assert got.count("> ") == shown.count("> ")
     assert not (home / "scratch" / "plan.md").exists()
     assert not (home / "notes" / "new.md").exists()
-    # The trash command the tour gives, as written (a fresh delete is kept: younger than 30 days).
+    # The trash command the tour gives, as written (the fresh delete and the version the edit
+    # kept stay: younger than 30 days).
     readme = " ".join((REPO / "README.md").read_text().split())
     m = re.search(r"`\.venv/bin/loom-fs-mcp (--config \S+ --empty-trash [^`]*)`", readme)
     assert m is not None
@@ -327,4 +328,5 @@ def test_the_tour_prints_what_the_readme_shows(tmp_path: Path) -> None:
     empty = subprocess.run([str(Path(sys.executable).parent / "loom-fs-mcp"), *args],
                            capture_output=True, text=True, timeout=60)
     assert empty.returncode == 0, empty.stderr
-    assert empty.stdout.startswith("removed 0 delete(s), 0 bytes; kept 1 newer"), empty.stdout
+    assert empty.stdout.startswith(
+        "removed 0 item(s) (deletes and versions), 0 bytes; kept 2 newer"), empty.stdout

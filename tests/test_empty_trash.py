@@ -36,7 +36,7 @@ def test_old_deletes_are_removed_new_ones_kept(one_root_config, tree, tmp_path) 
     cfg = one_root_config("workspace")
     dry = run(cfg, "--empty-trash", "main", "--older-than", "30", "--dry-run")
     assert dry.returncode == 0, dry.stderr
-    assert "would remove 2 delete(s), 20 bytes; kept 1 newer" in dry.stdout
+    assert "would remove 2 item(s) (deletes and versions), 20 bytes; kept 1 newer" in dry.stdout
     assert (trash / "20200101T000000Z").exists()
     done = run(cfg, "--empty-trash", "main", "--older-than", "30")
     assert done.returncode == 0, done.stderr
@@ -89,10 +89,10 @@ def test_a_tree_of_any_depth_is_emptied(one_root_config, tree) -> None:
         trash.delete(root, "src")
         dry = run(cfg, "--empty-trash", "main", "--older-than", "0", "--dry-run")
         assert dry.returncode == 0, dry.stderr
-        assert "would remove 2 delete(s), 44 bytes; kept 0 newer" in dry.stdout
+        assert "would remove 2 item(s) (deletes and versions), 44 bytes; kept 0 newer" in dry.stdout
         done = run(cfg, "--empty-trash", "main", "--older-than", "0")
         assert done.returncode == 0, done.stderr[-2000:]
-        assert "removed 2 delete(s), 44 bytes" in done.stdout
-        assert os.listdir(tree / ".mcp-trash") == []
+        assert "removed 2 item(s) (deletes and versions), 44 bytes" in done.stdout
+        assert os.listdir(tree / ".mcp-trash") == [".gitignore"]  # kept: not a stamp
     finally:  # pytest's own clean-up (shutil.rmtree) recurses: too deep for it
         subprocess.run(["rm", "-rf", str(tree)], check=True, timeout=60)

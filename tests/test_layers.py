@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("tools", ("app.tools",)),
     ("server", ("app.server",)),
     ("transport", ("app.http", "app.stdio")),
-    ("process", ("app.startup", "app.settings", "app.cli", "app.__main__")),
+    ("process", ("app.startup", "app.settings", "app.cli", "app.trash_cli", "app.__main__")),
 ]
 
 # Packages in order inside a layer, lowest first: a module of one imports its own package and

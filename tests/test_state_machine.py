@@ -1,14 +1,16 @@
-"""No sequence of tool calls returns denied content or a denied name (docs/security.md).
+"""No sequence of tool calls returns denied content or a denied name (docs/security.md),
+and none loses what it replaces (docs/configuration.md: every change recoverable).
 
 A hypothesis `RuleBasedStateMachine` drives the fs functions the tools call
-(write_file, create_directory, move_file, edit_file, delete and every read and
+(write_file, create_directory, move_file, copy_file, edit_file, delete and every read and
 search tool, searches with their options) on a workspace root whose config has
 base, floor, config-level, root-level and `/` deny patterns, with a secret
 planted under each, and writes ignore files that negate the denied names (`!*.secret`).
 Paths are drawn from a small vocabulary that includes the denied names and their
 ancestors, so moves of ancestors (`config` -> `x`) come up quickly. After every
 call: no answer (result or error text) holds a planted secret, and no listed or
-found path is one the rules deny.
+found path is one the rules deny. Every file a change replaced is in the trash
+(its `kept_version`) with the bytes it had, and stays there.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 
 from app.corpus import deep_research
 from app.errors import LoomError
-from app.fs.change import edit, move, trash, write
+from app.fs.change import copy, edit, move, trash, write
 from app.fs.change.edit import TextEdit
 from app.fs.control import NoControl
 from app.fs.history import ops as git_ops
@@ -95,6 +97,7 @@ class NeverDenied(RuleBasedStateMachine):
         ))
         self.reg = Registry(str(cfg), audit=False)
         self.root = self.reg.current.root("ws")
+        self.kept: list[tuple[str, bytes]] = []  # (kept_version, the bytes replaced)
         self._answer(lambda: move.move_file(self.root, src, dst))
 
     def teardown(self) -> None:
@@ -130,11 +133,29 @@ class NeverDenied(RuleBasedStateMachine):
                 found.extend(self._paths_in(v))
         return found
 
+    def _bytes(self, path: str) -> bytes | None:
+        p = self.tmp / "ws" / path
+        return p.read_bytes() if p.is_file() and not p.is_symlink() else None
+
+    def _replacing(self, path: str, fn: Any, replaced: Any) -> None:
+        """`fn` changes the file at `path`: what it replaced must be in the trash."""
+        before = self._bytes(path)
+        out = self._answer(fn)
+        if "error" in out or before is None or not replaced(out):
+            return
+        kept = out.get("kept_version")
+        assert kept, f"replaced {path!r} and kept nothing: {out}"
+        assert (self.tmp / "ws" / kept).read_bytes() == before
+        self.kept.append((kept, before))
+
     # -- changes ------------------------------------------------------------
 
     @rule(path=path_st, content=text_st, overwrite=st.booleans())
     def write_file(self, path: str, content: str, overwrite: bool) -> None:
-        self._answer(lambda: write.write_file(self.root, path, content, overwrite=overwrite))
+        self._replacing(
+            path, lambda: write.write_file(self.root, path, content, overwrite=overwrite),
+            lambda out: not out["created"],
+        )
 
     @rule(path=path_st)
     def create_directory(self, path: str) -> None:
@@ -142,7 +163,18 @@ class NeverDenied(RuleBasedStateMachine):
 
     @rule(src=path_st, dst=path_st, overwrite=st.booleans())
     def move_file(self, src: str, dst: str, overwrite: bool) -> None:
-        self._answer(lambda: move.move_file(self.root, src, dst, overwrite=overwrite))
+        self._replacing(
+            dst, lambda: move.move_file(self.root, src, dst, overwrite=overwrite),
+            lambda out: out["replaced"],
+        )
+
+    @rule(src=st.one_of(path_st, st.sampled_from(["config", "a", "vault", "keys", "deep"])),
+          dst=path_st, overwrite=st.booleans())
+    def copy_file(self, src: str, dst: str, overwrite: bool) -> None:
+        self._replacing(
+            dst, lambda: copy.copy_file(self.root, src, self.root, dst, overwrite=overwrite),
+            lambda out: out["type"] == "file",
+        )
 
     @rule(src=st.sampled_from(["config", "a", "a/b", "vault", "vault/x", "keys", *DEEP_ANCESTORS]),
           dst=path_st)
@@ -151,11 +183,13 @@ class NeverDenied(RuleBasedStateMachine):
 
     @rule(path=path_st, old=text_st, new=text_st)
     def edit_file(self, path: str, old: str, new: str) -> None:
-        self._answer(
+        self._replacing(
+            path,
             lambda: edit.edit_file(
                 self.root, path, [TextEdit(old_text=old or "a", new_text=new)],
                 max_output_chars=10000,
-            )
+            ),
+            lambda out: out["written"],
         )
 
     @rule(path=path_st)
@@ -279,6 +313,11 @@ class NeverDenied(RuleBasedStateMachine):
                 if p.is_file() and not p.is_symlink() and SECRET in p.read_text(errors="replace"):
                     rel = p.relative_to(ws).parts
                     assert self.root.rules.path(rel) is not None, f"{'/'.join(rel)} is not denied"
+
+    @invariant()
+    def nothing_replaced_is_lost(self) -> None:
+        for kept, data in getattr(self, "kept", []):
+            assert (self.tmp / "ws" / kept).read_bytes() == data, f"{kept} changed or went"
 
     @invariant()
     def secrets_stay_on_disk(self) -> None:

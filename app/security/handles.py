@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import stat as stat_mod
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from app.errors import NotARegularFile
@@ -92,6 +93,21 @@ class Parent(_Opened):
             return None
 
 
+def open_below(top: int, parts: Sequence[str]) -> int:
+    """The folder `parts` below the folder `top` (a new descriptor; `top` stays open),
+    opened one name at a time with no link followed at any step."""
+    fd = os.open(parts[0] if parts else ".", DIR_FLAGS, dir_fd=top)
+    try:
+        for name in parts[1:]:
+            nxt = os.open(name, DIR_FLAGS, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
 def check_regular(st: os.stat_result) -> None:
     if not stat_mod.S_ISREG(st.st_mode):
         raise NotARegularFile()
@@ -105,4 +121,5 @@ __all__ = [
     "OpenedFile",
     "Parent",
     "check_regular",
+    "open_below",
 ]

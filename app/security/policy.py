@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypedDict
 
 from app.errors import DeniedName, LoomError, PermissionRefused, ServerFile
@@ -32,6 +33,19 @@ PERMISSION_ORDER = ("read", "write", "delete")
 AuditFn = Callable[[str, str, str, str, "str | None"], None]
 
 
+@dataclass(frozen=True)
+class Recovery:
+    """What a root keeps of the content a change replaces (docs/configuration.md)."""
+
+    keep_versions: bool
+    version_max_bytes: int = 64 << 20  # a larger replaced file is not kept
+    trash_max_bytes: int = 1 << 30  # versions beyond it go, oldest first (deletes never)
+
+    @classmethod
+    def of_role(cls, role: str) -> Recovery:
+        return cls(keep_versions=role in ("workspace", "sourcecode"))
+
+
 class _Required(TypedDict):
     name: str
     role: str
@@ -44,6 +58,7 @@ class PolicyArgs(_Required, total=False):
     """A root's keyword arguments (`SecureRoot` takes these and `real`, its host path)."""
 
     audit: AuditFn | None
+    recovery: Recovery
 
 
 class RootPolicy:
@@ -62,6 +77,7 @@ class RootPolicy:
         self.rules = args["rules"]
         self.max_read_bytes = args["max_read_bytes"]
         self._audit = args.get("audit")
+        self.recovery = args.get("recovery") or Recovery.of_role(self.role)
         self._protected = self.rules.identities
 
     def permit(self, perm: str) -> None:
@@ -105,4 +121,6 @@ class RootPolicy:
         }
 
 
-__all__ = ["PERMISSION_ORDER", "ROLE_CEILINGS", "AuditFn", "PolicyArgs", "RootPolicy"]
+__all__ = [
+    "PERMISSION_ORDER", "ROLE_CEILINGS", "AuditFn", "PolicyArgs", "Recovery", "RootPolicy",
+]

@@ -45,6 +45,7 @@ from app.security.handles import (
     OpenedFile,
     Parent,
     check_regular,
+    open_below,
 )
 from app.security.paths import join, split_request
 from app.security.policy import PolicyArgs, RootPolicy
@@ -162,16 +163,7 @@ class SecureRoot(RootPolicy):
             return self.fresh_top()
         if self._use_openat2:
             return openat2.open_beneath(self.handle.fd, join(parts), DIR_FLAGS)
-        fd = self.fresh_top()
-        try:
-            for name in parts:
-                nxt = os.open(name, DIR_FLAGS, dir_fd=fd)
-                os.close(fd)
-                fd = nxt
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd
+        return open_below(self.handle.fd, parts)
 
     # -- resolution ---------------------------------------------------------
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from app.fs.change.copy import CopyResult
 from app.fs.change.edit import EditResult
 from app.fs.change.move import MoveResult
 from app.fs.change.trash import DeleteResult
@@ -68,6 +69,7 @@ RENDERERS: dict[type[BaseModel], Callable[[Data], str]] = {
     WriteResult: files.write_file,
     DirectoryResult: files.create_directory,
     MoveResult: files.move_file,
+    CopyResult: files.copy_file,
     DeleteResult: files.delete,
     ListRootsResult: files.list_roots,
     ReloadResult: files.reload_config,

@@ -198,6 +198,12 @@ def move_file(data: Data) -> str:
     return f"moved {data['type']} {data['source']} -> {data['destination']}{replaced}"
 
 
+def copy_file(data: Data) -> str:
+    what = f"{data['files']} file(s)" if data["type"] == "dir" else "file"
+    line = f"copied {what} {data['source']} -> {data['destination']}: {data['bytes']} bytes"
+    return "\n".join([line, *footer(data, None)])
+
+
 def delete(data: Data) -> str:
     return (f"deleted {data['path']}: moved to the trash as {data['trashed_to']} "
             "(the owner can restore it; you cannot reach it)")

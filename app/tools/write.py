@@ -1,4 +1,5 @@
-"""Write tools (permission `write`): write_file, edit_file, create_directory, move_file.
+"""Write tools (permission `write`): write_file, edit_file, create_directory, move_file,
+copy_file.
 
 Registered only when some root grants write. Each handler only bounds its
 arguments and hands the work to `app.fs`; see there for the guarantees.
@@ -13,14 +14,20 @@ from mcp.types import CallToolResult
 from pydantic import ConfigDict, Field
 
 from app.budget import BYTES_PER_CHAR
+from app.fs.change import copy as copy_mod
 from app.fs.change import edit as edit_mod
 from app.fs.change import move as move_mod
 from app.fs.change import write as write_mod
+from app.fs.change.copy import CopyResult
 from app.fs.change.edit import EditResult, TextEdit
 from app.fs.change.move import MoveResult
 from app.fs.change.write import DirectoryResult, WriteResult
 from app.tools.base import Call, PathArg, RootArg, run, tool
 from app.tools.metered import metered
+
+OtherRoot = Annotated[
+    str | None, Field(default=None, max_length=64, description="Overrides root for this side.")
+]
 
 # A hard ceiling at the edge; the real bound is the root's max_read_bytes, checked in app.fs.
 MAX_CONTENT_CHARS = 1 << 28
@@ -149,5 +156,32 @@ async def move_file(
 
     def work(call: Call) -> MoveResult:
         return move_mod.move_file(call.root(root), source, destination, overwrite=overwrite)
+
+    return await run(ctx, work)
+
+
+# Not idempotent: a retry with overwrite=true copies whatever the source holds by then.
+@tool(perm="write", title="Copy", read_only=False, destructive=True, idempotent=False)
+async def copy_file(
+    ctx: Context,
+    source: PathArg,
+    destination: PathArg,
+    root: RootArg = None,
+    source_root: OtherRoot = None,
+    destination_root: OtherRoot = None,
+    overwrite: Annotated[bool, Field(description="Replace an existing destination file.")] = False,
+) -> Annotated[CallToolResult, CopyResult]:
+    """Copy a file or folder byte for byte, within a root or across roots; the
+    destination's folder must exist and a folder is copied only to a new name."""
+
+    def work(call: Call) -> CopyResult:
+        src, dst = call.root(source_root or root), call.root(destination_root or root)
+        names = src.name if src.name == dst.name else (src.name, dst.name)
+
+        def pay(nbytes: int, rel: str) -> None:
+            call.charge(names, nbytes, op="copy_file", rel=rel)
+
+        return copy_mod.copy_file(src, source, dst, destination, overwrite=overwrite,
+                                  control=call, pay=pay)
 
     return await run(ctx, work)

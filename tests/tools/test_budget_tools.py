@@ -90,6 +90,8 @@ CALLS: dict[str, Any] = {
                                        "overwrite": True}),
     "edit": lambda n: ("edit_file", {"path": "a.txt", "edits": [
         {"old_text": f"line {n % 300}:", "new_text": f"LINE {n % 300}:" + "x" * n}]}),
+    "copy": lambda n: ("copy_file", {"source": "pic.png" if n % 2 else "a.txt",
+                                     "destination": f"c{n % 3}", "overwrite": True}),
 }
 
 
@@ -107,6 +109,8 @@ def passed(name: str, args: dict[str, Any], got: dict[str, Any]) -> int:
         return utf8(got["file"]["content"])
     if name == "write_file":
         return utf8(args["content"])
+    if name == "copy_file":
+        return int(got["bytes"])
     return int(got["size"]) if got["written"] else 0  # edit_file
 
 
@@ -166,6 +170,34 @@ def test_a_burst_of_reads_is_refused_then_runs_after_the_refill(tmp_path: Path) 
     ws = workspace(tmp_path)
     steps: list[tuple[str, Any]] = [("fetch", 0)] * 10 + [("wait", 20.0), ("fetch", 0)]
     assert asyncio.run(drive(ws, config(tmp_path, ws), steps)) >= 1
+
+
+def test_a_folder_copy_stops_between_files_when_the_budget_is_spent(tmp_path: Path) -> None:
+    """Five files of 7,000 bytes against a burst of 24,000: three are copied whole, then the
+    copy stops and says why; a single file larger than what is left is refused whole."""
+    ws = workspace(tmp_path)
+    (ws / "dir").mkdir()
+    for i in range(5):
+        (ws / "dir" / f"f{i}.bin").write_bytes(bytes([i]) * 7000)
+    (ws / "big.bin").write_bytes(b"b" * 9000)
+
+    async def go() -> tuple[Any, Any]:
+        server = LoomServer(Registry(str(config(tmp_path, ws)), budget=Budget(Clock())))
+        async with Client(server) as client:
+            folder = await client.call_tool("copy_file", {"source": "dir", "destination": "out"})
+            single = await client.call_tool("copy_file", {"source": "big.bin",
+                                                          "destination": "big2.bin"})
+            return folder, single
+
+    folder, single = asyncio.run(go())
+    got = folder.structured_content or {}
+    assert not folder.is_error and got["files"] == 3 and got["bytes"] == 21000, got
+    assert got["truncated"] and "byte budget spent" in got["note"], got
+    copied = sorted(p.name for p in (ws / "out").iterdir())
+    assert len(copied) == 3 and all((ws / "out" / n).read_bytes() == (ws / "dir" / n).read_bytes()
+                                    for n in copied)
+    assert single.is_error and text_of(single).startswith("byte budget spent: ")
+    assert not (ws / "big2.bin").exists()
 
 
 # Over HTTP: a bucket that two media reads empty, refilling at one byte a second (a text

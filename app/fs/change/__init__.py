@@ -3,6 +3,7 @@
 temp name and a rename, nothing half-written) under one winner per expected hash
 (`locks.py`), making the folders on their way and removing them again on failure
 (`folders.py`); `move_file` (`move.py`) after the check that a folder carries nothing a rule
-denies out of its rule (`exposure.py`); `delete` into the root's trash (`trash.py`), emptied
+denies out of its rule (`exposure.py`); `copy_file` (`copy.py`, with `copying.py` for
+one file and `copy_tree.py` for a folder); `delete` into the root's trash (`trash.py`), emptied
 only by the person who runs the server (`purge.py`); and the start-up sweep of temp files a
 crash left behind (`sweep.py`)."""

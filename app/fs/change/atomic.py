@@ -172,17 +172,34 @@ def replace_file(
     """
     # A new file gets 0o666 minus the umask, as any editor would give it; a
     # replacement starts private and takes the old mode only once it is complete.
-    fd, tmp = create_temp(dir_fd, 0o600 if like is not None else 0o666)
+    replace_with(dir_fd, name, lambda fd: _write_all(fd, data), replace=replace,
+                 like=like, guard=guard)
+
+
+def replace_with(
+    dir_fd: int,
+    name: str,
+    fill: Callable[[int], None],
+    *,
+    replace: bool,
+    like: os.stat_result | None = None,
+    mode: int | None = None,
+    guard: Callable[[], None] | None = None,
+) -> None:
+    """`replace_file` whose content `fill(fd)` writes (streamed: a copy). `mode`, when
+    given, is the new file's permission bits (`like`'s owner is still kept)."""
+    private = like is not None or mode is not None
+    fd, tmp = create_temp(dir_fd, 0o600 if private else 0o666)
     renamed = False
     try:
         try:
-            _write_all(fd, data)
-            if like is not None:
-                if hasattr(os, "fchown"):
-                    with contextlib.suppress(OSError):  # only root may give a file away
-                        os.fchown(fd, like.st_uid, like.st_gid)
-                if hasattr(os, "fchmod"):  # Windows before 3.13 has none
-                    os.fchmod(fd, like.st_mode & KEPT_MODE_BITS)
+            fill(fd)
+            if like is not None and hasattr(os, "fchown"):
+                with contextlib.suppress(OSError):  # only root may give a file away
+                    os.fchown(fd, like.st_uid, like.st_gid)
+            bits = mode if mode is not None else like.st_mode if like is not None else None
+            if bits is not None and hasattr(os, "fchmod"):  # Windows before 3.13 has none
+                os.fchmod(fd, bits & KEPT_MODE_BITS)
             os.fsync(fd)
         finally:
             os.close(fd)

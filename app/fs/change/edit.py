@@ -30,6 +30,7 @@ from app.errors import BadArgument, BinaryFile, FileChanged, LoomError, NotFound
 from app.fs.change.atomic import replace_file
 from app.fs.change.edit_diff import COARSE_NOTE, Span, bounded_diff
 from app.fs.change.locks import changing
+from app.fs.change.versions import Keeper
 from app.fs.change.write import existing_target, read_current, unchanged_guard
 from app.fs.control import Control, NoControl
 from app.fs.hashing import sha256_bytes
@@ -58,6 +59,7 @@ class EditResult(BaseModel):
     diff: str  # unified diff, cut to max_output_chars when diff_truncated
     diff_truncated: bool
     note: str | None = None
+    kept_version: str | None = None  # where the replaced content went (under the root)
 
 
 @dataclass(frozen=True)
@@ -156,6 +158,7 @@ class _Edited:
     spans: list[Span]
     encoding: str
     written: bool
+    kept: Keeper | None = None
 
 
 def edit_file(
@@ -219,10 +222,11 @@ def _edit(
             f"max_read_bytes ({root.max_read_bytes}); nothing written"
         )
     written = not dry_run and new_raw != raw
-    if written:
+    keeper = Keeper(root, parent, seen) if written else None
+    if keeper is not None:
         replace_file(parent.fd, parent.name, new_raw, replace=True, like=seen,
-                     guard=unchanged_guard(parent, seen))
-    return _Edited(rel, raw, new_raw, before, after, spans, enc.label, written)
+                     guard=keeper.guarded(unchanged_guard(parent, seen)))
+    return _Edited(rel, raw, new_raw, before, after, spans, enc.label, written, keeper)
 
 
 def _result(done: _Edited, dry_run: bool, max_output_chars: int, control: Control) -> EditResult:
@@ -232,6 +236,9 @@ def _result(done: _Edited, dry_run: bool, max_output_chars: int, control: Contro
         notes.append("dry run: nothing was written")
     elif done.new_raw == done.raw:
         notes.append("the edits leave the file as it was; nothing was written")
+    kept = done.kept.kept if done.kept else None
+    if done.kept and done.kept.note:
+        notes.append(done.kept.note)
     result = EditResult(
         path=done.rel,
         dry_run=dry_run,
@@ -243,6 +250,7 @@ def _result(done: _Edited, dry_run: bool, max_output_chars: int, control: Contro
         diff_truncated=False,
         # the longest the note can be, for the budget
         note="; ".join([*notes, CUT_NOTE, COARSE_NOTE.format(n=MAX_REGIONS)]),
+        kept_version=kept,
     )
     # The diff gets what the rest of the result leaves of max_output_chars.
     budget = max(0, max_output_chars - len(result.model_dump_json()) - 32)

@@ -44,6 +44,7 @@ from app.errors import (
 from app.fs.change.atomic import fsync_dir, rename_noreplace
 from app.fs.change.exposure import refuse_exposing
 from app.fs.change.locks import changing
+from app.fs.change.versions import Keeper
 from app.security.resolve import Parent, SecureRoot
 from app.security.walk import kind_of_mode
 
@@ -53,9 +54,11 @@ class MoveResult(BaseModel):
     destination: str
     type: str  # file | dir | symlink | other: what was moved
     replaced: bool  # true when overwrite=true replaced an existing file
+    kept_version: str | None = None  # where the replaced file went (under the root)
+    note: str | None = None
 
 
-def _open_destination(root: SecureRoot, destination: str, op: str) -> Parent:
+def open_destination(root: SecureRoot, destination: str, op: str) -> Parent:
     try:
         return root.open_parent(destination, op=op, perm="write")
     except NotFound:
@@ -76,12 +79,12 @@ def move_file(
     # Both requests pass the checks before the disk is touched at all.
     root.authorize(source, perm="write", op=op)
     root.authorize(destination, perm="write", op=op)
-    with root.open_parent(source, op=op, perm="write") as src, _open_destination(
+    with root.open_parent(source, op=op, perm="write") as src, open_destination(
         root, destination, op
     ) as dst:
         try:
             with changing(src, dst):
-                kind, replaced = _move(root, src, dst, overwrite, op)
+                kind, keeper = _move(root, src, dst, overwrite, op)
         except LoomError:
             raise
         except OSError as exc:
@@ -89,13 +92,17 @@ def move_file(
         fsync_dir(dst.fd)
         if src.parent_parts != dst.parent_parts:
             fsync_dir(src.fd)
-        return MoveResult(source=src.rel, destination=dst.rel, type=kind, replaced=replaced)
+        return MoveResult(
+            source=src.rel, destination=dst.rel, type=kind, replaced=keeper is not None,
+            kept_version=keeper.kept if keeper else None, note=keeper.note if keeper else None,
+        )
 
 
 def _move(
     root: SecureRoot, src: Parent, dst: Parent, overwrite: bool, op: str
-) -> tuple[str, bool]:
-    """The checks and the rename, both entries' keys held: (what moved, replaced a file)."""
+) -> tuple[str, Keeper | None]:
+    """The checks and the rename, both entries' keys held: (what moved, what kept the file
+    it replaced, or None)."""
     s_st = src.lstat()
     if s_st is None:
         raise NotFound(f"no such file or directory: '{src.rel}'")
@@ -111,17 +118,19 @@ def _move(
     d_st = dst.lstat()
     if d_st is None:
         rename_noreplace(src.fd, src.name, dst.fd, dst.name)
-        return kind, False
+        return kind, None
     if (d_st.st_dev, d_st.st_ino) == (s_st.st_dev, s_st.st_ino):
         raise BadArgument("source and destination are the same entry")
-    _refuse_destination(d_st, dst.rel, overwrite)
+    refuse_destination(d_st, dst.rel, overwrite)
     if kind == "dir":
         raise AlreadyExists(f"destination '{dst.rel}' is a file; a directory never replaces a file")
+    keeper = Keeper(root, dst, d_st)
+    keeper()
     os.rename(src.name, dst.name, src_dir_fd=src.fd, dst_dir_fd=dst.fd)
-    return kind, True
+    return kind, keeper
 
 
-def _refuse_destination(st: os.stat_result, rel: str, overwrite: bool) -> None:
+def refuse_destination(st: os.stat_result, rel: str, overwrite: bool) -> None:
     if stat_mod.S_ISLNK(st.st_mode):
         raise IsSymlink()
     if stat_mod.S_ISDIR(st.st_mode):
@@ -130,18 +139,18 @@ def _refuse_destination(st: os.stat_result, rel: str, overwrite: bool) -> None:
             f"(e.g. '{rel}/<name>'); a directory is never replaced"
         )
     if not overwrite:
-        raise _exists(rel)
+        raise exists_error(rel)
     if not stat_mod.S_ISREG(st.st_mode):
         raise NotARegularFile(f"not a regular file: destination '{rel}'")
 
 
-def _exists(rel: str) -> AlreadyExists:
+def exists_error(rel: str) -> AlreadyExists:
     return AlreadyExists(f"destination '{rel}' already exists; pass overwrite=true to replace it")
 
 
 def _move_error(exc: OSError, src: str, dst: str) -> LoomError:
     if isinstance(exc, FileExistsError):
-        return _exists(dst)
+        return exists_error(dst)
     if exc.errno == errno.EINVAL:
         return BadArgument(f"cannot move '{src}' into its own subtree ('{dst}')")
     if exc.errno == errno.EXDEV:

@@ -22,10 +22,10 @@ import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from app.fs.change.trash import TRASH
+from app.fs.change.trash import RECORD, TRASH
+from app.security.resolve import DIR_FLAGS
 
-_STAMP = re.compile(r"^(\d{8}T\d{6}Z)(?:-\d+)?$")
-_FLAGS = os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
+STAMP = re.compile(r"^(\d{8}T\d{6}Z)(?:-\d+)?$")
 
 
 @dataclass
@@ -51,7 +51,7 @@ class _Frame:
         self.ident, self.name, self.subdirs = ident, name, subdirs
 
 
-def _walk(dir_fd: int, name: str, remove: bool) -> int:
+def walk_tree(dir_fd: int, name: str, remove: bool) -> int:
     """Sizes of the regular files under `name` (removing everything when `remove`), with no
     recursion and one folder open at a time, whatever the depth.
 
@@ -66,7 +66,7 @@ def _walk(dir_fd: int, name: str, remove: bool) -> int:
             os.unlink(name, dir_fd=dir_fd)
         return st.st_size if stat.S_ISREG(st.st_mode) else 0
     total = 0
-    fd = os.open(name, _FLAGS, dir_fd=dir_fd)
+    fd = os.open(name, DIR_FLAGS, dir_fd=dir_fd)
     try:
         stack = [_Frame(_ident(os.fstat(dir_fd)), "", [])]  # the folder holding `name`
         sub = name
@@ -78,7 +78,7 @@ def _walk(dir_fd: int, name: str, remove: bool) -> int:
             frame = stack[-1]
             if frame.subdirs:
                 sub = frame.subdirs.pop()
-                child = os.open(sub, _FLAGS, dir_fd=fd)
+                child = os.open(sub, DIR_FLAGS, dir_fd=fd)
                 os.close(fd)
                 fd = child
                 continue
@@ -86,7 +86,7 @@ def _walk(dir_fd: int, name: str, remove: bool) -> int:
             stack.pop()
             if not stack:
                 break
-            up = os.open("..", _FLAGS, dir_fd=fd)
+            up = os.open("..", DIR_FLAGS, dir_fd=fd)
             os.close(fd)
             fd = up
             if _ident(os.fstat(fd)) != stack[-1].ident:
@@ -117,27 +117,42 @@ def _files_of(fd: int, remove: bool) -> tuple[int, list[str]]:
     return total, subdirs
 
 
+def _record_size(trash_fd: int, name: str) -> int:
+    try:
+        fd = os.open(name, DIR_FLAGS, dir_fd=trash_fd)
+    except OSError:
+        return 0
+    try:
+        st = os.stat(RECORD, dir_fd=fd, follow_symlinks=False)
+    except OSError:
+        return 0
+    finally:
+        os.close(fd)
+    return st.st_size if stat.S_ISREG(st.st_mode) else 0
+
+
 def empty_trash(root_path: str, older_than: timedelta, *, dry_run: bool = False,
                 now: datetime | None = None) -> Emptied:
     """Remove the trash's stamp directories older than `older_than` (FileNotFoundError
     when the root has no trash; NotADirectoryError/OSError when it is not a plain one)."""
     cutoff = (now or datetime.now(timezone.utc)) - older_than
     out = Emptied()
-    root_fd = os.open(root_path, _FLAGS)
+    root_fd = os.open(root_path, DIR_FLAGS)
     try:
-        trash_fd = os.open(TRASH, _FLAGS, dir_fd=root_fd)
+        trash_fd = os.open(TRASH, DIR_FLAGS, dir_fd=root_fd)
     finally:
         os.close(root_fd)
     try:
         for name in sorted(e.name for e in os.scandir(trash_fd)):
-            m = _STAMP.match(name)
+            m = STAMP.match(name)
             if not m:
                 continue
             when = datetime.strptime(m.group(1), "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc)
             if when >= cutoff:
                 out.kept += 1
                 continue
-            out.bytes += _walk(trash_fd, name, remove=not dry_run)
+            record = _record_size(trash_fd, name)  # the trash's own note, not a delete's bytes
+            out.bytes += walk_tree(trash_fd, name, remove=not dry_run) - record
             out.removed.append(name)
     finally:
         os.close(trash_fd)

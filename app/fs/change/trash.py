@@ -11,27 +11,37 @@ directory; a link moves as itself, never its target.
 `.mcp-trash` is on the floor deny list, so no request can reach or empty it;
 the server reaches it only from the root's handle with no link followed
 (`open_subdir`), so a `.mcp-trash` planted as a link is refused, not used.
-Restoring is manual, on the host. A refused delete removes the stamp
-directory it made: nothing is left behind. The entry's keys (`app.fs.change.locks`)
-are held from the look to the rename, as for every change through the server.
+Each stamp directory also holds a one-line record (`RECORD`: what it holds,
+a delete or a replaced file's version, and the item's path), which
+`loom-fs-mcp --trash` lists and `--restore` reads (`app.fs.change.restore`);
+`.mcp-trash/.gitignore` (`*`) keeps the trash out of `git status`. A refused
+delete removes the stamp directory it made: nothing is left behind. The
+entry's keys (`app.fs.change.locks`) are held from the look to the rename, as
+for every change through the server.
 """
 
 from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
+import threading
 from datetime import datetime, timezone
 
 from pydantic import BaseModel
 
 from app.errors import LoomError, NotFound, OSRefusal, os_error
-from app.fs.change.atomic import fsync_dir, rename_noreplace
+from app.fs.change.atomic import TEMP_FLAGS, fsync_dir, rename_noreplace
 from app.fs.change.locks import changing
 from app.security.paths import join
 from app.security.resolve import DIR_FLAGS, SecureRoot
 
 TRASH = ".mcp-trash"
+# Each stamp folder's one-line record of what it holds (JSON: kind, path): named like the
+# trash itself, a floor name no entry the agent deletes or replaces can ever have.
+RECORD = TRASH
+IGNORE = ".gitignore"  # `*`: the trash never shows up as untracked in a git work tree
 MAX_SAME_SECOND = 100_000
 
 
@@ -49,22 +59,106 @@ def open_trash(root: SecureRoot) -> int:
     with contextlib.suppress(FileExistsError):
         os.mkdir(TRASH, 0o700, dir_fd=root.handle.fd)
     try:
-        return root.open_subdir((TRASH,))
+        fd = root.open_subdir((TRASH,))
     except OSError:
         raise OSRefusal(
             f"the trash cannot be used: '{TRASH}' in this root is not a plain directory"
         ) from None
+    try:
+        _write_new(fd, IGNORE, b"*\n")
+    except FileExistsError:
+        pass
+    except OSError:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _write_new(dir_fd: int, name: str, data: bytes) -> None:
+    """A new small file, never through a link; FileExistsError when the name is taken.
+    Not fsynced: a record lost to a power cut leaves its item listed by its place."""
+    fd = os.open(name, TEMP_FLAGS, 0o600, dir_fd=dir_fd)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+# The last `-N` this process used in the current second: a new stamp folder always sorts
+# after the ones before it, even when an older one of that second has been removed since.
+_last: dict[tuple[int, int, str], int] = {}
+_last_lock = threading.Lock()
 
 
 def _new_stamp_dir(trash_fd: int, base: str) -> str:
-    for n in range(MAX_SAME_SECOND):
+    st = os.fstat(trash_fd)
+    key = (st.st_dev, st.st_ino, base)
+    with _last_lock:
+        start = _last.get(key, 0)
+    for n in range(start, MAX_SAME_SECOND):
         name = base if n == 0 else f"{base}-{n}"
         try:
             os.mkdir(name, 0o700, dir_fd=trash_fd)
         except FileExistsError:
             continue
+        with _last_lock:
+            if len(_last) > 1024:
+                _last.clear()  # past seconds' counts are done with
+            _last[key] = max(_last.get(key, 0), n + 1)
         return name
     raise OSRefusal("too many deletes within one second")
+
+
+class Slot:
+    """A new stamp folder in the root's trash, its record written and the folders where
+    the entry lived made inside it: `fd` is the folder that receives the entry. `undo`
+    removes what was made (a refused change leaves nothing behind)."""
+
+    def __init__(self, root: SecureRoot, parts: tuple[str, ...], kind: str,
+                 now: datetime | None = None, size: int | None = None) -> None:
+        self.fds = [open_trash(root)]
+        self.made: list[tuple[int, str]] = []  # (dir fd, name) of what we created
+        try:
+            self.stamp = _new_stamp_dir(self.fds[0], stamp(now))
+            self.made.append((self.fds[0], self.stamp))
+            self.fds.append(os.open(self.stamp, DIR_FLAGS, dir_fd=self.fds[0]))
+            fields = {"kind": kind, "path": join(parts)}
+            record = json.dumps(fields if size is None else {**fields, "bytes": size},
+                                ensure_ascii=False)
+            _write_new(self.fds[-1], RECORD, record.encode() + b"\n")
+            self.made.append((self.fds[-1], RECORD))
+            # Recreate where it lived, so the owner can see where to put it back.
+            for folder in parts[:-1]:
+                os.mkdir(folder, 0o700, dir_fd=self.fds[-1])
+                self.made.append((self.fds[-1], folder))
+                self.fds.append(os.open(folder, DIR_FLAGS, dir_fd=self.fds[-1]))
+        except BaseException:
+            self.undo()
+            self.close()
+            raise
+        self.id = join((self.stamp, *parts))  # the item's path under the trash
+
+    @property
+    def fd(self) -> int:
+        return self.fds[-1]
+
+    def sync(self) -> None:
+        for fd in self.fds:  # each got a new entry: the stamp, the folders, the entry
+            fsync_dir(fd)
+
+    def undo(self) -> None:
+        for dir_fd, made_name in reversed(self.made):
+            with contextlib.suppress(OSError):
+                if made_name == RECORD:
+                    os.unlink(made_name, dir_fd=dir_fd)
+                else:
+                    os.rmdir(made_name, dir_fd=dir_fd)
+        self.made.clear()
+
+    def close(self) -> None:
+        for fd in self.fds:
+            os.close(fd)
+        self.fds.clear()
 
 
 def delete(root: SecureRoot, path: str, *, now: datetime | None = None) -> DeleteResult:
@@ -72,24 +166,14 @@ def delete(root: SecureRoot, path: str, *, now: datetime | None = None) -> Delet
     with root.open_parent(path, op=op, perm="delete") as parent, changing(parent):
         if parent.lstat() is None:
             raise NotFound(f"no such file or directory: '{parent.rel}'")
-        trash_fd = open_trash(root)
-        made: list[tuple[int, str]] = []  # (dir fd, name) of what we created, to undo
-        fds = [trash_fd]
+        slot: Slot | None = None
         moved = False
         try:
-            name = _new_stamp_dir(trash_fd, stamp(now))
-            made.append((trash_fd, name))
-            fds.append(os.open(name, DIR_FLAGS, dir_fd=trash_fd))
-            # Recreate where it lived, so the owner can see where to put it back.
-            for folder in parent.parent_parts:
-                os.mkdir(folder, 0o700, dir_fd=fds[-1])
-                made.append((fds[-1], folder))
-                fds.append(os.open(folder, DIR_FLAGS, dir_fd=fds[-1]))
-            rename_noreplace(parent.fd, parent.name, fds[-1], parent.name)
+            slot = Slot(root, parent.target_parts, "delete", now)
+            rename_noreplace(parent.fd, parent.name, slot.fd, parent.name)
             moved = True
             fsync_dir(parent.fd)
-            for fd in fds:  # each got a new entry: the stamp, the folders, the entry
-                fsync_dir(fd)
+            slot.sync()
         except LoomError:
             raise
         except OSError as exc:
@@ -100,11 +184,8 @@ def delete(root: SecureRoot, path: str, *, now: datetime | None = None) -> Delet
                 ) from None
             raise os_error(exc, parent.rel) from None
         finally:
-            if not moved:
-                for dir_fd, made_name in reversed(made):
-                    with contextlib.suppress(OSError):
-                        os.rmdir(made_name, dir_fd=dir_fd)
-            for fd in fds:
-                os.close(fd)
-        trashed = join((TRASH, name, *parent.target_parts))
-        return DeleteResult(path=parent.rel, trashed_to=trashed)
+            if slot is not None:
+                if not moved:
+                    slot.undo()
+                slot.close()
+        return DeleteResult(path=parent.rel, trashed_to=join((TRASH, slot.id)))

@@ -38,6 +38,7 @@ from app.errors import (
 from app.fs.change.atomic import Identity, fsync_dir, lstat_at, replace_file
 from app.fs.change.folders import Made, open_parent_making, undone_on_failure
 from app.fs.change.locks import changing
+from app.fs.change.versions import Keeper
 from app.fs.hashing import sha256_bytes, sha256_fd
 from app.security.resolve import FILE_FLAGS, Parent, SecureRoot
 
@@ -47,6 +48,8 @@ class WriteResult(BaseModel):
     created: bool  # false: an existing file was replaced
     size: int  # bytes written
     sha256: str  # of the content now on disk: pass it as expected_sha256 next time
+    kept_version: str | None = None  # where the replaced content went (under the root)
+    note: str | None = None
 
 
 class DirectoryResult(BaseModel):
@@ -152,8 +155,11 @@ def _exists(rel: str) -> AlreadyExists:
     return AlreadyExists(f"'{rel}' already exists; pass overwrite=true to replace it")
 
 
-def _put(parent: Parent, data: bytes, overwrite: bool, expected: str | None) -> bool:
-    """Write `data` at the entry (its keys held); True when this created the file."""
+def _put(
+    root: SecureRoot, parent: Parent, data: bytes, overwrite: bool, expected: str | None
+) -> Keeper | None:
+    """Write `data` at the entry (its keys held); what kept the replaced file, None when
+    this created the file."""
     for _ in range(2):
         st = existing_target(parent)
         if st is not None and not overwrite:
@@ -166,9 +172,10 @@ def _put(parent: Parent, data: bytes, overwrite: bool, expected: str | None) -> 
             if digest != expected:
                 raise FileChanged()
             guard, st = unchanged_guard(parent, seen), seen
+        keeper = Keeper(root, parent, st)
         try:
             replace_file(parent.fd, parent.name, data, replace=st is not None, like=st,
-                         guard=guard)
+                         guard=keeper.guarded(guard))
         except FileExistsError:
             # Created after our look by another program (this server's calls on one name
             # wait for each other): never ours to replace without overwrite=true; with it,
@@ -176,7 +183,7 @@ def _put(parent: Parent, data: bytes, overwrite: bool, expected: str | None) -> 
             if not overwrite:
                 raise _exists(parent.rel) from None
             continue
-        return st is None
+        return keeper if st is not None else None
     raise AlreadyExists(f"'{parent.rel}' kept being recreated by another program; not written")
 
 
@@ -203,12 +210,15 @@ def write_file(
     with parent, undone_on_failure(made):
         try:
             with changing(parent):
-                created = _put(parent, data, overwrite, expected)
+                keeper = _put(root, parent, data, overwrite, expected)
         except LoomError:
             raise
         except OSError as exc:
             raise os_error(exc, parent.rel) from None
-    return WriteResult(path=parent.rel, created=created, size=len(data), sha256=sha256_bytes(data))
+    return WriteResult(
+        path=parent.rel, created=keeper is None, size=len(data), sha256=sha256_bytes(data),
+        kept_version=keeper.kept if keeper else None, note=keeper.note if keeper else None,
+    )
 
 
 def create_directory(root: SecureRoot, path: str) -> DirectoryResult:

@@ -1,5 +1,6 @@
 """Crash safety: a process rewriting files through the write path is SIGKILLed at
-random moments, many times; no file is ever torn, and no temp file is visible.
+random moments, many times; no file is ever torn, what a file held is still there or
+kept in the trash (never neither), and no temp file is visible.
 
 A long-lived helper process imports the app once and forks a fresh writer for
 each round (so thirty kills cost thirty forks, not thirty interpreter starts);
@@ -104,12 +105,14 @@ def test_sigkill_at_random_moments_never_leaves_a_torn_file(tmp_path: Path) -> N
     leftovers_seen = 0
     changed_rounds = 0
     root = loaded_root(cfg, "ws")
+    trash = disk.ws / ".mcp-trash"
     try:
         assert helper.stdout.readline().strip() == "ready"
         deadline = time.monotonic() + 90
         for _ in range(KILLS):
             assert time.monotonic() < deadline, "crash loop took too long"
             before = {name: (disk.ws / name).read_bytes() for name in allowed}
+            stamps = set(os.listdir(trash)) if trash.exists() else set()
             helper.stdin.write("go\n")
             helper.stdin.flush()
             # The helper's pid line and the writer's "started" may come in either order.
@@ -125,6 +128,13 @@ def test_sigkill_at_random_moments_never_leaves_a_torn_file(tmp_path: Path) -> N
             for name, data in now.items():
                 assert data in allowed[name], f"{name} is torn ({len(data)} bytes)"
             changed_rounds += now != before
+            # Never neither: what a file held before the round is still there, or kept
+            # in the trash as a version of it.
+            made = set(os.listdir(trash)) - stamps if trash.exists() else set()
+            for name, data in before.items():
+                if now[name] != data:
+                    kept = [trash / m / name for m in made]
+                    assert any(p.exists() and p.read_bytes() == data for p in kept), name
             names = os.listdir(disk.ws)
             leftovers_seen += sum(n.startswith(".mcp-tmp-") for n in names)
             # Leftovers are never visible through the server's own walk.

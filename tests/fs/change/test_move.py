@@ -67,7 +67,7 @@ async def test_rename_a_file(disk, server):
     is_error, res = await call(server, "move_file", source="notes.txt", destination="dir/n.txt")
     assert not is_error, res
     assert res == {"source": "notes.txt", "destination": "dir/n.txt", "type": "file",
-                   "replaced": False}
+                   "replaced": False, "kept_version": None, "note": None}
     assert not (disk.ws / "notes.txt").exists()
     assert (disk.ws / "dir" / "n.txt").read_bytes() == data
 

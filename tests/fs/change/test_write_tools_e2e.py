@@ -99,7 +99,7 @@ async def test_write_file_creates_file_and_parents_and_returns_its_hash(disk, se
     assert not is_error, res
     data = content.encode()
     assert res == {"path": "new/deep/f.txt", "created": True, "size": len(data),
-                   "sha256": hashlib.sha256(data).hexdigest()}
+                   "sha256": hashlib.sha256(data).hexdigest(), "kept_version": None, "note": None}
     assert (disk.ws / "new" / "deep" / "f.txt").read_bytes() == data
     assert temp_leftovers(disk.ws) == []
 

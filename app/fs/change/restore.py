@@ -1,0 +1,152 @@
+"""The trash for a person: list what was deleted or replaced, and put an item back.
+
+`loom-fs-mcp --trash ROOT` and `--restore ROOT ID [--to PATH]` (`app.cli`), run
+by the person on the host; no tool can (the trash is on the floor deny list).
+Like `--empty-trash` they work from the root's folder through directory handles:
+the trash, a stamp folder and every folder on the way to an item or to where it
+goes back are opened one name at a time with no link followed, and the item is
+moved back by one `renameat` that never replaces anything
+(`rename_noreplace`): an existing file at the original path needs `--to`. The
+folders missing on the way back are made. The item's stamp folder is removed
+once empty (its record and the folders that only held the item).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+from dataclasses import dataclass
+
+from app.fs.change.atomic import fsync_dir, rename_noreplace
+from app.fs.change.inventory import Item, dropped, item_of, stamp_key, stamps
+from app.fs.change.trash import RECORD, TRASH
+from app.security.handles import open_below
+from app.security.resolve import DIR_FLAGS
+
+
+class TrashError(Exception):
+    """A refusal in words for the person at the terminal."""
+
+
+@dataclass
+class Listing:
+    items: list[Item]
+    dropped: dict[str, object]
+
+
+def _open_trash(root_path: str) -> int:
+    root_fd = os.open(root_path, DIR_FLAGS)
+    try:
+        return os.open(TRASH, DIR_FLAGS, dir_fd=root_fd)
+    finally:
+        os.close(root_fd)
+
+
+def list_trash(root_path: str) -> Listing:
+    """Every item, oldest first (FileNotFoundError when the root has no trash)."""
+    trash_fd = _open_trash(root_path)
+    try:
+        found = [item_of(trash_fd, name) for name in stamps(trash_fd)]
+        return Listing([i for i in found if i is not None], dropped(trash_fd))
+    finally:
+        os.close(trash_fd)
+
+
+def _parts(path: str, what: str) -> list[str]:
+    parts = path.strip("/").split("/")
+    if not path.strip("/") or any(p in ("", ".", "..") for p in parts):
+        raise TrashError(f"{what} '{path}' is not a plain relative path")
+    return parts
+
+
+def restore(root_path: str, item_id: str, to: str | None = None) -> str:
+    """Put item `item_id` back at its path (or `to`, relative to the root); the path."""
+    parts = _parts(item_id, "ID")
+    if stamp_key(parts[0]) is None:
+        raise TrashError(f"no item '{item_id}' in the trash (see --trash)")
+    target = _parts(to, "--to") if to is not None else None
+    trash_fd = _open_trash(root_path)
+    try:
+        item = item_of(trash_fd, parts[0])
+        if item is None or item.id != "/".join(parts):
+            raise TrashError(f"no item '{item_id}' in the trash (see --trash)")
+        dest = target or item.path.split("/")
+        if dest[0] == TRASH:
+            raise TrashError("an item cannot be restored into the trash")
+        stamp_fd = os.open(item.stamp, DIR_FLAGS, dir_fd=trash_fd)
+        try:
+            _move_back(root_path, stamp_fd, item.path.split("/"), dest, to is None)
+            _tidy(stamp_fd, item.path.split("/")[:-1])
+        finally:
+            os.close(stamp_fd)
+        with contextlib.suppress(OSError):
+            os.rmdir(item.stamp, dir_fd=trash_fd)
+        return "/".join(dest)
+    finally:
+        os.close(trash_fd)
+
+
+def _move_back(root_path: str, stamp_fd: int, src: list[str], dest: list[str],
+               original: bool) -> None:
+    src_fd = open_below(stamp_fd, src[:-1])
+    try:
+        dst_fd = _make_folders(root_path, dest[:-1])
+        try:
+            try:
+                rename_noreplace(src_fd, src[-1], dst_fd, dest[-1])
+            except FileExistsError:
+                where = "/".join(dest)
+                hint = "; restore it elsewhere with --to PATH" if original else ""
+                raise TrashError(f"'{where}' exists; nothing was restored{hint}") from None
+            fsync_dir(dst_fd)
+            fsync_dir(src_fd)
+        finally:
+            os.close(dst_fd)
+    finally:
+        os.close(src_fd)
+
+
+def _make_folders(root_path: str, folders: list[str]) -> int:
+    """The folder `folders` below the root, made where missing, no link followed."""
+    fd = os.open(root_path, DIR_FLAGS)
+    for name in folders:
+        try:
+            nxt = _enter(fd, name)
+        finally:
+            os.close(fd)
+        fd = nxt
+    return fd
+
+
+def _enter(fd: int, name: str) -> int:
+    try:
+        return os.open(name, DIR_FLAGS, dir_fd=fd)
+    except FileNotFoundError:
+        os.mkdir(name, 0o777, dir_fd=fd)
+        return os.open(name, DIR_FLAGS, dir_fd=fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            raise TrashError(
+                f"'{name}' on the way is not a plain folder (links are not followed)"
+            ) from None
+        raise
+
+
+def _tidy(stamp_fd: int, folders: list[str]) -> None:
+    """Remove the folders that held the item, deepest first, while empty; then the
+    record when nothing else is left in the stamp folder."""
+    for depth in range(len(folders), 0, -1):
+        try:
+            parent = open_below(stamp_fd, folders[: depth - 1])
+        except OSError:
+            return
+        try:
+            os.rmdir(folders[depth - 1], dir_fd=parent)
+        except OSError:
+            return
+        finally:
+            os.close(parent)
+    if set(os.listdir(stamp_fd)) <= {RECORD}:
+        with contextlib.suppress(OSError):
+            os.unlink(RECORD, dir_fd=stamp_fd)
