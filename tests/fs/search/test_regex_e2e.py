@@ -48,9 +48,9 @@ async def test_regex_context_and_modes_through_the_server(srv: LiveServer) -> No
         err, r = await call(s, "search_text", query="(?i)RETURN", regex=True, context=1,
                             exclude=["vendor"])
         assert not err and r["matches"] == [
-            {"path": "src/app.py", "line": 4, "preview": "return os.getcwd()",
+            {"path": "src/app.py", "line": 4, "preview": "    return os.getcwd()",
              "before": ["def main():"], "after": []},
-            {"path": "src/util.py", "line": 2, "preview": "return x * 2",
+            {"path": "src/util.py", "line": 2, "preview": "    return x * 2",
              "before": ["def helper(x):"], "after": []},
         ]
         err, r = await call(s, "search_text", query="def", output_mode="files_with_matches",
