@@ -7,9 +7,10 @@ repetition) and for patterns hypothesis draws from a safe grammar: the set of
 files_with_matches equals `rg -l`, count equals `rg -c`, the lines shown with
 context equal `rg -C`'s, and search_files' files equal `rg --files`.
 
-RE2's `\\w \\d \\s \\b` are ASCII and ripgrep's Unicode, a documented
-difference: ripgrep is given their ASCII spellings (`rgkit.ascii_perl_classes`),
-and the trees hold non-ASCII words so that everything else is compared on them.
+`\\w \\d \\s` and a `\\b` at a pattern's ends read as ripgrep reads them (Unicode),
+and the trees hold Unicode word characters beside ASCII ones, and files with a NUL
+byte (binary) in their first 60,000 bytes. A `\\b` elsewhere stays RE2's ASCII one, a
+documented difference: ripgrep is given its ASCII spelling there (`rgkit.for_rg`).
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def check(top: Path, root: SecureRoot, pattern: str, *, no_ignore: bool = False,
           fold: bool = False, literal: bool = False) -> None:
     flags = _flags(no_ignore, fold, literal)
     kw = dict(no_ignore=no_ignore, case_sensitive=not fold, regex=not literal)
-    theirs = pattern if literal else rgkit.ascii_perl_classes(pattern)
+    theirs = pattern if literal else rgkit.for_rg(pattern)
     hits = ours(root, pattern, **kw)
     assert {(m["path"], m["line"]) for m in hits} == rgkit.rg_hits(top, theirs, *flags), pattern
     assert len(hits) == len({(m["path"], m["line"]) for m in hits})  # one hit per line
@@ -112,7 +113,7 @@ def test_context_shows_the_lines_rg_C_shows_once_each(tmp_path: Path, seed: int)
             shown.append((m["path"], m["line"]))
             shown += [(m["path"], m["line"] + 1 + i) for i in range(len(after))]
         assert len(shown) == len(set(shown)), "a line is shown twice"
-        theirs = rgkit.ascii_perl_classes(pattern)
+        theirs = rgkit.for_rg(pattern)
         assert set(shown) == rgkit.rg_context_lines(top, theirs, n), pattern
 
 
@@ -203,6 +204,6 @@ def test_a_search_under_a_subdirectory_finds_what_rg_finds_there(tmp_path: Path,
         for no_ignore in (False, True):
             got = ours(root, pattern, path=sub, no_ignore=no_ignore)
             flags = ["--no-ignore"] if no_ignore else []
-            want = {hit for hit in rgkit.rg_hits(top, rgkit.ascii_perl_classes(pattern), *flags)
+            want = {hit for hit in rgkit.rg_hits(top, rgkit.for_rg(pattern), *flags)
                     if hit[0].startswith(sub + "/")}
             assert {(m["path"], m["line"]) for m in got} == want, (sub, pattern, no_ignore)
