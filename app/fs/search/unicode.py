@@ -76,8 +76,8 @@ def _escapes(p: str, letters: str) -> list[int]:
                 found.append(i)
             i += 2
         elif p[i] == "[":
-            end = class_end(p, i)
-            i = n if end is None else end
+            close = class_end(p, i)
+            i = n if close is None else close
         else:
             i += 1
     return found
@@ -99,12 +99,12 @@ def _classes(p: str) -> str:
             out.append(_OUT.get(p[i + 1:j], p[i:j]))
             i = j
         elif c == "[":
-            end = class_end(p, i)
-            if end is None:  # unclosed, or holds \Q: RE2 reads the rest
+            close = class_end(p, i)
+            if close is None:  # unclosed, or holds \Q: RE2 reads the rest
                 out.append(p[i:])
                 break
-            out.append(_class(p[i:end]))
-            i = end
+            out.append(_class(p[i:close]))
+            i = close
         else:
             out.append(c)
             i += 1
