@@ -167,27 +167,35 @@ class Searcher:
         sink, budget, context = self.sink, self.budget, self.context
         n = len(data)
         it = self.matcher.lines(data, n, hint)
-        line = 0
-        if not context and sink.found < sink.offset:  # before the page: counted only
+        line = k = 0  # k: this file's items so far
+        skip = sink.skip if path == sink.resume_path else 0  # shown by the pages before
+        if not context and (skip or sink.found < sink.offset):  # before the page: counted
             for hit in it:
                 line = hit[0]
-                sink.found += 1
+                k += 1
+                sink.found += k > skip
                 sink.charged += LINE_COST
-                if sink.found >= sink.offset or sink.spent > budget:
+                if (k >= skip and sink.found >= sink.offset) or sink.spent > budget:
                     break
         # A match with context shows up to 2 x context more lines: they cost too.
         cost = LINE_COST * (1 + 2 * context)
         rel = None
         if sink.spent <= budget:
+            # With context, the items a cursor passes over are built all the same: what
+            # the next one shows before it depends on them.
             for item in with_context(it, data, n, context):
+                k += 1
+                sink.charged += cost
+                line = item["line"]  # type: ignore[assignment]
+                if k <= skip:
+                    continue
                 if sink.found >= sink.offset:
                     if rel is None:
                         rel = sink.name_of(path)
                     item["path"] = rel
                     sink.hits.append(item)
+                    sink.marks.append((path, k))
                 sink.found += 1
-                sink.charged += cost
-                line = item["line"]  # type: ignore[assignment]
                 if sink.found >= sink.want or sink.spent > budget:
                     break
         return line
@@ -220,5 +228,6 @@ class Searcher:
                 rel = sink.name_of(path)
                 sink.hits.append({"path": rel, "count": count} if self.mode == COUNT
                                  else {"path": rel})
+                sink.marks.append((path, 1))
             sink.found += 1
         return line

@@ -50,7 +50,7 @@ def _root(tmp_path: Path, seed: int) -> tuple[Path, SecureRoot]:
 
 
 def ours(root: SecureRoot, query: str, **kw: Any) -> list[Any]:
-    """Every page of a search_text call, as one list of its items."""
+    """Every page of a search_text call, walked by cursor, as one list of its items."""
     args: dict[str, Any] = dict(path="", file_glob="*", case_sensitive=True, offset=0, limit=37,
                                 cap=1 << 20, file_limit=root.max_read_bytes, budget=1 << 30,
                                 control=NoControl(), regex=True)
@@ -63,8 +63,9 @@ def ours(root: SecureRoot, query: str, **kw: Any) -> list[Any]:
         data = r.model_dump(mode="json")
         items += data.get("matches") or data.get("files") or data.get("counts") or []
         if not r.has_more:
+            assert r.next_cursor is None
             return items
-        args["offset"] = r.next_offset
+        args["cursor"] = r.next_cursor
 
 
 def _flags(no_ignore: bool, fold: bool, literal: bool) -> list[str]:
