@@ -90,7 +90,8 @@ def test_a_resumed_call_opens_no_file_before_its_cursor(tmp_path: Path) -> None:
     second = search_text(root, _opts(root, "hit", limit=25, cursor=first.next_cursor),
                          NoControl())
     assert second.offset == 25 and second.examined_files == 15  # d2/f5.txt .. d3/f9.txt
-    assert [m.path for m in second.matches or []][:1] == ["d2/f5.txt"] and second.next_cursor is None
+    assert [m.path for m in second.matches or []][:1] == ["d2/f5.txt"]
+    assert second.next_cursor is None
 
 
 def test_a_file_gone_between_pages_is_passed_over(tmp_path: Path) -> None:
