@@ -15,6 +15,8 @@ documented difference: ripgrep is given its ASCII spelling there (`rgkit.for_rg`
 
 from __future__ import annotations
 
+import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -208,3 +210,57 @@ def test_a_search_under_a_subdirectory_finds_what_rg_finds_there(tmp_path: Path,
             want = {hit for hit in rgkit.rg_hits(top, rgkit.for_rg(pattern), *flags)
                     if hit[0].startswith(sub + "/")}
             assert {(m["path"], m["line"]) for m in got} == want, (sub, pattern, no_ignore)
+
+
+# -- generated trees, context text, binary files ---------------------------------------
+
+_ROW = re.compile(r"^(.*?)([:-])(\d+)\2(.*)$")
+
+
+def rg_context_text(top: Path, pattern: str, n: int) -> dict[tuple[str, int], str]:
+    """Every line `rg -C n` prints, by (path, line), with its text as printed."""
+    shown = {}
+    for row in rgkit.rg(top, "-n", "-H", "--no-heading", "-C", str(n), "-e", pattern):
+        m = _ROW.match(row)
+        if row != "--" and m is not None:
+            shown[(m[1], int(m[3]))] = m[4]
+    return shown
+
+
+def our_context_text(items: list[Any]) -> dict[tuple[str, int], str]:
+    shown = {}
+    for m in items:
+        first = m["line"] - len(m["before"])
+        for i, text in enumerate([*m["before"], m["preview"], *m["after"]]):
+            shown[(m["path"], first + i)] = text
+    return shown
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10**6), pattern=rgkit.safe_regex(), n=st.integers(0, 3),
+       nuls=st.lists(st.integers(0, rgkit.NUL_BEFORE), max_size=3))
+def test_generated_trees_agree_with_ripgrep_line_for_line(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, pattern: str, n: int, nuls: list[int],
+) -> None:
+    """A tree drawn per example (Unicode words, indented lines, NULs at drawn offsets):
+    the hits, files and counts are rg's, and so is the text of every line shown with
+    context, verbatim (indentation kept)."""
+    top, root = _root(tmp_path_factory.mktemp("gen"), seed)
+    rnd = random.Random(seed)
+    for k, at in enumerate(nuls):
+        rgkit.write_with_nul(top / f"drawn-nul{k}.txt", rnd, at)
+    (top / "indented.py").write_text("def f():\n    foo = 1\n\treturn  foo  \n  x\n")
+    check(top, root, pattern)
+    if n:
+        got = our_context_text(ours(root, pattern, context=n))
+        assert got == rg_context_text(top, rgkit.for_rg(pattern), n), pattern
+
+
+@pytest.mark.parametrize("seed", SEEDS[:4])
+def test_lines_shown_are_rgs_text_verbatim(tmp_path: Path, seed: int) -> None:
+    top, root = _root(tmp_path, seed)
+    (top / "indented.py").write_text("def f():\n    foo = 1\n\treturn  foo  \n  x\n")
+    for pattern, n in [("foo", 1), ("^\\s+", 2), ("return", 3)]:
+        got = our_context_text(ours(root, pattern, context=n))
+        assert got == rg_context_text(top, pattern, n), pattern
+        assert got[("indented.py", 2)] == "    foo = 1"
