@@ -120,7 +120,11 @@ def read_media_file(data: Data) -> str:
 
 
 def _searchfooter(data: Data, counts: list[str]) -> list[str]:
-    more = f"offset={data['next_offset']}" if data.get("has_more") else None
+    more = None
+    if data.get("next_cursor"):
+        more = f"cursor={data['next_cursor']}"
+    elif data.get("has_more"):
+        more = f"offset={data['next_offset']}"
     out = footer(data, more)
     if data.get("truncated") and not data.get("note"):
         out.append("[the search stopped before the end of the tree]")

@@ -10,6 +10,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from app.fs.search.cursor import MAX_CURSOR
 from app.fs.search.files import search_files as find_files
 from app.fs.search.options import MAX_CONTEXT, MAX_EXCLUDE, MAX_QUERY, FilesOptions, TextOptions
 from app.fs.search.results import SearchFilesResult, SearchTextResult
@@ -88,6 +89,9 @@ async def search_text(
         GlobArg, Field(description="Only files matching this glob (same rules as search_files).")
     ] = "*",
     case_sensitive: bool = True,
+    cursor: Annotated[
+        str, Field(max_length=MAX_CURSOR, description="next_cursor of a previous call.")
+    ] = "",
     offset: Offset = 0,
     limit: Annotated[
         int, Field(ge=1, le=100_000, description="Most matches (capped by max_search_results).")
@@ -116,7 +120,8 @@ async def search_text(
     one call scans at most max_search_bytes. When the call
     stopped before the end of the tree, truncated is true and note says what was not
     examined and how to narrow (path=, file_glob=). Paginated: when has_more is true, call
-    again with offset=next_offset."""
+    again with cursor=next_cursor (it resumes where the page stopped, also after a budget
+    did; offset=next_offset still works)."""
 
     def work(call: Call) -> SearchTextResult:
         limits = call.snapshot.limits
@@ -124,7 +129,7 @@ async def search_text(
         opts = TextOptions(
             query=query, path=path, file_glob=file_glob, case_sensitive=case_sensitive,
             regex=regex, context=context, output_mode=output_mode, exclude=exclude,
-            no_ignore=no_ignore, offset=offset,
+            no_ignore=no_ignore, offset=offset, cursor=cursor,
             limit=clamp_limit(limit, limits.max_search_results), cap=limits.max_output_chars,
             file_limit=limits.max_search_file_bytes or r.max_read_bytes,
             budget=limits.max_search_bytes,

@@ -114,7 +114,7 @@ async def test_search_hits_are_one_line_each_grouped_by_file(srv: LiveServer) ->
     assert len(hits) == len(data["matches"]) == 5
     for line, m in zip(hits, data["matches"], strict=True):
         assert line == f"  {m['line']}: {m['preview']}"
-    assert lines[-1] == f"[more: call again with offset={data['next_offset']}]"
+    assert lines[-1] == f"[more: call again with cursor={data['next_cursor']}]"
 
     text, data = await call(srv, "search_files", pattern="*.py", limit=3)
     assert text.split("\n")[1:4] == [f"{m['path']} {m['size']}" for m in data["matches"]]

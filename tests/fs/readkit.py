@@ -112,7 +112,7 @@ def build(base: Path) -> dict[str, Path]:
         w(f"enc/{name}", data)
     w("enc/utf16-needle.txt", b"\xff\xfe" + "x\nwide NEEDLE here\n".encode("utf-16-le"))
     w("bin/blob.bin", b"\x7fELF" + b"\x00" * 64 + b"NEEDLE")
-    w("bin/late-nul.txt", b"A" * 5000 + b"\x00NEEDLE\n")  # NUL after 4 KiB: text
+    w("bin/late-nul.txt", b"A" * 5000 + b"\x00NEEDLE\n")  # read as text, searched as binary
     w("media/pic.png", png_bytes())
     w("media/noext", png_bytes())
     w("media/sound.wav", wav_bytes())

@@ -36,14 +36,16 @@ def line_hits(buf: bytes | bytearray, n: int, find: Callable[[int], int], pos: i
 
 
 def preview(line: bytes, col: int) -> str:
-    """The matching line, decoded for display, cut around the match when long."""
+    """The line as it is (indentation and trailing spaces kept; its `\r` line ending and a
+    BOM left out), so that it can be copied into an edit; a long line is cut around the
+    match, each cut end marked `...`."""
     if len(line) > PREVIEW_CHARS * 2:
         lo = max(0, col - PREVIEW_CHARS // 3)
         hi = min(len(line), lo + PREVIEW_CHARS)
         text = line[lo:hi].decode("utf-8", "replace").strip("\ufffd")
-        return ("..." if lo else "") + text.strip() + ("..." if hi < len(line) else "")
+        return ("..." if lo else "") + text + ("..." if hi < len(line) else "")
     text = line.decode("utf-8", "replace")
-    return text.rstrip("\r").lstrip("\ufeff").strip()
+    return text.removesuffix("\r").removeprefix("\ufeff")
 
 
 def with_context(found: Iterator[LineHit], buf: bytes, n: int, context: int

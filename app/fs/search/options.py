@@ -67,6 +67,7 @@ class TextOptions(WalkOptions):
     output_mode: str = CONTENT
     file_limit: int  # bytes: a larger file is skipped (max_search_file_bytes)
     budget: int  # bytes one call may scan, matching lines charged too (max_search_bytes)
+    cursor: str = ""  # a previous page's next_cursor: where this one resumes (`cursor.py`)
 
     def __post_init__(self) -> None:
         if not self.query:
@@ -77,6 +78,8 @@ class TextOptions(WalkOptions):
             raise BadArgument(f"context must be between 0 and {MAX_CONTEXT} lines")
         if self.output_mode not in OUTPUT_MODES:
             raise BadArgument(f"output_mode must be one of {', '.join(OUTPUT_MODES)}")
+        if self.cursor and self.offset:
+            raise BadArgument("pass cursor or offset, not both")
         self._check_walk(self.file_glob)
 
     @property

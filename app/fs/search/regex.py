@@ -11,9 +11,9 @@ with `^` and `$` at line boundaries (multi-line mode) and RE2's `never_nl`,
 so no match ever contains a newline (`.`, `\\s`, `[^x]` stop at the end of a
 line); a pattern that spells a newline (`\\n`) is refused, as ripgrep
 refuses it. Matching is on bytes as UTF-8 (`.` is one code point, `(?i)`
-folds Unicode case); `\\w`, `\\d`, `\\s` and `\\b` are ASCII, RE2's own
-meaning (ripgrep's are Unicode: use `\\pL`, `\\p{Greek}` for letters beyond
-ASCII).
+folds Unicode case); `\\w`, `\\d`, `\\s` are ripgrep's (Unicode), written out for
+RE2 before it compiles the pattern, and so is `\\b` at a pattern's ends
+(`unicode.py`); any other `\\b` is RE2's ASCII one.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from app.fs.search.finders import RANK, Caseless, FirstOf, finder, hyperscan
 from app.fs.search.lines import line_hits
 from app.fs.search.matcher import LineHit
 from app.fs.search.required import required_alternatives, required_literal
+from app.fs.search.unicode import unicode_pattern
 
 _ANCHOR = re2raw.UNANCHORED
 _NULL = re2raw.NULL_SPAN
@@ -120,6 +121,8 @@ class RegexMatcher:
         opts.never_capture = True
         opts.case_sensitive = case_sensitive
         raw = query.encode("utf-8", "surrogateescape")
+        if not literal:  # ripgrep's \w \d \s \b, written for RE2
+            raw = unicode_pattern(query).encode("utf-8", "surrogateescape")
         try:
             compiled = re2.compile(b"(?m)" + (re2.escape(raw) if literal else raw), opts)
         except re2.error as e:

@@ -15,7 +15,7 @@ import re
 from app.fs.search.expansion import COUNT, class_end
 
 _PUNCT = frozenset("\\.+*?()|[]{}^$-/#&~,:;<>=!@%'\"`_ ")
-_START_FLAGS = re.compile(r"\(\?([imsU]+)\)")
+START_FLAGS = re.compile(r"\(\?([imsU]+)\)")
 _UNSURE = -1  # an atom or quantifier the scan does not read: no literal
 
 
@@ -93,7 +93,7 @@ def _quantifier(p: str, i: int) -> tuple[bool, bool, int]:
     return optional, True, i
 
 
-def _atoms(p: str, i: int) -> list[tuple[int, int, str | None, bool, bool]] | None:
+def top_atoms(p: str, i: int) -> list[tuple[int, int, str | None, bool, bool]] | None:
     """Each top-level atom of p[i:] with its quantifier: (start, end, literal character
     or None, allows zero, repeats); None when the scan does not read one of them."""
     out: list[tuple[int, int, str | None, bool, bool]] = []
@@ -118,13 +118,13 @@ def required_literal(pattern: str) -> tuple[str, bool] | None:
     """
     fold = False
     i = 0
-    m = _START_FLAGS.match(pattern)
+    m = START_FLAGS.match(pattern)
     if m:
         fold = "i" in m.group(1)
         i = m.end()
     if "|" in pattern:
         return None
-    atoms = _atoms(pattern, i)
+    atoms = top_atoms(pattern, i)
     if atoms is None:
         return None
     runs: list[str] = []
@@ -145,7 +145,7 @@ def required_literal(pattern: str) -> tuple[str, bool] | None:
 _PLAIN_WORD = re.compile(r"[^\\.+*?()\[\]{}^$|]+")
 
 
-def _words(group: str) -> list[str] | None:
+def plain_words(group: str) -> list[str] | None:
     """The alternatives of `(a|b)` or `(?:a|b)` when each is plain text, else None."""
     inner = group[3:-1] if group.startswith("(?:") else group[1:-1]
     if inner.startswith("?"):
@@ -167,12 +167,12 @@ def required_alternatives(pattern: str) -> list[str] | None:
     else:
         found = None
         run: list[str] = []
-        atoms = _atoms(pattern, 0)
+        atoms = top_atoms(pattern, 0)
         if atoms is None:
             return None
         for start, i, lit, optional, repeated in atoms:
             if pattern[start] == "(" and "|" in pattern[start:i]:
-                words = _words(pattern[start:i].rstrip("*+?{}0123456789,"))
+                words = plain_words(pattern[start:i].rstrip("*+?{}0123456789,"))
                 if words is None or optional or found is not None:
                     return None
                 if pattern.count("|") != len(words) - 1:

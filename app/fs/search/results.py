@@ -58,6 +58,8 @@ class SearchTextResult(_Page):
     matches: list[TextMatch] | None = Field(default=None, exclude_if=_absent)
     files: list[str] | None = Field(default=None, exclude_if=_absent)
     counts: list[FileCount] | None = Field(default=None, exclude_if=_absent)
+    # Where the next page resumes (`cursor`): set whenever there is one.
+    next_cursor: str | None = None
     examined_files: int
     scanned_bytes: int
     skipped_too_large: int

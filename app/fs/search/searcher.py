@@ -3,7 +3,10 @@
 `Searcher.run` takes the walk's folders in order, each with its candidate files (`walk.py`),
 and reports progress. `scan_dir` opens each file by its folder's descriptor, reads it into
 memory in one call when it is small (no fstat) and applies the guards: its size against the
-per-file limit, a NUL in its first 4 KiB (binary), and the call's byte budget. A UTF-16/32
+per-file limit and the call's byte budget; a file holding a NUL byte anywhere is binary
+and left out whole, none of its lines matching (ripgrep, in a walk, stops at the first NUL
+and drops the file's matches unless it printed some from a buffer read before: at least
+64 KiB before the NUL, the amount depending on its earlier files; `docs/tools.md`). A UTF-16/32
 file (BOM) is searched as the UTF-8 of its text. The matcher's prefilter (`first`) passes
 over a file without a match; in one that may have some, its matching lines are listed
 (content) or tallied (files, counts) into the sink, each costing `LINE_COST` budget bytes on
@@ -23,7 +26,7 @@ from app.fs.search.lines import with_context
 from app.fs.search.matcher import Matcher
 from app.fs.search.options import CONTENT, COUNT, FILES, TextOptions
 from app.fs.search.sink import LINE_COST, Sink
-from app.fs.text.textio import HEAD, WIDE_BOMS
+from app.fs.text.textio import WIDE_BOMS
 from app.security.resolve import FILE_FLAGS
 
 PROGRESS_EVERY = 0.5  # seconds between progress notifications
@@ -114,7 +117,7 @@ class Searcher:
             if data[:1] in WIDE_FIRST and (wide := wide_encoding(data)) is not None:
                 # UTF-16/32: searched as the UTF-8 of its text
                 data = data[wide[1]:].decode(wide[0], "replace").encode("utf-8")
-            elif data.find(b"\0", 0, HEAD) >= 0:
+            if b"\0" in data:  # a NUL anywhere: binary, as ripgrep finds it in a walk
                 sink.binary += 1
                 continue
             # Where the first match may be: no matching line comes before its line.
@@ -142,8 +145,8 @@ class Searcher:
         if self.sink.spent + st.st_size > self.budget:
             self.sink.stopped_at = path
             return None
-        if head.find(b"\0", 0, HEAD) >= 0 and not wide_encoding(head):
-            return head  # binary: its head says so
+        if b"\0" in head and not wide_encoding(head):
+            return head  # binary: its head says so, the rest need not be read
         return os.pread(fd, st.st_size, 0)
 
     def search(self, data: bytes, hint: int, path: str) -> bool:
@@ -164,27 +167,35 @@ class Searcher:
         sink, budget, context = self.sink, self.budget, self.context
         n = len(data)
         it = self.matcher.lines(data, n, hint)
-        line = 0
-        if not context and sink.found < sink.offset:  # before the page: counted only
+        line = k = 0  # k: this file's items so far
+        skip = sink.skip if path == sink.resume_path else 0  # shown by the pages before
+        if not context and (skip or sink.found < sink.offset):  # before the page: counted
             for hit in it:
                 line = hit[0]
-                sink.found += 1
+                k += 1
+                sink.found += k > skip
                 sink.charged += LINE_COST
-                if sink.found >= sink.offset or sink.spent > budget:
+                if (k >= skip and sink.found >= sink.offset) or sink.spent > budget:
                     break
         # A match with context shows up to 2 x context more lines: they cost too.
         cost = LINE_COST * (1 + 2 * context)
         rel = None
         if sink.spent <= budget:
+            # With context, the items a cursor passes over are built all the same: what
+            # the next one shows before it depends on them.
             for item in with_context(it, data, n, context):
+                k += 1
+                sink.charged += cost
+                line = item["line"]  # type: ignore[assignment]
+                if k <= skip:
+                    continue
                 if sink.found >= sink.offset:
                     if rel is None:
                         rel = sink.name_of(path)
                     item["path"] = rel
                     sink.hits.append(item)
+                    sink.marks.append((path, k))
                 sink.found += 1
-                sink.charged += cost
-                line = item["line"]  # type: ignore[assignment]
                 if sink.found >= sink.want or sink.spent > budget:
                     break
         return line
@@ -217,5 +228,6 @@ class Searcher:
                 rel = sink.name_of(path)
                 sink.hits.append({"path": rel, "count": count} if self.mode == COUNT
                                  else {"path": rel})
+                sink.marks.append((path, 1))
             sink.found += 1
         return line

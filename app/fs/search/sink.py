@@ -31,6 +31,12 @@ class Sink:
         self.budget, self.file_limit = opts.budget, opts.file_limit
         self.name_of = name_of  # a walk path as the page shows it
         self.hits: list[dict[str, object]] = []  # the page's items, and one more
+        # Per item of `hits`: its file's walk path and its place among that file's items.
+        self.marks: list[tuple[str, int]] = []
+        # From a cursor: the file the call resumes in and how many of its items the
+        # pages before showed (left out here).
+        self.resume_path: str | None = None
+        self.skip = 0
         self.found = 0  # items found, those before `offset` included
         self.examined = self.scanned = self.too_large = self.binary = 0
         self.charged = 0  # LINE_COST per matching line
@@ -38,6 +44,12 @@ class Sink:
         self.stopped_in: tuple[str, int] | None = None  # (file, line) where lines used it up
         # The first file left out for want of CPU time, and the seconds the call had.
         self.stopped_slow: tuple[str, float] | None = None
+
+    def shown_in(self, path: str) -> int:
+        """How many of `path`'s items this page and the ones before it showed."""
+        if self.marks and self.marks[-1][0] == path:
+            return self.marks[-1][1]
+        return self.skip if path == self.resume_path else 0
 
     @property
     def spent(self) -> int:

@@ -17,6 +17,7 @@ import contextlib
 from app.fs.control import Control
 from app.fs.filters.glob import compile_glob
 from app.fs.reading.listing import unreadable_note
+from app.fs.search import cursor
 from app.fs.search.literal import LiteralMatcher
 from app.fs.search.matcher import Matcher
 from app.fs.search.options import CONTENT, COUNT, FILES, TextOptions
@@ -43,15 +44,43 @@ def matcher_for(opts: TextOptions) -> Matcher:
 def search_text(root: SecureRoot, opts: TextOptions, control: Control) -> SearchTextResult:
     glob = compile_glob(opts.file_glob)
     matcher = matcher_for(opts)
+    resume = cursor.decode(opts.cursor, root.name, opts) if opts.cursor else None
     walk = open_walk(root, opts, "search_text")
     sink = Sink(opts, walk.name_of)
-    with contextlib.closing(candidates(walk, glob)) as dirs:  # its folders closed at once
+    after = None
+    if resume is not None:
+        parts = (*walk.walker.start, *resume.rel)
+        sink.resume_path, sink.skip = "/".join(parts), resume.shown
+        # The file itself again when lines of it are still to come (or none were shown).
+        after = (parts, resume.shown == 0 or opts.output_mode == CONTENT)
+    with contextlib.closing(candidates(walk, glob, after)) as dirs:  # folders closed at once
         Searcher(matcher, sink, opts, control).run(dirs)
-    return _page(sink, walk, opts)
+    return _page(sink, walk, opts, root.name, resume)
 
 
-def _page(sink: Sink, walk: Walk, opts: TextOptions) -> SearchTextResult:
-    offset, limit, cap = opts.offset, opts.limit, opts.cap
+def _next(sink: Sink, n: int, start: tuple[str, ...]) -> tuple[tuple[str, ...], int] | None:
+    """Where the page after the first `n` items starts: at the first item not returned
+    when more were found, else where the search stopped (a budget), else None (the end)."""
+    if len(sink.hits) > n:  # just before the first item not returned (the files between
+        path, shown = sink.marks[n]  # the two have none: they are not read again)
+        shown -= 1
+    elif sink.stopped_in is not None and sink.examined:
+        path = sink.stopped_in[0]
+        shown = sink.shown_in(path) if sink.mode == CONTENT else 0
+    elif sink.stopped_at is not None and sink.examined:
+        path, shown = sink.stopped_at, 0
+    elif sink.stopped_slow is not None and sink.examined:
+        path, shown = sink.stopped_slow[0], 0
+    else:
+        return None
+    return tuple(path.split("/"))[len(start):], shown
+
+
+def _page(sink: Sink, walk: Walk, opts: TextOptions, root: str,
+          resume: cursor.Resume | None) -> SearchTextResult:
+    limit, cap = opts.limit, opts.cap
+    offset = resume.before if resume is not None else opts.offset
+    start = walk.walker.start
     more = len(sink.hits) > limit
     page = sink.hits[:limit]
     notes: list[str | None] = [*sink.notes(), unreadable_note(walk.walker), walk.filt.note()]
@@ -60,13 +89,25 @@ def _page(sink: Sink, walk: Walk, opts: TextOptions) -> SearchTextResult:
     def make(n: int) -> SearchTextResult:
         cut = n < len(page)
         shown = [h["path"] for h in page[:n]] if sink.mode == FILES else page[:n]
+        nxt = _next(sink, n, start)
+        token = None
+        if nxt is not None and (resume is None or cursor.Resume(*nxt, 0).key(start)
+                                > resume.key(start)):  # strictly forward, or none
+            token = cursor.encode(cursor.Resume(*nxt, offset + n), root, opts)
+        fields = page_fields(offset, limit, n, more or cut,
+                             [page_note(n, offset, cut, cap), *notes,
+                              RESUME_NOTE if token and sink.truncated else None])
+        fields["has_more"] = fields["has_more"] or token is not None
         return SearchTextResult(
             truncated=sink.truncated, examined_files=sink.examined,
             scanned_bytes=sink.scanned, skipped_too_large=sink.too_large,
             skipped_binary=sink.binary, skipped_links=walk.walker.skipped_links,
+            next_cursor=token,
             **{key: shown},  # type: ignore[arg-type]  # dicts, validated by pydantic
-            **page_fields(offset, limit, n, more or cut,
-                          [page_note(n, offset, cut, cap), *notes]),
+            **fields,
         )
 
     return fit_page(make, page, cap)[0]
+
+
+RESUME_NOTE = "call again with cursor=next_cursor to go on from where it stopped"

@@ -33,12 +33,14 @@ def test_line_hits_lists_each_line_with_a_match_once(data: bytes, needle: bytes)
 
 
 @pytest.mark.parametrize(("line", "col", "shown"), [
-    (b"  plain text  ", 2, "plain text"),  # trimmed
-    (b"\xef\xbb\xbfwith a BOM\r", 0, "with a BOM"),  # BOM and CR dropped
+    (b"  plain text  ", 2, "  plain text  "),  # verbatim: an edit's old_text
+    (b"\tdef f():\t", 1, "\tdef f():\t"),
+    (b"\xef\xbb\xbfwith a BOM\r", 0, "with a BOM"),  # BOM and CR line ending dropped
+    (b"a\rb \r", 0, "a\rb "),  # only the line ending's CR
     (b"bad \xff byte", 4, "bad \ufffd byte"),  # undecodable: replaced, never raised
     (b"x" * 1000 + b"NEEDLE" + b"y" * 1000, 1000, None),  # long: cut around the match
 ])
-def test_a_preview_is_the_line_trimmed_and_cut_around_its_match(line: bytes, col: int,
+def test_a_preview_is_the_line_verbatim_and_cut_around_its_match(line: bytes, col: int,
                                                                shown: str | None) -> None:
     got = preview(line, col)
     if shown is not None:
@@ -46,6 +48,7 @@ def test_a_preview_is_the_line_trimmed_and_cut_around_its_match(line: bytes, col
         return
     assert "NEEDLE" in got and got.startswith("...") and got.endswith("...")
     assert len(got) <= PREVIEW_CHARS + 6
+    assert got[3:-3] in line.decode()  # a cut piece is the line's text, untrimmed
 
 
 def _naive_context(lines: list[bytes], matched: list[int], context: int

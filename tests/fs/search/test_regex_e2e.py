@@ -48,9 +48,9 @@ async def test_regex_context_and_modes_through_the_server(srv: LiveServer) -> No
         err, r = await call(s, "search_text", query="(?i)RETURN", regex=True, context=1,
                             exclude=["vendor"])
         assert not err and r["matches"] == [
-            {"path": "src/app.py", "line": 4, "preview": "return os.getcwd()",
+            {"path": "src/app.py", "line": 4, "preview": "    return os.getcwd()",
              "before": ["def main():"], "after": []},
-            {"path": "src/util.py", "line": 2, "preview": "return x * 2",
+            {"path": "src/util.py", "line": 2, "preview": "    return x * 2",
              "before": ["def helper(x):"], "after": []},
         ]
         err, r = await call(s, "search_text", query="def", output_mode="files_with_matches",
@@ -75,6 +75,8 @@ async def test_regex_context_and_modes_through_the_server(srv: LiveServer) -> No
     ({"query": "x", "output_mode": "lines"}, "output_mode"),
     ({"query": "x", "exclude": ["/abs"]}, "absolute"),
     ({"query": "x", "exclude": "notalist"}, "exclude"),
+    ({"query": "x", "cursor": "not-a-cursor"}, "invalid cursor"),
+    ({"query": "x", "cursor": "c" * 9000}, "cursor"),
 ])
 async def test_bad_new_arguments_are_refused_at_the_edge(srv: LiveServer, args: dict[str, Any],
                                                          message: str) -> None:
@@ -91,6 +93,25 @@ async def test_the_schema_bounds_the_new_arguments(srv: LiveServer) -> None:
     assert props["output_mode"]["enum"] == ["content", "files_with_matches", "count"]
     assert props["exclude"]["maxItems"] == 64 and props["regex"]["type"] == "boolean"
     assert "no_ignore" in tools["search_files"].input_schema["properties"]
+    assert props["cursor"]["description"] == "next_cursor of a previous call."  # one line
+
+
+async def test_pages_by_cursor_through_the_server(srv: LiveServer) -> None:
+    async with srv.session() as s:
+        err, whole = await call(s, "search_text", query="def", no_ignore=True)
+        assert not err and whole["next_cursor"] is None and len(whole["matches"]) == 5
+        got: list[Any] = []
+        args: dict[str, Any] = {"query": "def", "no_ignore": True, "limit": 2}
+        while True:
+            err, r = await call(s, "search_text", **args)
+            assert not err and r["offset"] == len(got)
+            got += r["matches"]
+            if not r["has_more"]:
+                break
+            args["cursor"] = r["next_cursor"]
+        assert got == whole["matches"]
+        err, text = await call(s, "search_text", query="main", cursor=args["cursor"])
+        assert err and "invalid cursor" in text  # another search's
 
 
 

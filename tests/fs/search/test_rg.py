@@ -7,13 +7,16 @@ repetition) and for patterns hypothesis draws from a safe grammar: the set of
 files_with_matches equals `rg -l`, count equals `rg -c`, the lines shown with
 context equal `rg -C`'s, and search_files' files equal `rg --files`.
 
-RE2's `\\w \\d \\s \\b` are ASCII and ripgrep's Unicode, a documented
-difference: ripgrep is given their ASCII spellings (`rgkit.ascii_perl_classes`),
-and the trees hold non-ASCII words so that everything else is compared on them.
+`\\w \\d \\s` and a `\\b` at a pattern's ends read as ripgrep reads them (Unicode),
+and the trees hold Unicode word characters beside ASCII ones, and files with a NUL
+byte (binary) in their first 60,000 bytes. A `\\b` elsewhere stays RE2's ASCII one, a
+documented difference: ripgrep is given its ASCII spelling there (`rgkit.for_rg`).
 """
 
 from __future__ import annotations
 
+import random
+import re
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +52,7 @@ def _root(tmp_path: Path, seed: int) -> tuple[Path, SecureRoot]:
 
 
 def ours(root: SecureRoot, query: str, **kw: Any) -> list[Any]:
-    """Every page of a search_text call, as one list of its items."""
+    """Every page of a search_text call, walked by cursor, as one list of its items."""
     args: dict[str, Any] = dict(path="", file_glob="*", case_sensitive=True, offset=0, limit=37,
                                 cap=1 << 20, file_limit=root.max_read_bytes, budget=1 << 30,
                                 control=NoControl(), regex=True)
@@ -62,8 +65,9 @@ def ours(root: SecureRoot, query: str, **kw: Any) -> list[Any]:
         data = r.model_dump(mode="json")
         items += data.get("matches") or data.get("files") or data.get("counts") or []
         if not r.has_more:
+            assert r.next_cursor is None
             return items
-        args["offset"] = r.next_offset
+        args["cursor"] = r.next_cursor
 
 
 def _flags(no_ignore: bool, fold: bool, literal: bool) -> list[str]:
@@ -75,7 +79,7 @@ def check(top: Path, root: SecureRoot, pattern: str, *, no_ignore: bool = False,
           fold: bool = False, literal: bool = False) -> None:
     flags = _flags(no_ignore, fold, literal)
     kw = dict(no_ignore=no_ignore, case_sensitive=not fold, regex=not literal)
-    theirs = pattern if literal else rgkit.ascii_perl_classes(pattern)
+    theirs = pattern if literal else rgkit.for_rg(pattern)
     hits = ours(root, pattern, **kw)
     assert {(m["path"], m["line"]) for m in hits} == rgkit.rg_hits(top, theirs, *flags), pattern
     assert len(hits) == len({(m["path"], m["line"]) for m in hits})  # one hit per line
@@ -112,7 +116,7 @@ def test_context_shows_the_lines_rg_C_shows_once_each(tmp_path: Path, seed: int)
             shown.append((m["path"], m["line"]))
             shown += [(m["path"], m["line"] + 1 + i) for i in range(len(after))]
         assert len(shown) == len(set(shown)), "a line is shown twice"
-        theirs = rgkit.ascii_perl_classes(pattern)
+        theirs = rgkit.for_rg(pattern)
         assert set(shown) == rgkit.rg_context_lines(top, theirs, n), pattern
 
 
@@ -203,6 +207,60 @@ def test_a_search_under_a_subdirectory_finds_what_rg_finds_there(tmp_path: Path,
         for no_ignore in (False, True):
             got = ours(root, pattern, path=sub, no_ignore=no_ignore)
             flags = ["--no-ignore"] if no_ignore else []
-            want = {hit for hit in rgkit.rg_hits(top, rgkit.ascii_perl_classes(pattern), *flags)
+            want = {hit for hit in rgkit.rg_hits(top, rgkit.for_rg(pattern), *flags)
                     if hit[0].startswith(sub + "/")}
             assert {(m["path"], m["line"]) for m in got} == want, (sub, pattern, no_ignore)
+
+
+# -- generated trees, context text, binary files ---------------------------------------
+
+_ROW = re.compile(r"^(.*?)([:-])(\d+)\2(.*)$")
+
+
+def rg_context_text(top: Path, pattern: str, n: int) -> dict[tuple[str, int], str]:
+    """Every line `rg -C n` prints, by (path, line), with its text as printed."""
+    shown = {}
+    for row in rgkit.rg(top, "-n", "-H", "--no-heading", "-C", str(n), "-e", pattern):
+        m = _ROW.match(row)
+        if row != "--" and m is not None:
+            shown[(m[1], int(m[3]))] = m[4]
+    return shown
+
+
+def our_context_text(items: list[Any]) -> dict[tuple[str, int], str]:
+    shown = {}
+    for m in items:
+        first = m["line"] - len(m["before"])
+        for i, text in enumerate([*m["before"], m["preview"], *m["after"]]):
+            shown[(m["path"], first + i)] = text
+    return shown
+
+
+@settings(max_examples=25, deadline=None)
+@given(seed=st.integers(0, 10**6), pattern=rgkit.safe_regex(), n=st.integers(0, 3),
+       nuls=st.lists(st.integers(0, rgkit.NUL_BEFORE), max_size=3))
+def test_generated_trees_agree_with_ripgrep_line_for_line(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, pattern: str, n: int, nuls: list[int],
+) -> None:
+    """A tree drawn per example (Unicode words, indented lines, NULs at drawn offsets):
+    the hits, files and counts are rg's, and so is the text of every line shown with
+    context, verbatim (indentation kept)."""
+    top, root = _root(tmp_path_factory.mktemp("gen"), seed)
+    rnd = random.Random(seed)
+    for k, at in enumerate(nuls):
+        rgkit.write_with_nul(top / f"drawn-nul{k}.txt", rnd, at)
+    (top / "indented.py").write_text("def f():\n    foo = 1\n\treturn  foo  \n  x\n")
+    check(top, root, pattern)
+    if n:
+        got = our_context_text(ours(root, pattern, context=n))
+        assert got == rg_context_text(top, rgkit.for_rg(pattern), n), pattern
+
+
+@pytest.mark.parametrize("seed", SEEDS[:4])
+def test_lines_shown_are_rgs_text_verbatim(tmp_path: Path, seed: int) -> None:
+    top, root = _root(tmp_path, seed)
+    (top / "indented.py").write_text("def f():\n    foo = 1\n\treturn  foo  \n  x\n")
+    for pattern, n in [("foo", 1), ("^\\s+", 2), ("return", 3)]:
+        got = our_context_text(ours(root, pattern, context=n))
+        assert got == rg_context_text(top, pattern, n), pattern
+        assert got[("indented.py", 2)] == "    foo = 1"

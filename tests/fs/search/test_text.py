@@ -95,12 +95,18 @@ def test_the_byte_budget_stops_the_search_and_names_what_was_not_examined(
     files["d2/f4.txt"] = "hit\n"
     root = small_root(tmp_path, files)
     r = run(root, "hit", budget=1000)
-    assert r.truncated and r.matches == [] and not r.has_more and r.next_offset is None
+    # A cursor goes on from the first file not examined (an offset would start again).
+    assert r.truncated and r.matches == [] and r.has_more and r.next_offset is None
+    assert r.next_cursor is not None
     assert r.scanned_bytes == 1000 and r.examined_files == 10
     assert r.note == (
         "stopped at the byte budget (max_search_bytes = 1000) after scanning 1000 bytes in "
         "10 files; 'd2/f0.txt' and the files after it (breadth-first order) were not examined: "
-        "narrow the search with path=, file_glob= or exclude=")
+        "narrow the search with path=, file_glob= or exclude=; call again with "
+        "cursor=next_cursor to go on from where it stopped")
+    rest = run(root, "hit", budget=1000, cursor=r.next_cursor)
+    assert not rest.truncated and [m.path for m in rest.matches] == ["d2/f4.txt"]
+    assert rest.examined_files == 5 and not rest.has_more and rest.next_cursor is None
     narrowed = run(root, "hit", budget=1000, path="d2")
     assert not narrowed.truncated and [m.path for m in narrowed.matches] == ["d2/f4.txt"]
 
