@@ -19,6 +19,7 @@ from app.fs.filters.glob import compile_glob
 from app.fs.reading.listing import unreadable_note
 from app.fs.search.literal import LiteralMatcher
 from app.fs.search.matcher import Matcher
+from app.fs.search.needs import Narrow, Narrowed, needs_of
 from app.fs.search.options import CONTENT, COUNT, FILES, TextOptions
 from app.fs.search.regex import RegexMatcher
 from app.fs.search.results import SearchTextResult, page_fields
@@ -40,21 +41,30 @@ def matcher_for(opts: TextOptions) -> Matcher:
     return LiteralMatcher(query, opts.case_sensitive)
 
 
-def search_text(root: SecureRoot, opts: TextOptions, control: Control) -> SearchTextResult:
+def search_text(root: SecureRoot, opts: TextOptions, control: Control,
+                narrow: Narrow | None = None) -> SearchTextResult:
+    """`narrow`: an index that proposes the files that may match (`needs.py`); the
+    searcher reads and matches each of them as it would in a scan."""
     glob = compile_glob(opts.file_glob)
     matcher = matcher_for(opts)
     walk = open_walk(root, opts, "search_text")
     sink = Sink(opts, walk.name_of)
+    narrowed = None
     with contextlib.closing(candidates(walk, glob)) as dirs:  # its folders closed at once
-        Searcher(matcher, sink, opts, control).run(dirs)
-    return _page(sink, walk, opts)
+        needs = needs_of(opts) if narrow is not None else None
+        if narrow is not None and needs is not None:
+            narrowed = narrow(needs, walk, glob, dirs)
+        Searcher(matcher, sink, opts, control).run(dirs if narrowed is None else narrowed.folders)
+    return _page(sink, walk, opts, narrowed)
 
 
-def _page(sink: Sink, walk: Walk, opts: TextOptions) -> SearchTextResult:
+def _page(sink: Sink, walk: Walk, opts: TextOptions,
+          narrowed: Narrowed | None = None) -> SearchTextResult:
     offset, limit, cap = opts.offset, opts.limit, opts.cap
     more = len(sink.hits) > limit
     page = sink.hits[:limit]
-    notes: list[str | None] = [*sink.notes(), unreadable_note(walk.walker), walk.filt.note()]
+    notes: list[str | None] = [*sink.notes(), unreadable_note(walk.walker), walk.filt.note(),
+                               narrowed.note() if narrowed is not None else None]
     key = {CONTENT: "matches", FILES: "files", COUNT: "counts"}[sink.mode]
 
     def make(n: int) -> SearchTextResult:

@@ -1,0 +1,271 @@
+"""The trigram index: the planner's queries, what the index holds, and its answers checked
+against ripgrep's on generated trees, with edits between searches.
+
+The index is an accelerator: a search with it on must answer exactly what a scan (and
+ripgrep) answers, whatever the index holds, whether its build is finished or not, and
+whatever changed since. A file removed or newly denied must leave no row and no trigram.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import threading
+from pathlib import Path
+
+import apsw
+import pytest
+import re2
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app.fs.index.grams import MOST_PER_STRING, plan, string_grams
+from app.fs.index.trigram import GRAMS
+from app.fs.index.trigram_build import MOST_BYTES, Build
+from app.fs.search.needs import needs_of
+from app.fs.search.options import TextOptions
+from tests.fs.index.trigramkit import Indexed
+from tests.fs.readkit import small_root
+from tests.fs.search import rgkit
+from tests.kit import secure_root
+
+# -- the planner ------------------------------------------------------------------------
+
+PLANS = [
+    # (strings, fold, the trigrams asked of each string, or None: cannot narrow)
+    (["foo"], False, [["foo"]]),
+    (["Foo"], False, [["foo"]]),  # the index folds case: a query with case asks folded too
+    (["ab"], False, None),  # under 3 characters
+    (["foo", "ab"], False, None),  # one alternative that cannot narrow: none can
+    (["foo", "bar"], False, [["foo"], ["bar"]]),
+    (["café"], False, [["caf", "afé"]]),  # with case: any character, as the file holds it
+    (["café"], True, [["caf"]]),  # folded: é has cases SQLite may fold otherwise
+    (["kelvin"], True, [["elv", "lvi", "vin"]]),  # k's orbit holds KELVIN SIGN
+    (["mask"], True, None),  # s and k break it: "ma" is all that is left
+    (["a\0bcd"], False, [["bcd"]]),
+]
+
+
+@pytest.mark.parametrize(("strings", "fold", "grams"), PLANS)
+def test_the_planner_asks_the_trigrams_every_match_holds(
+    strings: list[str], fold: bool, grams: list[list[str]] | None,
+) -> None:
+    assert (None if grams is None else [string_grams(s, fold) for s in strings]) == grams
+    assert (plan(strings, fold) is None) == (grams is None)
+
+
+def test_a_long_string_asks_a_bounded_spread_of_its_trigrams() -> None:
+    grams = string_grams("abcdefghijklmnopqrstuvwxyz0123456789", False)
+    assert len(grams) == MOST_PER_STRING and grams[0] == "abc" and grams[-1] == "789"
+
+
+NEEDS = [
+    # (query, regex, case_sensitive, strings, fold)
+    ("Invalid HTTP_HOST", False, True, ("Invalid HTTP_HOST",), False),
+    ("Invalid", False, False, ("Invalid",), True),
+    (r"foo\(\w+\)bar", True, True, ("foo(",), False),
+    ("(?i)needle_x", True, True, ("needle_x",), True),
+    ("alpha|beta", True, False, ("alpha", "beta"), True),
+    (r"\w+", True, True, None, None),
+]
+
+
+@pytest.mark.parametrize(("query", "regex", "case", "strings", "fold"), NEEDS)
+def test_what_every_match_holds_comes_from_the_search_side(
+    query: str, regex: bool, case: bool, strings: tuple[str, ...] | None, fold: bool | None,
+) -> None:
+    opts = TextOptions(query=query, regex=regex, case_sensitive=case, path="", file_glob="*",
+                       offset=0, limit=10, cap=1 << 16, file_limit=1 << 20, budget=1 << 20)
+    needs = needs_of(opts)
+    assert (None if needs is None else (needs.strings, needs.fold)) == (
+        None if strings is None else (strings, fold))
+
+
+ALPHABET = "abcksKSxyz_ .(é\u00c9\u212a\u017f\u00dfß\u0130i\u0131I\u03c3\u03a3\u03c2"
+
+
+def _variant(s: str, rnd: random.Random) -> str:
+    out = []
+    for c in s:
+        forms = [f for f in (c, c.lower(), c.upper(), c.swapcase(), c.casefold()) if len(f) == 1]
+        out.append(rnd.choice(forms))
+    return "".join(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=ALPHABET, min_size=3, max_size=40), data=st.data(),
+       fold=st.booleans(), seed=st.integers(0, 1000))
+def test_a_file_holding_a_match_is_always_proposed(
+    text: str, data: st.DataObject, fold: bool, seed: int,
+) -> None:
+    """The class of wrong answers an index can give: a file that holds a match and that
+    the query does not propose. The file's trigrams are SQLite's own (a real FTS5 table,
+    the index's layout); the query string is a substring of the text, in another case
+    when folded, kept only when RE2 (the searcher) finds it there."""
+    i = data.draw(st.integers(0, len(text) - 3))
+    j = data.draw(st.integers(i + 3, len(text)))
+    query = _variant(text[i:j], random.Random(seed)) if fold else text[i:j]
+    flags = re2.Options()
+    flags.case_sensitive = not fold
+    if not re2.compile(re2.escape(query), flags).search(text):
+        return  # RE2's folding does not pair them: no match to lose
+    expr = plan([query], fold)
+    if expr is None:
+        return
+    con = apsw.Connection(":memory:")
+    con.execute(GRAMS)
+    con.execute("INSERT INTO grams (rowid, body) VALUES (1, ?)", (text,))
+    assert con.execute("SELECT rowid FROM grams WHERE grams MATCH ?", (expr,)).fetchall() == [
+        (1,)], (text, query, expr)
+
+
+# -- what the index holds ----------------------------------------------------------------
+
+SECRET = "zqxjvw planet"
+
+
+def _tree(top: Path) -> None:
+    (top / "src").mkdir(parents=True)
+    (top / "src" / "a.py").write_text("def alpha():\n    return 'needle one'\n")
+    (top / "src" / "b.py").write_text("print('beta')\n")
+    (top / "secret.txt").write_text(f"the {SECRET} file\n")
+    (top / "bin.dat").write_bytes(b"\0\0needle one\0")
+    (top / "big.txt").write_bytes(b"x" * MOST_BYTES + b"\nneedle one\n")
+
+
+def test_a_removed_file_leaves_no_row_and_no_trigram(tmp_path: Path) -> None:
+    top = tmp_path / "r"
+    _tree(top)
+    ix = Indexed(secure_root(top, max_read_bytes=4 << 20), tmp_path / "state")
+    assert ix.build().complete
+    sid = ix.rows()["secret.txt"]
+    assert sid in ix.holding("zqx")
+    (top / "secret.txt").unlink()
+    state = ix.build()
+    assert state.removed == 1
+    assert "secret.txt" not in ix.rows()
+    assert not ix.holding("zqx") and not ix.holding("jvw")
+
+
+def test_a_newly_denied_file_leaves_no_row_and_no_trigram(tmp_path: Path) -> None:
+    top = tmp_path / "r"
+    _tree(top)
+    state = tmp_path / "state"
+    ix = Indexed(secure_root(top, max_read_bytes=4 << 20), state)
+    ix.build()
+    assert "secret.txt" in ix.rows() and ix.holding("zqx")
+    # The rules changed: the identity with them (app.corpus.trigram.identity).
+    denied = Indexed(secure_root(top, deny=["secret.txt"], max_read_bytes=4 << 20), state,
+                     identity="rules-2")
+    assert denied.build().complete
+    assert "secret.txt" not in denied.rows()
+    assert not denied.holding("zqx")
+    assert denied.search("planet") == []
+
+
+def test_binary_large_and_text_files_are_each_what_a_scan_makes_of_them(tmp_path: Path) -> None:
+    top = tmp_path / "r"
+    _tree(top)
+    ix = Indexed(secure_root(top, max_read_bytes=4 << 20), tmp_path / "state")
+    ix.build()
+    assert {m["path"] for m in ix.search("needle one")} == {"src/a.py", "big.txt"}
+    assert ix.notes[-1] is None  # all indexed: nothing read for want of the index
+
+
+def test_a_file_changed_since_indexing_is_read_and_the_note_says_so(tmp_path: Path) -> None:
+    top = tmp_path / "r"
+    _tree(top)
+    ix = Indexed(secure_root(top, max_read_bytes=4 << 20), tmp_path / "state")
+    ix.build()
+    ix.keeper.kick = lambda *a: None  # type: ignore[method-assign]  # no build catches up
+    (top / "src" / "b.py").write_text("print('needle one')\n")
+    (top / "new.py").write_text("needle one\n")
+    assert {m["path"] for m in ix.search("needle one")} == {
+        "src/a.py", "big.txt", "src/b.py", "new.py"}
+    assert "did not yet cover 2 of the files" in (ix.notes[-1] or "")
+
+
+def test_a_search_before_any_build_answers_and_does_not_wait(tmp_path: Path) -> None:
+    top = tmp_path / "r"
+    _tree(top)
+    ix = Indexed(secure_root(top, max_read_bytes=4 << 20), tmp_path / "state")
+    assert ix.idx.matching('"nee"')[0] == set()  # the reader opened on the file as made
+    assert {m["path"] for m in ix.search("needle one")} == {"src/a.py", "big.txt"}
+    assert ix.keeper.wait().complete
+    # The search above opened the index before the build made its tables anew: what it
+    # reads now is the new tables, not a structure it kept of the old ones.
+    assert {m["path"] for m in ix.search("needle one")} == {"src/a.py", "big.txt"}
+    assert ix.notes[-1] is None
+
+
+def test_a_stopped_build_keeps_what_it_committed_and_the_next_resumes(tmp_path: Path) -> None:
+    top = tmp_path / "r"
+    for i in range(40):
+        (top / f"d{i % 4}").mkdir(parents=True, exist_ok=True)
+        (top / f"d{i % 4}" / f"f{i}.txt").write_text(f"line {i}\n" * 50)
+    ix = Indexed(secure_root(top), tmp_path / "state")
+    stop = threading.Event()
+    stop.set()
+    assert not Build(ix.idx, ix.root, ix.identity, stop).run().complete
+    state = ix.build()
+    assert state.complete and state.indexed == 40
+    assert ix.build().indexed == 0  # resumed: nothing left to read
+
+
+# -- against ripgrep, the index on, edits between searches ------------------------------
+
+PATTERNS = ["foo", "colou?r", "(?i)todo|fixme", r"\bid_2\b", "café", "(?i)CAFÉ", "abab",
+            r"a1 \w+", "foo|bar", "Foo bar", r"\.py", "naïve"]
+
+
+def _check(ix: Indexed, top: Path, pattern: str, fold: bool, literal: bool) -> None:
+    flags = [*(["-i"] if fold else []), *(["-F"] if literal else [])]
+    theirs = pattern if literal else rgkit.ascii_perl_classes(pattern)
+    kw = dict(case_sensitive=not fold, regex=not literal)
+    hits = ix.search(pattern, **kw)
+    assert {(m["path"], m["line"]) for m in hits} == rgkit.rg_hits(top, theirs, *flags), pattern
+    files = ix.search(pattern, output_mode="files_with_matches", **kw)
+    assert sorted(files) == sorted(rgkit.rg_files(top, theirs, *flags)), pattern
+
+
+def _edit(top: Path, rnd: random.Random) -> None:
+    files = sorted(p for p in top.rglob("*") if p.is_file() and ".git" not in p.parts)
+    for _ in range(rnd.randint(1, 4)):
+        what = rnd.random()
+        if what < 0.4 and files:
+            p = rnd.choice(files)
+            p.write_text(p.read_text(errors="replace") + rgkit._text(rnd))
+        elif what < 0.6 and files:
+            p = rnd.choice(files)
+            if p.name not in (".gitignore", ".ignore"):
+                p.unlink()
+                files.remove(p)
+        else:
+            (top / f"new{rnd.randint(0, 99)}.txt").write_text(rgkit._text(rnd) or "foo\n")
+
+
+@pytest.mark.skipif(rgkit.RG is None, reason="ripgrep (rg) is not installed")
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), built=st.booleans())
+def test_with_the_index_on_hits_equal_ripgreps_across_edits(
+    tmp_path_factory: pytest.TempPathFactory, seed: int, built: bool,
+) -> None:
+    tmp = tmp_path_factory.mktemp("tri")
+    root = small_root(tmp, {}, max_read=1 << 20)
+    top = tmp / "r"
+    rgkit.make_tree(top, seed)
+    ix = Indexed(root, tmp / "state")
+    if built:
+        ix.build()
+    rnd = random.Random(seed)
+    for round_ in range(3):
+        for k, pattern in enumerate(PATTERNS):
+            literal = k % 3 == 2 and not re.search(r"[\\|()?]", pattern)
+            _check(ix, top, pattern, fold=k % 4 == 1, literal=literal)
+        _edit(top, rnd)
+        if round_ == 1:
+            ix.build()
+    ix.keeper.wait()
+    os.sync()
