@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from app.corpus import ranked
 from app.fs.filters.glob import Glob
 from app.fs.index import trigram
-from app.fs.index.narrow import Keeper, narrowing
+from app.fs.index.narrow import Keeper, Scope, narrowing
 from app.fs.index.storage import file_name
 from app.fs.search.needs import Folder, Narrow, Narrowed, Needs
 from app.fs.search.walk import Walk
@@ -57,7 +57,9 @@ def narrow_for(snap: Snapshot, root: SecureRoot) -> Narrow | None:
     inner = narrowing(keeper.idx, keeper, root, identity(snap, root))
 
     def narrow(needs: Needs, walk: Walk, glob: Glob, dirs: Iterator[Folder]) -> Narrowed | None:
-        got = inner(needs.strings, needs.fold, dirs)
+        filt = walk.filt
+        scope = Scope(walk.walker.start, glob.matches, filt.use_ignore and not filt.exclude)
+        got = inner(needs.strings, needs.fold, dirs, scope)
         return None if got is None else Narrowed(*got)
 
     return narrow

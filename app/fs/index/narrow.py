@@ -22,19 +22,31 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 import apsw
 
+from app.fs.index import direct
 from app.fs.index.grams import plan
 from app.fs.index.trigram import BINARY, WHOLE, Entry, TrigramIndex
 from app.fs.index.trigram_build import Build, BuildState
 from app.security.resolve import SecureRoot
 
 Folder = tuple[int, str, list[str]]  # a folder's descriptor, its walk path prefix, file names
-# (strings one of which every match holds, folded?, the walk's folders) -> the folders with
-# the files to read, and the note to give once they are used up; None: cannot narrow.
-Narrowing = Callable[[tuple[str, ...], bool, Iterator[Folder]],
-                     tuple[Iterator[Folder], Callable[[], str | None]] | None]
+Answer = tuple[Iterator[Folder], Callable[[], str | None]]  # the files to read, and a note
+
+
+class Scope(NamedTuple):
+    """What a call reads besides its pattern."""
+
+    start: tuple[str, ...]  # its start folder
+    keep: Callable[[str, str], bool]  # its file_glob (path under start, name)
+    plain: bool  # ignore files honoured and no exclude: the files the build walks
+
+
+# (strings one of which every match holds, folded?, the walk's folders, the call's scope)
+# -> the files to read and the note to give once they are used up; None: a plain scan.
+Narrowing = Callable[[tuple[str, ...], bool, Iterator[Folder], Scope], Answer | None]
 
 
 class Keeper:
@@ -117,12 +129,23 @@ class _Filter:
 
 def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
               ) -> Narrowing:
-    """What narrows one call's files on one root."""
+    """What narrows one call's files on one root: without a walk when the watch allows
+    (`direct.py`), else the walk's files filtered (`_Filter`)."""
 
-    def narrow(strings: tuple[str, ...], fold: bool, dirs: Iterator[Folder]
-               ) -> tuple[Iterator[Folder], Callable[[], str | None]] | None:
-        keeper.kick(root, identity)
+    def narrow(strings: tuple[str, ...], fold: bool, dirs: Iterator[Folder], scope: Scope
+               ) -> Answer | None:
         expr = plan(strings, fold)
+        watch = idx.trusted_watch() if scope.plain and expr is not None else None
+        if watch is not None and expr is not None:
+            with watch.lock:
+                dirty = set(watch.dirty)
+            if dirty:
+                keeper.kick(root, identity)
+            with idx.lock:
+                view, gen, items = idx.view, idx.gen, list(idx.view.items())
+            if all(p in view for p in dirty):  # else a new file: the walk decides on it
+                return _direct(idx, root, expr, (view, gen, items), dirty, scope)
+        keeper.kick(root, identity)
         if expr is None:
             return None
         with idx.lock:
@@ -137,3 +160,19 @@ def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
         return f.folders(dirs), f.note
 
     return narrow
+
+
+def _direct(idx: TrigramIndex, root: SecureRoot, expr: str,
+            seen: tuple[dict[str, Entry], int, list[tuple[str, Entry]]], dirty: set[str],
+            scope: Scope) -> Answer | None:
+    view, gen, items = seen
+    try:
+        ids, _ = idx.matching(expr)
+    except apsw.Error:
+        return None
+    if idx.view is not view:
+        return None
+    paths = direct.candidates(items, ids, gen, dirty, scope.start, scope.keep)
+    if paths is None:
+        return None
+    return direct.folders(root, paths), lambda: None

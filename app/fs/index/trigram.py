@@ -28,6 +28,7 @@ import apsw
 
 from app.fs.index.access import Signature
 from app.fs.index.storage import Unavailable, ensure_dir, private_file, remove
+from app.fs.index.watch import Watch
 
 SCHEMA = "loomfs-trigram-1"
 GRAMS = ("CREATE VIRTUAL TABLE grams USING fts5(body, tokenize='trigram', detail='none', "
@@ -70,24 +71,39 @@ def open_db(path: str) -> apsw.Connection:
         private_file(path)
         con = apsw.Connection(path)
         con.set_busy_timeout(10_000)
-        con.execute("PRAGMA secure_delete = ON").fetchall()
-        con.execute("PRAGMA journal_mode = WAL").fetchall()
-        con.execute("PRAGMA synchronous = NORMAL").fetchall()
         try:
-            with con:  # a write transaction: two servers making the same file see each other
-                if not con.execute("SELECT count(*) FROM sqlite_master").fetchall()[0][0]:
-                    con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-                    _create(con)
-                    con.execute("INSERT INTO meta VALUES ('schema', ?), ('identity', '')",
-                                (SCHEMA,))
-            row = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchall()
-            if row and row[0][0] == SCHEMA:
-                return con
+            con.execute("PRAGMA secure_delete = ON").fetchall()
+            con.execute("PRAGMA journal_mode = WAL").fetchall()
+            con.execute("PRAGMA synchronous = NORMAL").fetchall()
+            ours = _schema(con)
+        except (apsw.NotADBError, apsw.CorruptError, apsw.SQLError):
+            ours = False  # another program's file: replaced, not altered
         except apsw.Error:
-            pass
+            con.close()  # busy or failing: this search scans, the file is left alone
+            raise
+        if ours:
+            return con
         con.close()
         remove(path)
     raise Unavailable("the trigram index file keeps being replaced")
+
+
+def _schema(con: apsw.Connection) -> bool:
+    """True when the file holds our layout (made here if the file is empty)."""
+    # In a write transaction from the start: two connections making the same file wait for
+    # each other, and neither reads a count the other is about to change.
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        if not con.execute("SELECT count(*) FROM sqlite_master").fetchall()[0][0]:
+            con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            _create(con)
+            con.execute("INSERT INTO meta VALUES ('schema', ?), ('identity', '')", (SCHEMA,))
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    row = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchall()
+    return bool(row) and row[0][0] == SCHEMA
 
 
 class TrigramIndex:
@@ -101,6 +117,16 @@ class TrigramIndex:
         self.gen = 0
         self.complete = False  # a build has seen every folder since the index was adopted
         self._reader: apsw.Connection | None = None
+        self.watch: Watch | None = None  # the changes since the last build walked the tree
+        self.watched = False  # a complete build walked the tree under `watch` from its start
+
+    def trusted_watch(self) -> Watch | None:
+        """The watch, drained, when a search may trust the index without a walk."""
+        w = self.watch
+        if w is None or not self.watched or not self.complete:
+            return None
+        w.drain()
+        return None if w.broken else w
 
     def reader(self) -> apsw.Connection:
         if self._reader is None:

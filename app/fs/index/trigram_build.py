@@ -31,6 +31,7 @@ import apsw
 from app.fs.filters.ignore import Filter
 from app.fs.index.access import Signature, open_listed, storable
 from app.fs.index.trigram import BINARY, TEXT, WHOLE, TrigramIndex, _create, open_db
+from app.fs.index.watch import Watch
 from app.fs.text.textio import HEAD, WIDE_BOMS
 from app.security.resolve import SecureRoot
 from app.security.walk import Walker
@@ -108,12 +109,22 @@ class Build:
         self.changed: Changed = {}
         self.batch = 0
         self.con: apsw.Connection | None = None
+        self.watch: Watch | None = None  # a new watch, given each folder the walk opens
 
     def run(self) -> BuildState:
         con = self.con = open_db(self.idx.path)
+        idx = self.idx
+        watch, fresh = idx.watch, False
+        if watch is None or watch.broken:  # a new era: every folder watched as it is walked
+            if watch is not None:
+                watch.close()
+            idx.watched, watch, fresh = False, Watch(), True
+            idx.watch = watch
+        started = watch.drain()
+        self.watch = watch if fresh else None
         try:
-            adopt(con, self.idx, self.identity)
-            known = dict(self.idx.view)
+            adopt(con, idx, self.identity)
+            known = dict(idx.view)
             seen: set[str] = set()
             con.execute("BEGIN IMMEDIATE")
             if self._walk(con, known, seen):
@@ -123,8 +134,10 @@ class Build:
             self._commit(con, again=False)
             con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             if self.state.complete:
-                with self.idx.lock:
-                    self.idx.complete = True
+                watch.settled(started)
+                with idx.lock:
+                    idx.complete = True
+                    idx.watched = idx.watched or (fresh and not watch.broken)
         except BaseException:
             with contextlib.suppress(apsw.Error):
                 if not con.getautocommit():
@@ -140,6 +153,8 @@ class Build:
         walker = Walker(self.root, (), keep=filt if filt.active else None)
         deadline = time.monotonic() + COMMIT_SECONDS
         for d in walker.dirs():
+            if self.watch is not None:
+                self.watch.add(d.fd, d.prefix)
             for entry in d.entries:
                 if self.stop.is_set():
                     return False

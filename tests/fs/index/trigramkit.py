@@ -12,7 +12,7 @@ import apsw
 from app.fs.control import NoControl
 from app.fs.filters.glob import Glob
 from app.fs.index import trigram
-from app.fs.index.narrow import Keeper, narrowing
+from app.fs.index.narrow import Keeper, Scope, narrowing
 from app.fs.index.trigram_build import BuildState
 from app.fs.search.needs import Folder, Narrowed, Needs
 from app.fs.search.options import TextOptions
@@ -38,8 +38,10 @@ class Indexed:
 
     def narrow(self, needs: Needs, walk: Walk, glob: Glob, dirs: Iterator[Folder]
                ) -> Narrowed | None:
+        filt = walk.filt
+        scope = Scope(walk.walker.start, glob.matches, filt.use_ignore and not filt.exclude)
         got = narrowing(self.idx, self.keeper, self.root, self.identity)(
-            needs.strings, needs.fold, dirs)
+            needs.strings, needs.fold, dirs, scope)
         return None if got is None else Narrowed(*got)
 
     def build(self) -> BuildState:
