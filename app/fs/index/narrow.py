@@ -135,6 +135,9 @@ def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
     def narrow(strings: tuple[str, ...], fold: bool, dirs: Iterator[Folder], scope: Scope
                ) -> Answer | None:
         expr = plan(strings, fold)
+        if idx.identity not in (None, identity):  # built for other rules: scanned until
+            keeper.kick(root, identity)  # a build has started it again
+            return None
         watch = idx.trusted_watch() if scope.plain and expr is not None else None
         if watch is not None and expr is not None:
             with watch.lock:

@@ -119,6 +119,7 @@ class TrigramIndex:
         self._reader: apsw.Connection | None = None
         self.watch: Watch | None = None  # the changes since the last build walked the tree
         self.watched = False  # a complete build walked the tree under `watch` from its start
+        self.identity: str | None = None  # the rules the tables were built for
 
     def trusted_watch(self) -> Watch | None:
         """The watch, drained, when a search may trust the index without a walk."""

@@ -62,6 +62,7 @@ def adopt(con: apsw.Connection, idx: TrigramIndex, identity: str) -> bool:
     if row and row[0][0] == identity:
         if idx.gen == 0:
             idx.load(con)
+        idx.identity = identity
         return False
     idx.forget()  # first: a query under way must not trust the old view on the new tables
     with con:
@@ -73,6 +74,7 @@ def adopt(con: apsw.Connection, idx: TrigramIndex, identity: str) -> bool:
     con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     idx.close()  # a reader that knew the dropped tables may hold their structure: opened anew
     idx.load(con)
+    idx.identity = identity
     return True
 
 
