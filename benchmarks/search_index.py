@@ -76,7 +76,9 @@ def rg_hits(tree: Path, query: str, regex: bool, case: bool, jobs: int | None
     out = subprocess.run([*args, "-e", query], cwd=tree, capture_output=True, check=False)
     took = time.perf_counter() - t
     hits = set()
-    for line in out.stdout.decode("utf-8", "surrogateescape").splitlines():
+    for line in out.stdout.decode("utf-8", "surrogateescape").split("\n"):
+        if "\0" not in line:
+            continue
         path, rest = line.split("\0", 1)
         num = rest.split(":", 1)[0]
         if num.isdigit():  # not "binary file matches"
@@ -101,6 +103,7 @@ def main() -> None:
     ap.add_argument("--tree", required=True, type=Path)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--state", type=Path, default=None)
+    ap.add_argument("--only", default="", help="the queries whose name holds this")
     a = ap.parse_args()
     state = a.state or Path(tempfile.mkdtemp(prefix="trigram-bench-"))
     root = secure_root(a.tree, max_read_bytes=8 << 20)
@@ -128,15 +131,15 @@ def main() -> None:
           f"{'on' if idx.watched else 'off'}")
     print(f"{'query':28} {'rg -j1':>8} {'rg':>8} {'scan':>8} {'index':>8} {'×rg':>6} "
           f"{'hits':>7}  equal")
-    for name, query, regex, case in QUERIES:
+    for name, query, regex, case in [q for q in QUERIES if a.only in q[0]]:
         times: dict[str, list[float]] = {"rg1": [], "rg": [], "scan": [], "index": []}
         hits: dict[str, set[tuple[str, int]]] = {}
         for _ in range(a.runs):
-            for key, fn in (("rg1", lambda: rg_hits(a.tree, query, regex, case, 1)),
-                            ("rg", lambda: rg_hits(a.tree, query, regex, case, None)),
-                            ("scan", lambda: ours(root, query, regex, case, None)),
-                            ("index", lambda: ours(root, query, regex, case, narrow))):
-                took, got = fn()
+            for key in times:
+                if key.startswith("rg"):
+                    took, got = rg_hits(a.tree, query, regex, case, 1 if key == "rg1" else None)
+                else:
+                    took, got = ours(root, query, regex, case, narrow if key == "index" else None)
                 times[key].append(took)
                 hits[key] = got
         med = {k: statistics.median(v) * 1000 for k, v in times.items()}
