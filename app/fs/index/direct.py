@@ -20,7 +20,6 @@ import os
 import stat as stat_mod
 from collections.abc import Callable, Iterator
 
-from app.fs.index.trigram import TEXT, WHOLE, Entry
 from app.security.deny import DenyRules
 from app.security.protected import Protected
 from app.security.resolve import SecureRoot
@@ -35,15 +34,14 @@ def _order(path: str) -> tuple[int, tuple[str, ...], str]:
     return len(parts), tuple(parts[:-1]), parts[-1]
 
 
-def candidates(items: list[tuple[str, Entry]], ids: set[int], gen: int, dirty: set[str],
-               start: tuple[str, ...], keep: Callable[[str, str], bool]) -> list[str] | None:
-    """The paths to read, in walk order; None past SHARE of the files indexed."""
+def candidates(found: list[str], total: int, dirty: set[str], start: tuple[str, ...],
+               keep: Callable[[str, str], bool]) -> list[str] | None:
+    """The paths to read (`found`: the index's, of `total` it holds; `dirty`: changed), in
+    walk order, under `start`, kept by the glob; None past SHARE of the files indexed."""
+    if len(found) + len(dirty) > SHARE * max(total, 1):
+        return None
     under = "/".join(start) + "/" if start else ""
     strip = len(under)
-    found = [p for p, e in items
-             if e.state == WHOLE or (e.state == TEXT and e.id in ids) or e.gen > gen]
-    if len(found) + len(dirty) > SHARE * max(len(items), 1):
-        return None
     chosen = {p for p in [*found, *dirty] if p.startswith(under)}
     return sorted((p for p in chosen if keep(p[strip:], p.rsplit("/", 1)[-1])), key=_order)
 

@@ -145,9 +145,10 @@ def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
             if dirty:
                 keeper.kick(root, identity)
             with idx.lock:
-                view, gen, items = idx.view, idx.gen, list(idx.view.items())
-            if all(p in view for p in dirty):  # else a new file: the walk decides on it
-                return _direct(idx, root, expr, (view, gen, items), dirty, scope)
+                view = idx.view
+                unseen = any(p not in view for p in dirty)
+            if not unseen:  # else a new file: the walk decides on it
+                return _direct(idx, root, expr, view, dirty, scope)
         keeper.kick(root, identity)
         if expr is None:
             return None
@@ -165,17 +166,16 @@ def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
     return narrow
 
 
-def _direct(idx: TrigramIndex, root: SecureRoot, expr: str,
-            seen: tuple[dict[str, Entry], int, list[tuple[str, Entry]]], dirty: set[str],
-            scope: Scope) -> Answer | None:
-    view, gen, items = seen
+def _direct(idx: TrigramIndex, root: SecureRoot, expr: str, view: dict[str, Entry],
+            dirty: set[str], scope: Scope) -> Answer | None:
     try:
         ids, _ = idx.matching(expr)
     except apsw.Error:
         return None
-    if idx.view is not view:
+    got = idx.paths_of(view, ids)
+    if got is None:  # rebuilt meanwhile: what the query saw is another index
         return None
-    paths = direct.candidates(items, ids, gen, dirty, scope.start, scope.keep)
+    paths = direct.candidates(got[0], got[1], dirty, scope.start, scope.keep)
     if paths is None:
         return None
     return direct.folders(root, paths), lambda: None

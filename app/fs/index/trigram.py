@@ -114,6 +114,8 @@ class TrigramIndex:
         self.lock = threading.Lock()  # the view and the generation
         self.read_lock = threading.Lock()  # the reading connection
         self.view: dict[str, Entry] = {}
+        self.by_id: dict[int, str] = {}  # the view's ids
+        self.whole: set[str] = set()  # the view's files held without their text
         self.gen = 0
         self.complete = False  # a build has seen every folder since the index was adopted
         self._reader: apsw.Connection | None = None
@@ -148,6 +150,8 @@ class TrigramIndex:
             self.gen += 1
             gen = self.gen
             self.view = {p: Entry((s, m, c, n), i, st, gen) for p, s, m, c, n, i, st in rows}
+            self.by_id = {e.id: p for p, e in self.view.items()}
+            self.whole = {p for p, e in self.view.items() if e.state == WHOLE}
             done = con.execute("SELECT value FROM meta WHERE key = 'complete'").fetchall()
             self.complete = bool(done) and done[0][0] == "1"
 
@@ -156,19 +160,33 @@ class TrigramIndex:
         read the view before this sees it replaced, and scans (`narrow.py`)."""
         with self.lock:
             self.gen += 1
-            self.view = {}
+            self.view, self.by_id, self.whole = {}, {}, set()
             self.complete = False
 
     def publish(self, changed: dict[str, tuple[Signature, int, int] | None]) -> None:
         """After a commit: the paths it wrote (None: removed), stamped with a new generation."""
         with self.lock:
             self.gen += 1
-            view, gen = self.view, self.gen
+            view, gen, by_id, whole = self.view, self.gen, self.by_id, self.whole
             for path, row in changed.items():
-                if row is None:
-                    view.pop(path, None)
-                else:
+                old = view.pop(path, None)
+                if old is not None:
+                    by_id.pop(old.id, None)
+                whole.discard(path)
+                if row is not None:
                     view[path] = Entry(row[0], row[1], row[2], gen)
+                    by_id[row[1]] = path
+                    if row[2] == WHOLE:
+                        whole.add(path)
+
+    def paths_of(self, view: dict[str, Entry], ids: set[int]) -> tuple[list[str], int] | None:
+        """The paths of `ids` and of every file held without its text, and how many files
+        the index holds; None when the view is no longer `view` (rebuilt meanwhile)."""
+        with self.lock:
+            if self.view is not view:
+                return None
+            by_id = self.by_id
+            return [by_id[i] for i in ids if i in by_id] + list(self.whole), len(view)
 
     def matching(self, expr: str) -> tuple[set[int], int]:
         """The ids of the files whose indexed text holds the trigrams of `expr`, and the
