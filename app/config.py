@@ -97,6 +97,7 @@ class Config(BaseModel):
     deny: list[str] = []
     allow: list[str] = []  # re-opens base names in every root (local-readonly-mcp)
     search_fetch_tools: bool = False
+    search_index: bool = False  # a trigram index per root for search_text (configuration.md)
     text_format: Literal["text", "json"] = "text"  # the tool result's text item (docs/tools.md)
     public_base_url: str | None = None
     budget: BudgetConfig | None = None  # no byte budget unless set

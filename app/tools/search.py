@@ -10,6 +10,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
+from app.corpus.trigram import narrow_for
 from app.fs.search.cursor import MAX_CURSOR
 from app.fs.search.files import search_files as find_files
 from app.fs.search.options import MAX_CONTEXT, MAX_EXCLUDE, MAX_QUERY, FilesOptions, TextOptions
@@ -134,6 +135,6 @@ async def search_text(
             file_limit=limits.max_search_file_bytes or r.max_read_bytes,
             budget=limits.max_search_bytes,
         )
-        return find_text(r, opts, call)
+        return find_text(r, opts, call, narrow_for(call.snapshot, r))
 
     return await run(ctx, work)

@@ -84,7 +84,7 @@ def open_db(path: str) -> tuple[sqlite3.Connection, tuple[int, int]]:
     """A connection to the index file at `path` (made if missing, replaced if not ours),
     and the (device, inode) of the file it has open."""
     for _ in range(2):
-        _private_file(path)
+        private_file(path)
         try:
             con = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10)
         except sqlite3.Error as exc:
@@ -126,7 +126,7 @@ def _schema(con: sqlite3.Connection) -> bool:
     return True
 
 
-def _private_file(path: str) -> None:
+def private_file(path: str) -> None:
     """Create the file 0600, or remove one that is not ours, not private or not a file."""
     for _ in range(2):
         try:

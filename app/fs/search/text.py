@@ -20,6 +20,7 @@ from app.fs.reading.listing import unreadable_note
 from app.fs.search import cursor
 from app.fs.search.literal import LiteralMatcher
 from app.fs.search.matcher import Matcher
+from app.fs.search.needs import Narrow, Narrowed, needs_of
 from app.fs.search.options import CONTENT, COUNT, FILES, TextOptions
 from app.fs.search.regex import RegexMatcher
 from app.fs.search.results import SearchTextResult, page_fields
@@ -41,7 +42,10 @@ def matcher_for(opts: TextOptions) -> Matcher:
     return LiteralMatcher(query, opts.case_sensitive)
 
 
-def search_text(root: SecureRoot, opts: TextOptions, control: Control) -> SearchTextResult:
+def search_text(root: SecureRoot, opts: TextOptions, control: Control,
+                narrow: Narrow | None = None) -> SearchTextResult:
+    """`narrow`: an index that proposes the files that may match (`needs.py`); the
+    searcher reads and matches each of them as it would in a scan."""
     glob = compile_glob(opts.file_glob)
     matcher = matcher_for(opts)
     resume = cursor.decode(opts.cursor, root.name, opts) if opts.cursor else None
@@ -53,9 +57,14 @@ def search_text(root: SecureRoot, opts: TextOptions, control: Control) -> Search
         sink.resume_path, sink.skip = "/".join(parts), resume.shown
         # The file itself again when lines of it are still to come (or none were shown).
         after = (parts, resume.shown == 0 or opts.output_mode == CONTENT)
+    narrowed = None
     with contextlib.closing(candidates(walk, glob, after)) as dirs:  # folders closed at once
-        Searcher(matcher, sink, opts, control).run(dirs)
-    return _page(sink, walk, opts, root.name, resume)
+        needs = needs_of(opts) if narrow is not None else None
+        if narrow is not None and needs is not None:
+            # Resumed by a cursor: the index only filters the walk, which starts after it.
+            narrowed = narrow(needs, walk, glob, dirs, resume is not None)
+        Searcher(matcher, sink, opts, control).run(dirs if narrowed is None else narrowed.folders)
+    return _page(sink, walk, opts, root.name, resume, narrowed)
 
 
 def _next(sink: Sink, n: int, start: tuple[str, ...]) -> tuple[tuple[str, ...], int] | None:
@@ -77,13 +86,14 @@ def _next(sink: Sink, n: int, start: tuple[str, ...]) -> tuple[tuple[str, ...], 
 
 
 def _page(sink: Sink, walk: Walk, opts: TextOptions, root: str,
-          resume: cursor.Resume | None) -> SearchTextResult:
+          resume: cursor.Resume | None, narrowed: Narrowed | None = None) -> SearchTextResult:
     limit, cap = opts.limit, opts.cap
     offset = resume.before if resume is not None else opts.offset
     start = walk.walker.start
     more = len(sink.hits) > limit
     page = sink.hits[:limit]
-    notes: list[str | None] = [*sink.notes(), unreadable_note(walk.walker), walk.filt.note()]
+    notes: list[str | None] = [*sink.notes(), unreadable_note(walk.walker), walk.filt.note(),
+                               narrowed.note() if narrowed is not None else None]
     key = {CONTENT: "matches", FILES: "files", COUNT: "counts"}[sink.mode]
 
     def make(n: int) -> SearchTextResult:

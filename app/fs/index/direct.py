@@ -1,0 +1,82 @@
+"""A search the trigram index answers without a walk: its candidates opened one by one.
+
+Taken when the index may be trusted as it is (`TrigramIndex.trusted_watch`: a complete
+build walked the tree under a watch that has lost nothing since) and the call filters as
+the build did (ignore files honoured, no `exclude`). The files read are the index's
+candidates (`ids`), every file it holds without its text (larger than it reads), and every
+file the watch saw changed: in walk order (breadth-first, names sorted), under the call's
+start folder, kept by its `file_glob`. Each is reached through the choke point as the walk
+reaches it: its folder opened beneath the root with no link followed, the deny rules asked
+of its path, the server's own files left out by identity. The searcher then reads and
+matches it as in a scan.
+
+When the candidates pass `SHARE` of the files the index holds, this gives up: a walk costs
+little next to reading that many files, and a scan answers the same.
+"""
+
+from __future__ import annotations
+
+import os
+import stat as stat_mod
+from collections.abc import Callable, Iterator
+
+from app.security.deny import DenyRules
+from app.security.protected import Protected
+from app.security.resolve import SecureRoot
+
+SHARE = 0.5
+Folder = tuple[int, str, list[str]]
+
+
+def _order(path: str) -> tuple[int, tuple[str, ...], str]:
+    """Where the walk lists a file: by its folder's depth, the folder's parts, its name."""
+    parts = path.split("/")
+    return len(parts), tuple(parts[:-1]), parts[-1]
+
+
+def candidates(found: list[str], total: int, dirty: set[str], start: tuple[str, ...],
+               keep: Callable[[str, str], bool]) -> list[str] | None:
+    """The paths to read (`found`: the index's, of `total` it holds; `dirty`: changed), in
+    walk order, under `start`, kept by the glob; None past SHARE of the files indexed."""
+    if len(found) + len(dirty) > SHARE * max(total, 1):
+        return None
+    under = "/".join(start) + "/" if start else ""
+    strip = len(under)
+    chosen = {p for p in [*found, *dirty] if p.startswith(under)}
+    return sorted((p for p in chosen if keep(p[strip:], p.rsplit("/", 1)[-1])), key=_order)
+
+
+def folders(root: SecureRoot, paths: list[str]) -> Iterator[Folder]:
+    """Each candidate's folder, opened through the choke point, with the candidates in it
+    that the rules allow; each descriptor closed once the searcher has moved on."""
+    rules, ids = root.rules, root.rules.identities
+    i = 0
+    while i < len(paths):
+        parent = paths[i].rsplit("/", 1)[0] if "/" in paths[i] else ""
+        prefix = parent + "/" if parent else ""
+        names: list[str] = []
+        while i < len(paths) and paths[i].startswith(prefix) and "/" not in paths[i][len(prefix):]:
+            names.append(paths[i][len(prefix):])
+            i += 1
+        parts = tuple(parent.split("/")) if parent else ()
+        if rules.path(parts) is not None:
+            continue
+        try:
+            fd = root.open_subdir(parts)
+        except OSError:
+            continue
+        try:
+            yield fd, prefix, [n for n in names if _allowed(rules, ids, parts, n, fd)]
+        finally:
+            os.close(fd)
+
+
+def _allowed(rules: DenyRules, ids: Protected | None, parts: tuple[str, ...], name: str,
+             fd: int) -> bool:
+    if rules.path((*parts, name)) is not None:
+        return False
+    try:
+        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+    except OSError:
+        return False
+    return stat_mod.S_ISREG(st.st_mode) and not (ids is not None and ids.hit(st))

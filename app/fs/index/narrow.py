@@ -1,0 +1,181 @@
+"""The trigram index at work in a search: the files it proposes, the rest read as before.
+
+`narrowing` gives `search_text` what narrows its files (`app.fs.search.needs.Narrow`, which
+`app.corpus.trigram` builds on it): the planner's query
+(`grams.plan`) asked of the index, then the search's own walk (its start folder, ignore
+files, `exclude` and `file_glob` applied as in a scan) filtered file by file. A file is left
+out only when the index vouches for it: an entry of a generation the query may trust, the
+same signature on disk as when it was indexed (one `stat`), and none of the query's
+trigrams. Every other file is searched as in a scan: not indexed yet (a build under way),
+changed since, too large to index. Every file kept is read and matched by the searcher
+itself: the index proposes, the bytes decide. A binary file (a NUL in its first 4 KiB) is
+left out without being read; a scan would read it and count it in `skipped_binary`.
+
+`Keeper` runs the builds (`trigram_build.Build`), one at a time, in a background thread: a
+search starts one when none is running, and never waits for it. `stop()` cancels one
+between two files; what it committed stays, and the next build resumes from there.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
+
+import apsw
+
+from app.fs.index import direct
+from app.fs.index.grams import plan
+from app.fs.index.trigram import BINARY, WHOLE, Entry, TrigramIndex
+from app.fs.index.trigram_build import Build, BuildState
+from app.security.resolve import SecureRoot
+
+Folder = tuple[int, str, list[str]]  # a folder's descriptor, its walk path prefix, file names
+Answer = tuple[Iterator[Folder], Callable[[], str | None]]  # the files to read, and a note
+
+
+class Scope(NamedTuple):
+    """What a call reads besides its pattern."""
+
+    start: tuple[str, ...]  # its start folder
+    keep: Callable[[str, str], bool]  # its file_glob (path under start, name)
+    plain: bool  # ignore files honoured and no exclude: the files the build walks
+
+
+# (strings one of which every match holds, folded?, the walk's folders, the call's scope)
+# -> the files to read and the note to give once they are used up; None: a plain scan.
+Narrowing = Callable[[tuple[str, ...], bool, Iterator[Folder], Scope], Answer | None]
+
+
+class Keeper:
+    """The background builds of one index."""
+
+    def __init__(self, idx: TrigramIndex, now: Callable[[], int] = time.time_ns) -> None:
+        self.idx, self.now = idx, now  # the clock racy files are judged by
+        self.thread: threading.Thread | None = None
+        self.stop_flag = threading.Event()
+        self.last = BuildState()
+        self.lock = threading.Lock()
+
+    def kick(self, root: SecureRoot, identity: str) -> None:
+        """Start a build unless one is running."""
+        with self.lock:
+            if self.thread is not None and self.thread.is_alive():
+                return
+            self.stop_flag = threading.Event()
+            build = Build(self.idx, root, identity, self.stop_flag, self.now)
+            self.thread = threading.Thread(target=self._run, args=(build,),
+                                           name="loomfs-trigram", daemon=True)
+            self.thread.start()
+
+    def _run(self, build: Build) -> None:
+        try:
+            self.last = build.run()
+        except Exception as exc:  # the index is an accelerator: searches scan
+            build.state.error = type(exc).__name__
+            self.last = build.state
+
+    def stop(self) -> None:
+        self.stop_flag.set()
+        if self.thread is not None:
+            self.thread.join()
+
+    def wait(self, timeout: float | None = None) -> BuildState:
+        """The build under way finished (tests, `--check`)."""
+        if self.thread is not None:
+            self.thread.join(timeout)
+        return self.last
+
+
+class _Filter:
+    """One search's pass over the walk's folders, with the index's answer."""
+
+    def __init__(self, view: dict[str, Entry], ids: set[int], gen: int) -> None:
+        self.view, self.ids, self.gen = view, ids, gen
+        self.unindexed = 0  # files read because the index could not vouch for them
+        self.left_out = 0
+
+    def folders(self, dirs: Iterator[Folder]) -> Iterator[Folder]:
+        view, ids, gen = self.view, self.ids, self.gen
+        for fd, prefix, names in dirs:
+            keep: list[str] = []
+            for name in names:
+                e = view.get(prefix + name)
+                if e is None or e.gen > gen or e.state == WHOLE:
+                    keep.append(name)
+                    self.unindexed += e is None or e.gen > gen
+                    continue
+                try:
+                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                except OSError:
+                    continue  # gone since the listing
+                if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != e.sig:
+                    keep.append(name)
+                    self.unindexed += 1
+                elif e.state != BINARY and e.id in ids:
+                    keep.append(name)
+                else:
+                    self.left_out += 1
+            yield fd, prefix, keep
+
+    def note(self) -> str | None:
+        if not self.unindexed:
+            return None
+        return (f"the search index did not yet cover {self.unindexed} of the files searched "
+                "(being built, or changed since): they were read in full")
+
+
+def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
+              ) -> Narrowing:
+    """What narrows one call's files on one root: without a walk when the watch allows
+    (`direct.py`), else the walk's files filtered (`_Filter`)."""
+
+    def narrow(strings: tuple[str, ...], fold: bool, dirs: Iterator[Folder], scope: Scope
+               ) -> Answer | None:
+        expr = plan(strings, fold)
+        if idx.identity not in (None, identity):  # built for other rules: scanned until
+            keeper.kick(root, identity)  # a build has started it again
+            return None
+        watch = idx.trusted_watch() if scope.plain and expr is not None else None
+        if watch is not None and expr is not None:
+            with watch.lock:
+                dirty = set(watch.dirty)
+            if dirty:
+                keeper.kick(root, identity)
+            with idx.lock:
+                view = idx.view
+                unseen = any(p not in view for p in dirty)
+            if not unseen:  # else a new file: the walk decides on it
+                return _direct(idx, root, expr, view, dirty, scope)
+        keeper.kick(root, identity)
+        if expr is None:
+            return None
+        with idx.lock:
+            view, gen = idx.view, idx.gen
+        try:
+            ids, _ = idx.matching(expr)
+        except apsw.Error:
+            return None
+        if idx.view is not view:  # rebuilt meanwhile: what the query saw is another index
+            return None
+        f = _Filter(view, ids, gen)
+        return f.folders(dirs), f.note
+
+    return narrow
+
+
+def _direct(idx: TrigramIndex, root: SecureRoot, expr: str, view: dict[str, Entry],
+            dirty: set[str], scope: Scope) -> Answer | None:
+    try:
+        ids, _ = idx.matching(expr)
+    except apsw.Error:
+        return None
+    got = idx.paths_of(view, ids)
+    if got is None:  # rebuilt meanwhile: what the query saw is another index
+        return None
+    paths = direct.candidates(got[0], got[1], dirty, scope.start, scope.keep)
+    if paths is None:
+        return None
+    return direct.folders(root, paths), lambda: None

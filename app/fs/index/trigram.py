@@ -1,0 +1,224 @@
+"""The trigram index of one root: which files may hold a string, asked without reading them.
+
+One SQLite file per root beside the ranked-search index (`storage.py`: the state directory,
+never inside a root; the directory 0700, the file 0600 and ours, or replaced). It holds a
+`files` table (path, stat signature, what became of the file) and a contentless FTS5 table,
+`tokenize='trigram'` (case folded) and `detail='none'` (which files hold a trigram, not
+where): the text of a file is read, cut into trigrams and let go; no copy is kept. Rows are
+deleted for real (`contentless_delete`) and their entries dropped from the segments at once
+(`secure-delete`), the pages zeroed (`secure_delete`), the log truncated after each batch
+(`forget`): a file removed or now denied leaves no entry. This needs SQLite 3.44 or later,
+which `apsw` ships (Python's own `sqlite3` is as old as the system's library).
+
+What the index says is a claim about a file as it was: `view` maps each path to the
+signature it was indexed at, and a search trusts an entry only while the file's signature
+on disk is the same (`narrow.py`); otherwise the file is read as in a scan. `view` is
+updated after each commit, each entry stamped with the commit's generation, so a query
+that read generation G trusts only entries of G or before.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+from typing import NamedTuple
+
+import apsw
+
+from app.fs.index.access import Signature
+from app.fs.index.storage import Unavailable, ensure_dir, private_file, remove
+from app.fs.index.watch import Watch
+
+SCHEMA = "loomfs-trigram-1"
+GRAMS = ("CREATE VIRTUAL TABLE grams USING fts5(body, tokenize='trigram', detail='none', "
+         "content='', contentless_delete=1)")
+
+TEXT, BINARY, WHOLE = 0, 1, 2  # a file's text indexed; binary (never matches); not indexed
+
+
+class Entry(NamedTuple):
+    sig: Signature
+    id: int
+    state: int
+    gen: int  # the commit that wrote it
+
+
+def problem() -> str | None:
+    """None when this machine's SQLite (apsw's) can hold the index, else why not."""
+    try:
+        con = apsw.Connection(":memory:")
+        con.execute(GRAMS)
+        con.execute("INSERT INTO grams(grams, rank) VALUES ('secure-delete', 1)")
+        con.close()
+    except apsw.Error as exc:
+        return f"this SQLite cannot hold a trigram index ({exc})"
+    return None
+
+
+def _create(con: apsw.Connection) -> None:
+    con.execute("CREATE TABLE files (id INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT UNIQUE "
+                "NOT NULL, size INTEGER, mtime INTEGER, ctime INTEGER, ino INTEGER, "
+                "state INTEGER NOT NULL)")
+    con.execute(GRAMS)
+    con.execute("INSERT INTO grams(grams, rank) VALUES ('secure-delete', 1)")
+
+
+def open_db(path: str) -> apsw.Connection:
+    """The index file at `path`: made 0600 if missing, replaced if not ours or not our layout."""
+    ensure_dir(os.path.dirname(path))
+    for _ in range(2):
+        private_file(path)
+        con = apsw.Connection(path)
+        con.set_busy_timeout(10_000)
+        try:
+            con.execute("PRAGMA secure_delete = ON").fetchall()
+            con.execute("PRAGMA journal_mode = WAL").fetchall()
+            con.execute("PRAGMA synchronous = NORMAL").fetchall()
+            ours = _schema(con)
+        except (apsw.NotADBError, apsw.CorruptError, apsw.SQLError):
+            ours = False  # another program's file: replaced, not altered
+        except apsw.Error:
+            con.close()  # busy or failing: this search scans, the file is left alone
+            raise
+        if ours:
+            return con
+        con.close()
+        remove(path)
+    raise Unavailable("the trigram index file keeps being replaced")
+
+
+def _schema(con: apsw.Connection) -> bool:
+    """True when the file holds our layout (made here if the file is empty)."""
+    # In a write transaction from the start: two connections making the same file wait for
+    # each other, and neither reads a count the other is about to change.
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        if not con.execute("SELECT count(*) FROM sqlite_master").fetchall()[0][0]:
+            con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            _create(con)
+            con.execute("INSERT INTO meta VALUES ('schema', ?), ('identity', '')", (SCHEMA,))
+        con.execute("COMMIT")
+    except BaseException:
+        con.execute("ROLLBACK")
+        raise
+    row = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchall()
+    return bool(row) and row[0][0] == SCHEMA
+
+
+class TrigramIndex:
+    """One root's trigram index: a writer (the build, one thread) and readers (searches)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.lock = threading.Lock()  # the view and the generation
+        self.read_lock = threading.Lock()  # the reading connection
+        self.view: dict[str, Entry] = {}
+        self.by_id: dict[int, str] = {}  # the view's ids
+        self.whole: set[str] = set()  # the view's files held without their text
+        self.gen = 0
+        self.complete = False  # a build has seen every folder since the index was adopted
+        self._reader: apsw.Connection | None = None
+        self.watch: Watch | None = None  # the changes since the last build walked the tree
+        self.watched = False  # a complete build walked the tree under `watch` from its start
+        self.identity: str | None = None  # the rules the tables were built for
+
+    def trusted_watch(self) -> Watch | None:
+        """The watch, drained, when a search may trust the index without a walk."""
+        w = self.watch
+        if w is None or not self.watched or not self.complete:
+            return None
+        w.drain()
+        return None if w.broken else w
+
+    def reader(self) -> apsw.Connection:
+        if self._reader is None:
+            self._reader = open_db(self.path)
+        return self._reader
+
+    def close(self) -> None:
+        with self.read_lock:
+            if self._reader is not None:
+                with contextlib.suppress(apsw.Error):
+                    self._reader.close()
+                self._reader = None
+
+    def load(self, con: apsw.Connection) -> None:
+        """The view as the file holds it (at start, or after the rules changed)."""
+        rows = con.execute("SELECT path, size, mtime, ctime, ino, id, state FROM files")
+        with self.lock:
+            self.gen += 1
+            gen = self.gen
+            self.view = {p: Entry((s, m, c, n), i, st, gen) for p, s, m, c, n, i, st in rows}
+            self.by_id = {e.id: p for p, e in self.view.items()}
+            self.whole = {p for p, e in self.view.items() if e.state == WHOLE}
+            done = con.execute("SELECT value FROM meta WHERE key = 'complete'").fetchall()
+            self.complete = bool(done) and done[0][0] == "1"
+
+    def forget(self) -> None:
+        """Nothing is trusted any more (the tables are about to be dropped): a query that
+        read the view before this sees it replaced, and scans (`narrow.py`)."""
+        with self.lock:
+            self.gen += 1
+            self.view, self.by_id, self.whole = {}, {}, set()
+            self.complete = False
+
+    def publish(self, changed: dict[str, tuple[Signature, int, int] | None]) -> None:
+        """After a commit: the paths it wrote (None: removed), stamped with a new generation."""
+        with self.lock:
+            self.gen += 1
+            view, gen, by_id, whole = self.view, self.gen, self.by_id, self.whole
+            for path, row in changed.items():
+                old = view.pop(path, None)
+                if old is not None:
+                    by_id.pop(old.id, None)
+                whole.discard(path)
+                if row is not None:
+                    view[path] = Entry(row[0], row[1], row[2], gen)
+                    by_id[row[1]] = path
+                    if row[2] == WHOLE:
+                        whole.add(path)
+
+    def paths_of(self, view: dict[str, Entry], ids: set[int]) -> tuple[list[str], int] | None:
+        """The paths of `ids` and of every file held without its text, and how many files
+        the index holds; None when the view is no longer `view` (rebuilt meanwhile)."""
+        with self.lock:
+            if self.view is not view:
+                return None
+            by_id = self.by_id
+            return [by_id[i] for i in ids if i in by_id] + list(self.whole), len(view)
+
+    def matching(self, expr: str) -> tuple[set[int], int]:
+        """The ids of the files whose indexed text holds the trigrams of `expr`, and the
+        generation the answer may be trusted for (read before the query)."""
+        with self.lock:
+            gen = self.gen
+        with self.read_lock:
+            con = self.reader()
+            if not con.getautocommit():  # a read left open would read an old snapshot
+                con.close()
+                self._reader = None
+                con = self.reader()
+            rows = con.execute("SELECT rowid FROM grams WHERE grams MATCH ?", (expr,))
+            return {r[0] for r in rows}, gen
+
+    def size(self) -> int:
+        """Bytes of the index on disk (the file and its log)."""
+        total = 0
+        for p in (self.path, self.path + "-wal"):
+            with contextlib.suppress(OSError):
+                total += os.stat(p).st_size
+        return total
+
+
+_open: dict[str, TrigramIndex] = {}
+_open_lock = threading.Lock()
+
+
+def index_at(path: str) -> TrigramIndex:
+    """The process's one `TrigramIndex` for an index file."""
+    with _open_lock:
+        idx = _open.get(path)
+        if idx is None:
+            idx = _open[path] = TrigramIndex(path)
+        return idx

@@ -1,0 +1,227 @@
+"""The trigram index's build: a walk of the root, each changed file read and indexed, in
+committed batches, in the background.
+
+The walk is the searches' own (`Walker`: denied names pruned, links never followed, the
+server's own files left out; ignore files honoured, as a search does by default), so the
+index holds no file a search could not read. A file is opened by name from the walk's
+directory handle (`access.open_listed`) and read up to `MOST_BYTES`: a larger one is listed
+as not indexed (a search reads it), one with a NUL in its first 4 KiB as binary (a search
+passes over it), any other decoded as a search reads it (UTF-16/32 by its BOM, else UTF-8,
+bad bytes replaced, which keeps every valid character where it was) and given to SQLite,
+which keeps its trigrams only.
+
+Bounds: one file in memory at a time; a batch is committed every `COMMIT_BYTES` of text or
+`COMMIT_SECONDS`, and then published (`TrigramIndex.publish`), so a stopped build keeps
+what it did and the next one resumes (a file whose signature is unchanged is not read
+again). `stop` is looked at between files. Files the walk no longer sees are removed once a
+walk is complete, and so is everything when the rules changed (`adopt`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import apsw
+
+from app.fs.filters.ignore import Filter
+from app.fs.index.access import Signature, open_listed, storable
+from app.fs.index.trigram import BINARY, TEXT, WHOLE, TrigramIndex, _create, open_db
+from app.fs.index.watch import Watch
+from app.fs.text.textio import HEAD, WIDE_BOMS
+from app.security.resolve import SecureRoot
+from app.security.walk import Walker
+
+MOST_BYTES = 1 << 20  # a larger file is not indexed: searches read it
+COMMIT_BYTES = 16 << 20
+COMMIT_SECONDS = 1.0
+
+Changed = dict[str, tuple[Signature, int, int] | None]
+
+
+@dataclass
+class BuildState:
+    """What a build did, for notes and `--check`."""
+
+    files: int = 0  # files seen by the walk
+    indexed: int = 0  # files read and indexed by this build
+    indexed_bytes: int = 0
+    removed: int = 0
+    complete: bool = False
+    error: str | None = None
+
+
+def adopt(con: apsw.Connection, idx: TrigramIndex, identity: str) -> bool:
+    """Start again when the index was built for other rules (`identity`): its tables are
+    dropped (their pages zeroed), not emptied row by row. True when it did."""
+    row = con.execute("SELECT value FROM meta WHERE key = 'identity'").fetchall()
+    if row and row[0][0] == identity:
+        if idx.gen == 0:
+            idx.load(con)
+        idx.identity = identity
+        return False
+    idx.forget()  # first: a query under way must not trust the old view on the new tables
+    with con:
+        con.execute("DROP TABLE IF EXISTS grams")
+        con.execute("DROP TABLE IF EXISTS files")
+        con.execute("DELETE FROM meta WHERE key IN ('identity', 'complete')")
+        _create(con)
+        con.execute("INSERT INTO meta VALUES ('identity', ?)", (identity,))
+    con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    idx.close()  # a reader that knew the dropped tables may hold their structure: opened anew
+    idx.load(con)
+    idx.identity = identity
+    return True
+
+
+def text_of(data: bytes) -> tuple[int, str]:
+    """What a file's bytes give the index: (state, text)."""
+    for bom, enc in WIDE_BOMS:
+        if data.startswith(bom):
+            return TEXT, data[len(bom):].decode(enc, "replace")
+    if data.find(b"\0", 0, HEAD) >= 0:
+        return BINARY, ""
+    return TEXT, data.decode("utf-8", "replace").replace("\0", " ")
+
+
+def _read(fd: int) -> bytes | None:
+    """The file's bytes, or None when it holds more than MOST_BYTES."""
+    chunks: list[bytes] = []
+    got = 0
+    while got <= MOST_BYTES:
+        chunk = os.read(fd, MOST_BYTES + 1 - got)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        got += len(chunk)
+    return None if got > MOST_BYTES else b"".join(chunks)
+
+
+class Build:
+    """One pass over a root (run in the index's background thread)."""
+
+    def __init__(self, idx: TrigramIndex, root: SecureRoot, identity: str,
+                 stop: threading.Event, now: Callable[[], int] = time.time_ns) -> None:
+        self.idx, self.root, self.identity, self.stop, self.now = idx, root, identity, stop, now
+        self.state = BuildState()
+        self.changed: Changed = {}
+        self.batch = 0
+        self.con: apsw.Connection | None = None
+        self.watch: Watch | None = None  # a new watch, given each folder the walk opens
+
+    def run(self) -> BuildState:
+        con = self.con = open_db(self.idx.path)
+        idx = self.idx
+        watch, fresh = idx.watch, False
+        if watch is None or watch.broken:  # a new era: every folder watched as it is walked
+            if watch is not None:
+                watch.close()
+            idx.watched, watch, fresh = False, Watch(), True
+            idx.watch = watch
+        started = watch.drain()
+        self.watch = watch if fresh else None
+        try:
+            adopt(con, idx, self.identity)
+            known = dict(idx.view)
+            seen: set[str] = set()
+            con.execute("BEGIN IMMEDIATE")
+            if self._walk(con, known, seen):
+                self._sweep(con, known, seen)
+                con.execute("INSERT OR REPLACE INTO meta VALUES ('complete', '1')")
+                self.state.complete = True
+            self._commit(con, again=False)
+            con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+            if self.state.complete:
+                watch.settled(started)
+                with idx.lock:
+                    idx.complete = True
+                    idx.watched = idx.watched or (fresh and not watch.broken)
+        except BaseException:
+            with contextlib.suppress(apsw.Error):
+                if not con.getautocommit():
+                    con.execute("ROLLBACK")
+            raise
+        finally:
+            con.close()
+        return self.state
+
+    def _walk(self, con: apsw.Connection, known: dict, seen: set[str]) -> bool:
+        """Every listed file looked at; False when stopped before the end."""
+        filt = Filter(self.root, (), [], False)
+        walker = Walker(self.root, (), keep=filt if filt.active else None)
+        deadline = time.monotonic() + COMMIT_SECONDS
+        for d in walker.dirs():
+            if self.watch is not None:
+                self.watch.add(d.fd, d.prefix)
+            for entry in d.entries:
+                if self.stop.is_set():
+                    return False
+                try:
+                    if not entry.is_file(follow_symlinks=False):
+                        continue
+                    st = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                path = d.prefix + entry.name
+                if not storable(path):
+                    continue
+                seen.add(path)
+                self.state.files += 1
+                old = known.get(path)
+                sig = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
+                if old is not None and old.sig == sig:
+                    continue
+                self._index(con, path, entry.name, d.fd, None if old is None else old.id)
+                if self.batch >= COMMIT_BYTES or time.monotonic() >= deadline:
+                    self._commit(con)
+                    deadline = time.monotonic() + COMMIT_SECONDS
+        return True
+
+    def _index(self, con: apsw.Connection, path: str, name: str, dir_fd: int,
+               old: int | None) -> None:
+        opened = open_listed(name, dir_fd, self.now)
+        if opened is None:
+            return
+        fd, sig = opened
+        try:
+            data = _read(fd)
+        except OSError:
+            return
+        finally:
+            os.close(fd)
+        state, text = (WHOLE, "") if data is None else text_of(data)
+        row = (*sig, state)
+        if old is None:
+            con.execute("INSERT INTO files (path, size, mtime, ctime, ino, state) "
+                        "VALUES (?, ?, ?, ?, ?, ?)", (path, *row))
+            fid = con.last_insert_rowid()
+        else:
+            fid = old
+            con.execute("DELETE FROM grams WHERE rowid = ?", (fid,))
+            con.execute("UPDATE files SET size = ?, mtime = ?, ctime = ?, ino = ?, state = ? "
+                        "WHERE id = ?", (*row, fid))
+        if text:
+            con.execute("INSERT INTO grams (rowid, body) VALUES (?, ?)", (fid, text))
+        self.changed[path] = (sig, fid, state)
+        self.state.indexed += 1
+        self.state.indexed_bytes += len(data or b"")
+        self.batch += len(data or b"")
+
+    def _sweep(self, con: apsw.Connection, known: dict, seen: set[str]) -> None:
+        for path in known.keys() - seen:
+            fid = known[path].id
+            con.execute("DELETE FROM grams WHERE rowid = ?", (fid,))
+            con.execute("DELETE FROM files WHERE id = ?", (fid,))
+            self.changed[path] = None
+            self.state.removed += 1
+
+    def _commit(self, con: apsw.Connection, again: bool = True) -> None:
+        con.execute("COMMIT")
+        self.idx.publish(self.changed)
+        self.changed, self.batch = {}, 0
+        if again:
+            con.execute("BEGIN IMMEDIATE")

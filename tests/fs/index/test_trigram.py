@@ -1,0 +1,357 @@
+"""The trigram index: the planner's queries, what the index holds, and its answers checked
+against ripgrep's on generated trees, with edits between searches.
+
+The index is an accelerator: a search with it on must answer exactly what a scan (and
+ripgrep) answers, whatever the index holds, whether its build is finished or not, and
+whatever changed since. A file removed or newly denied must leave no row and no trigram.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import re
+import subprocess
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+
+import apsw
+import pytest
+import re2
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from app.fs.index.grams import MOST_PER_STRING, plan, string_grams
+from app.fs.index.trigram import GRAMS, open_db
+from app.fs.index.trigram_build import MOST_BYTES, Build
+from app.fs.search.needs import needs_of
+from app.fs.search.options import TextOptions
+from app.security.resolve import SecureRoot
+from tests.fs.index.trigramkit import Indexed
+from tests.fs.readkit import small_root
+from tests.fs.search import rgkit
+from tests.kit import secure_root
+
+# -- the planner ------------------------------------------------------------------------
+
+PLANS = [
+    # (strings, fold, the trigrams asked of each string, or None: cannot narrow)
+    (["foo"], False, [["foo"]]),
+    (["Foo"], False, [["foo"]]),  # the index folds case: a query with case asks folded too
+    (["ab"], False, None),  # under 3 characters
+    (["foo", "ab"], False, None),  # one alternative that cannot narrow: none can
+    (["foo", "bar"], False, [["foo"], ["bar"]]),
+    (["café"], False, [["caf", "afé"]]),  # with case: any character, as the file holds it
+    (["café"], True, [["caf"]]),  # folded: é has cases SQLite may fold otherwise
+    (["kelvin"], True, [["elv", "lvi", "vin"]]),  # k's orbit holds KELVIN SIGN
+    (["mask"], True, None),  # s and k break it: "ma" is all that is left
+    (["a\0bcd"], False, [["bcd"]]),
+]
+
+
+@pytest.mark.parametrize(("strings", "fold", "grams"), PLANS)
+def test_the_planner_asks_the_trigrams_every_match_holds(
+    strings: list[str], fold: bool, grams: list[list[str]] | None,
+) -> None:
+    assert (None if grams is None else [string_grams(s, fold) for s in strings]) == grams
+    assert (plan(strings, fold) is None) == (grams is None)
+
+
+def test_a_long_string_asks_a_bounded_spread_of_its_trigrams() -> None:
+    grams = string_grams("abcdefghijklmnopqrstuvwxyz0123456789", False)
+    assert len(grams) == MOST_PER_STRING and grams[0] == "abc" and grams[-1] == "789"
+
+
+NEEDS = [
+    # (query, regex, case_sensitive, strings, fold)
+    ("Invalid HTTP_HOST", False, True, ("Invalid HTTP_HOST",), False),
+    ("Invalid", False, False, ("Invalid",), True),
+    (r"foo\(\w+\)bar", True, True, ("foo(",), False),
+    ("(?i)needle_x", True, True, ("needle_x",), True),
+    ("alpha|beta", True, False, ("alpha", "beta"), True),
+    (r"\w+", True, True, None, None),
+]
+
+
+@pytest.mark.parametrize(("query", "regex", "case", "strings", "fold"), NEEDS)
+def test_what_every_match_holds_comes_from_the_search_side(
+    query: str, regex: bool, case: bool, strings: tuple[str, ...] | None, fold: bool | None,
+) -> None:
+    opts = TextOptions(query=query, regex=regex, case_sensitive=case, path="", file_glob="*",
+                       offset=0, limit=10, cap=1 << 16, file_limit=1 << 20, budget=1 << 20)
+    needs = needs_of(opts)
+    assert (None if needs is None else (needs.strings, needs.fold)) == (
+        None if strings is None else (strings, fold))
+
+
+ALPHABET = "abcksKSxyz_ .(é\u00c9\u212a\u017f\u00dfß\u0130i\u0131I\u03c3\u03a3\u03c2"
+
+
+def _variant(s: str, rnd: random.Random) -> str:
+    out = []
+    for c in s:
+        forms = [f for f in (c, c.lower(), c.upper(), c.swapcase(), c.casefold()) if len(f) == 1]
+        out.append(rnd.choice(forms))
+    return "".join(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet=ALPHABET, min_size=3, max_size=40), data=st.data(),
+       fold=st.booleans(), seed=st.integers(0, 1000))
+def test_a_file_holding_a_match_is_always_proposed(
+    text: str, data: st.DataObject, fold: bool, seed: int,
+) -> None:
+    """The class of wrong answers an index can give: a file that holds a match and that
+    the query does not propose. The file's trigrams are SQLite's own (a real FTS5 table,
+    the index's layout); the query string is a substring of the text, in another case
+    when folded, kept only when RE2 (the searcher) finds it there."""
+    i = data.draw(st.integers(0, len(text) - 3))
+    j = data.draw(st.integers(i + 3, len(text)))
+    query = _variant(text[i:j], random.Random(seed)) if fold else text[i:j]
+    flags = re2.Options()
+    flags.case_sensitive = not fold
+    if not re2.compile(re2.escape(query), flags).search(text):
+        return  # RE2's folding does not pair them: no match to lose
+    expr = plan([query], fold)
+    if expr is None:
+        return
+    con = apsw.Connection(":memory:")
+    con.execute(GRAMS)
+    con.execute("INSERT INTO grams (rowid, body) VALUES (1, ?)", (text,))
+    assert con.execute("SELECT rowid FROM grams WHERE grams MATCH ?", (expr,)).fetchall() == [
+        (1,)], (text, query, expr)
+
+
+# -- what the index holds ----------------------------------------------------------------
+
+SECRET = "zqxjvw planet"
+
+
+def _tree(top: Path) -> None:
+    (top / "src").mkdir(parents=True)
+    (top / "src" / "a.py").write_text("def alpha():\n    return 'needle one'\n")
+    (top / "src" / "b.py").write_text("print('beta')\n")
+    (top / "secret.txt").write_text(f"the {SECRET} file\n")
+    (top / "bin.dat").write_bytes(b"\0\0needle one\0")
+    (top / "big.txt").write_bytes(b"x" * MOST_BYTES + b"\nneedle one\n")
+
+
+def test_a_removed_file_leaves_no_row_and_no_trigram(tmp_path: Path) -> None:
+    top = tmp_path / "r"
+    _tree(top)
+    ix = Indexed(secure_root(top, max_read_bytes=4 << 20), tmp_path / "state")
+    assert ix.build().complete
+    sid = ix.rows()["secret.txt"]
+    assert sid in ix.holding("zqx")
+    (top / "secret.txt").unlink()
+    state = ix.build()
+    assert state.removed == 1
+    assert "secret.txt" not in ix.rows()
+    assert not ix.holding("zqx") and not ix.holding("jvw")
+
+
+def test_a_newly_denied_file_leaves_no_row_and_no_trigram(tmp_path: Path) -> None:
+    top = tmp_path / "r"
+    _tree(top)
+    state = tmp_path / "state"
+    ix = Indexed(secure_root(top, max_read_bytes=4 << 20), state)
+    ix.build()
+    assert "secret.txt" in ix.rows() and ix.holding("zqx")
+    # The rules changed: the identity with them (app.corpus.trigram.identity).
+    denied = Indexed(secure_root(top, deny=["secret.txt"], max_read_bytes=4 << 20), state,
+                     identity="rules-2")
+    assert denied.build().complete
+    assert "secret.txt" not in denied.rows()
+    assert not denied.holding("zqx")
+    assert denied.search("planet") == []
+
+
+def test_binary_large_and_text_files_are_each_what_a_scan_makes_of_them(tmp_path: Path) -> None:
+    top = tmp_path / "r"
+    _tree(top)
+    ix = Indexed(secure_root(top, max_read_bytes=4 << 20), tmp_path / "state")
+    ix.build()
+    assert {m["path"] for m in ix.search("needle one")} == {"src/a.py", "big.txt"}
+    assert ix.notes[-1] is None  # all indexed: nothing read for want of the index
+
+
+def test_a_file_changed_since_indexing_is_read_and_the_note_says_so(tmp_path: Path) -> None:
+    top = tmp_path / "r"
+    _tree(top)
+    ix = Indexed(secure_root(top, max_read_bytes=4 << 20), tmp_path / "state")
+    ix.build()
+    ix.keeper.kick = lambda *a: None  # type: ignore[method-assign]  # no build catches up
+    (top / "src" / "b.py").write_text("print('needle one')\n")
+    (top / "new.py").write_text("needle one\n")
+    assert {m["path"] for m in ix.search("needle one")} == {
+        "src/a.py", "big.txt", "src/b.py", "new.py"}
+    assert "did not yet cover 2 of the files" in (ix.notes[-1] or "")
+
+
+def test_a_search_before_any_build_answers_and_does_not_wait(tmp_path: Path) -> None:
+    top = tmp_path / "r"
+    _tree(top)
+    ix = Indexed(secure_root(top, max_read_bytes=4 << 20), tmp_path / "state")
+    assert ix.idx.matching('"nee"')[0] == set()  # the reader opened on the file as made
+    assert {m["path"] for m in ix.search("needle one")} == {"src/a.py", "big.txt"}
+    assert ix.keeper.wait().complete
+    # The search above opened the index before the build made its tables anew: what it
+    # reads now is the new tables, not a structure it kept of the old ones.
+    assert {m["path"] for m in ix.search("needle one")} == {"src/a.py", "big.txt"}
+    assert ix.notes[-1] is None
+
+
+def test_a_stopped_build_keeps_what_it_committed_and_the_next_resumes(tmp_path: Path) -> None:
+    top = tmp_path / "r"
+    for i in range(40):
+        (top / f"d{i % 4}").mkdir(parents=True, exist_ok=True)
+        (top / f"d{i % 4}" / f"f{i}.txt").write_text(f"line {i}\n" * 50)
+    ix = Indexed(secure_root(top), tmp_path / "state")
+    stop = threading.Event()
+    stop.set()
+    assert not Build(ix.idx, ix.root, ix.identity, stop).run().complete
+    state = ix.build()
+    assert state.complete and state.indexed == 40
+    assert ix.build().indexed == 0  # resumed: nothing left to read
+
+
+def _opener(path: str, got: list[object], go: threading.Barrier) -> None:
+    go.wait()
+    try:
+        got.append(open_db(path))
+    except apsw.BusyError as exc:  # allowed: that search scans
+        got.append(exc)
+
+
+def test_connections_made_at_once_share_one_file_and_never_replace_it(tmp_path: Path) -> None:
+    """A build and a search open a new index file at the same moment: both get the file
+    one of them made (neither takes the other's wait for a foreign file and removes it)."""
+    for k in range(12):
+        path = str(tmp_path / f"i{k}" / "r.trigram.sqlite3")
+        got: list[object] = []
+        go = threading.Barrier(3)
+        threads = [threading.Thread(target=_opener, args=(path, got, go)) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        inode = os.stat(path).st_ino
+        for con in got:
+            if isinstance(con, apsw.Connection):
+                con.execute("INSERT INTO files (path, state) VALUES (?, 0)", (f"p{id(con)}",))
+                con.close()
+        assert os.stat(path).st_ino == inode
+        check = open_db(path)
+        n = check.execute("SELECT count(*) FROM files").fetchall()[0][0]
+        check.close()
+        assert n == sum(isinstance(c, apsw.Connection) for c in got) >= 1
+
+
+def test_after_a_watched_build_searches_read_candidates_only_and_see_every_change(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No walk once a build walked the tree under a watch: the index's candidates and the
+    files the watch saw change are read, and a change made just before the search (here
+    from outside the server) is in the answer, with no wait."""
+    from app.fs.index import direct
+    direct_calls: list[list[str]] = []
+    real = direct.folders
+
+    def spy(root: SecureRoot, paths: list[str]) -> Iterator[tuple[int, str, list[str]]]:
+        direct_calls.append(paths)
+        return real(root, paths)
+
+    monkeypatch.setattr(direct, "folders", spy)
+    monkeypatch.setattr(direct, "SHARE", 1.0)  # a tree of five files: every one may be read
+    top = tmp_path / "r"
+    _tree(top)
+    ix = Indexed(secure_root(top, max_read_bytes=4 << 20), tmp_path / "state")
+    assert ix.build().complete
+    assert {m["path"] for m in ix.search("needle one")} == {"src/a.py", "big.txt"}
+    assert direct_calls[-1] == ["big.txt", "src/a.py"]  # a candidate, and one not indexed
+    (top / "src" / "b.py").write_text("print('needle one')\n")
+    (top / "src" / "a.py").unlink()
+    assert {m["path"] for m in ix.search("needle one")} == {"src/b.py", "big.txt"}
+    assert len(direct_calls) == 2
+    (top / "new.txt").write_text("needle one\n")  # a file the index never saw: a walk
+    assert {m["path"] for m in ix.search("needle one")} == {"src/b.py", "big.txt", "new.txt"}
+    assert len(direct_calls) == 2
+    ix.keeper.wait()
+    assert ix.build().complete  # the new file indexed: no walk again
+    assert {m["path"] for m in ix.search("needle one")} == {"src/b.py", "big.txt", "new.txt"}
+    assert direct_calls[-1] == ["big.txt", "new.txt", "src/b.py"]
+    assert "src/a.py" not in ix.rows()
+
+
+# -- against ripgrep, the index on, edits between searches ------------------------------
+
+PATTERNS = ["foo", "colou?r", "(?i)todo|fixme", r"\bid_2\b", "café", "(?i)CAFÉ", "abab",
+            r"a1 \w+", "foo|bar", "Foo bar", r"\.py", "naïve"]
+
+
+def _check(ix: Indexed, top: Path, pattern: str, fold: bool, literal: bool) -> None:
+    flags = [*(["-i"] if fold else []), *(["-F"] if literal else [])]
+    theirs = pattern if literal else rgkit.for_rg(pattern)
+    kw = dict(case_sensitive=not fold, regex=not literal)
+    hits = ix.search(pattern, **kw)
+    files = ix.search(pattern, output_mode="files_with_matches", **kw)
+    if not _searchable(top):  # the edits left nothing a search reads: rg exits with 2
+        assert hits == files == []
+        return
+    assert {(m["path"], m["line"]) for m in hits} == rgkit.rg_hits(top, theirs, *flags), pattern
+    assert sorted(files) == sorted(rgkit.rg_files(top, theirs, *flags)), pattern
+
+
+def _searchable(top: Path) -> bool:
+    home = top.parent / "rg-home"
+    home.mkdir(exist_ok=True)
+    done = subprocess.run([str(rgkit.RG), "--no-config", "--hidden", "--files"], cwd=top,
+                          env=rgkit._env(home), capture_output=True, check=False)
+    return bool(done.stdout.strip())
+
+
+def _edit(top: Path, rnd: random.Random) -> None:
+    files = sorted(p for p in top.rglob("*")
+                   if p.is_file() and not p.is_symlink() and ".git" not in p.parts)
+    for _ in range(rnd.randint(1, 4)):
+        what = rnd.random()
+        if what < 0.4 and files:
+            p = rnd.choice(files)
+            p.write_text(p.read_text(errors="replace") + rgkit._text(rnd))
+        elif what < 0.6 and files:
+            p = rnd.choice(files)
+            if p.name not in (".gitignore", ".ignore"):
+                p.unlink()
+                files.remove(p)
+        else:
+            (top / f"new{rnd.randint(0, 99)}.txt").write_text(rgkit._text(rnd) or "foo\n")
+
+
+@pytest.mark.skipif(rgkit.RG is None, reason="ripgrep (rg) is not installed")
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000), built=st.booleans())
+def test_with_the_index_on_hits_equal_ripgreps_across_edits(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, seed: int,
+    built: bool,
+) -> None:
+    from app.fs.index import direct
+    monkeypatch.setattr(direct, "SHARE", 1.0)  # small trees: searches without a walk too
+    tmp = tmp_path_factory.mktemp("tri")
+    root = small_root(tmp, {}, max_read=1 << 20)
+    top = tmp / "r"
+    rgkit.make_tree(top, seed)
+    ix = Indexed(root, tmp / "state")
+    if built:
+        ix.build()
+    rnd = random.Random(seed)
+    for round_ in range(3):
+        for k, pattern in enumerate(PATTERNS):
+            literal = k % 3 == 2 and not re.search(r"[\\|()?]", pattern)
+            _check(ix, top, pattern, fold=k % 4 == 1, literal=literal)
+        _edit(top, rnd)
+        if round_ == 1:
+            ix.build()
+    ix.keeper.wait()
+    os.sync()

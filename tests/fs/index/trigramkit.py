@@ -1,0 +1,91 @@
+"""A root with a trigram index, searched as `search_text` searches it with the index on."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import apsw
+
+from app.fs.control import NoControl
+from app.fs.filters.glob import Glob
+from app.fs.index import trigram
+from app.fs.index.narrow import Keeper, Scope, narrowing
+from app.fs.index.trigram_build import BuildState
+from app.fs.search.needs import Folder, Narrowed, Needs
+from app.fs.search.options import TextOptions
+from app.fs.search.text import search_text
+from app.fs.search.walk import Walk
+from app.security.resolve import SecureRoot
+
+
+def later() -> int:
+    """A clock 10 s ahead: files just written count as settled (not racy)."""
+    return time.time_ns() + 10_000_000_000
+
+
+class Indexed:
+    """One root and its trigram index (in `state`), the clock moved on so that files just
+    written are trusted once indexed."""
+
+    def __init__(self, root: SecureRoot, state: Path, identity: str = "rules-1") -> None:
+        self.root, self.identity = root, identity
+        self.idx = trigram.TrigramIndex(str(state / "index" / "r.trigram.sqlite3"))
+        self.keeper = Keeper(self.idx, now=later)
+        self.notes: list[str | None] = []
+
+    def narrow(self, needs: Needs, walk: Walk, glob: Glob, dirs: Iterator[Folder],
+               resumed: bool) -> Narrowed | None:
+        filt = walk.filt
+        plain = filt.use_ignore and not filt.exclude and not resumed
+        scope = Scope(walk.walker.start, glob.matches, plain)
+        got = narrowing(self.idx, self.keeper, self.root, self.identity)(
+            needs.strings, needs.fold, dirs, scope)
+        return None if got is None else Narrowed(*got)
+
+    def build(self) -> BuildState:
+        self.keeper.wait()
+        self.keeper.kick(self.root, self.identity)
+        return self.keeper.wait()
+
+    def search(self, query: str, **kw: Any) -> list[Any]:
+        """Every page of a search_text call with the index on, as one list of its items."""
+        args: dict[str, Any] = dict(path="", file_glob="*", case_sensitive=True, offset=0,
+                                    limit=37, cap=1 << 20, file_limit=self.root.max_read_bytes,
+                                    budget=1 << 30, regex=True)
+        args.update(kw)
+        items: list[Any] = []
+        while True:
+            r = search_text(self.root, TextOptions(query=query, **args), NoControl(),
+                            self.narrow)
+            assert not r.truncated
+            self.notes.append(r.note)
+            data = r.model_dump(mode="json")
+            items += data.get("matches") or data.get("files") or data.get("counts") or []
+            if not r.has_more:
+                return items
+            args["offset"], args["cursor"] = 0, r.next_cursor  # pages resumed by cursor
+
+    def rows(self) -> dict[str, int]:
+        """path -> id, as the index's `files` table holds them."""
+        con = apsw.Connection(self.idx.path)
+        try:
+            return {p: i for p, i in con.execute("SELECT path, id FROM files")}
+        finally:
+            con.close()
+
+    def holding(self, gram: str) -> set[int]:
+        """The ids of the rows whose trigrams include `gram`, and whether the index's
+        vocabulary lists it at all (a term with no row left is dropped)."""
+        con = apsw.Connection(self.idx.path)
+        try:
+            ids = {r[0] for r in con.execute("SELECT rowid FROM grams WHERE grams MATCH ?",
+                                             ('"' + gram + '"',))}
+            con.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, grams, 'row')")
+            listed = con.execute("SELECT doc FROM temp.v WHERE term = ?", (gram,)).fetchall()
+            assert not listed or listed[0][0] == len(ids)
+            return ids | ({-1} if listed else set())
+        finally:
+            con.close()
