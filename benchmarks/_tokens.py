@@ -21,6 +21,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+# The reference server's 14 tools (`@modelcontextprotocol/server-filesystem` 2026.8.31, the
+# version `benchmarks/_client.REFERENCE_VERSION` pins), counted by `tool_list_text`; measured
+# by benchmarks/context_cost.py, which checks it again on every run. Our tool list, with one
+# root per role, is held to at most `TOOL_LIST_SHARE` of it (tests/tools/test_tool_list.py).
+REFERENCE_TOOL_LIST_TOKENS = 1734
+TOOL_LIST_SHARE = 0.8
+
 
 class NoTokenizer(RuntimeError):
     """The `bench` extra is not installed."""

@@ -51,7 +51,7 @@ from benchmarks._client import (
     text_of,
     write_config,
 )
-from benchmarks._tokens import compact, tokens, tool_list_text
+from benchmarks._tokens import REFERENCE_TOOL_LIST_TOKENS, compact, tokens, tool_list_text
 
 # Ours / theirs, at most (docs/measured.md#what-the-model-pays).
 TARGETS = {"tool list": 0.8, "whole-file read": 1.25, "listing": 1.0, "glob": 0.8}
@@ -115,17 +115,27 @@ def check(ok: bool, what: str) -> None:
         raise SystemExit(f"check failed: {what}")
 
 
-async def measure(tree: Tree, ours: Any, theirs: Any, every_tool: Any) -> tuple[list[Row], list[Row]]:
-    """(ours vs theirs rows, ours structured vs text rows) for one tree."""
-    top = str(tree.top)
+async def tool_lists(ours: Any, theirs: Any, every_tool: Any) -> list[Row]:
+    """Our 14 tools and every tool we have, against their 14."""
     ours_tools = (await ours.list_tools()).tools
     theirs_tools = (await theirs.list_tools()).tools
-    rows = [Row(f"tool list ({len(ours_tools)} tools; theirs {len(theirs_tools)})",
-                tool_list_text(ours_tools), tool_list_text(theirs_tools), TARGETS["tool list"])]
     every = (await every_tool.list_tools()).tools
-    rows.append(Row(f"tool list, every tool we have ({len(every)}; theirs {len(theirs_tools)})",
-                    tool_list_text(every), tool_list_text(theirs_tools)))
+    theirs_now = tokens(tool_list_text(theirs_tools))
+    if theirs_now != REFERENCE_TOOL_LIST_TOKENS:
+        print(f"note: their tool list is {theirs_now} tokens, not the "
+              f"{REFERENCE_TOOL_LIST_TOKENS} tests/tools/test_tool_list.py holds ours to",
+              file=sys.stderr)
+    return [
+        Row(f"tool list ({len(ours_tools)} tools; theirs {len(theirs_tools)})",
+            tool_list_text(ours_tools), tool_list_text(theirs_tools), TARGETS["tool list"]),
+        Row(f"tool list, every tool we have ({len(every)}; theirs {len(theirs_tools)})",
+            tool_list_text(every), tool_list_text(theirs_tools)),
+    ]
 
+
+async def answers(tree: Tree, ours: Any, theirs: Any) -> tuple[list[Row], dict[str, Any]]:
+    """The same calls on both sides: (rows, our results by label, for `structured`)."""
+    top, rows, kept = str(tree.top), [], {}
     whole = (tree.top / tree.read).read_text(encoding="utf-8")
     lines = whole.count("\n") + (not whole.endswith("\n"))
     o = await call(ours, "read_text_file", {"path": tree.read, "end_line": lines + 1},
@@ -135,13 +145,13 @@ async def measure(tree: Tree, ours: Any, theirs: Any, every_tool: Any) -> tuple[
     check(text_of(t) == whole, f"theirs read {tree.read} whole")
     rows.append(Row(f"read_text_file {tree.read}, whole ({lines} lines)", text_of(o), text_of(t),
                     TARGETS["whole-file read"]))
-    reads = [("whole", o)]
+    kept[f"read_text_file {tree.read}, whole"] = o
 
     o = await call(ours, "read_text_file", {"path": tree.read, "end_line": 20}, validate=False)
     t = await call(theirs, "read_text_file", {"path": f"{top}/{tree.read}", "head": 20},
                    validate=False)
     rows.append(Row(f"read_text_file {tree.read}, first 20 lines", text_of(o), text_of(t)))
-    reads.append(("20 lines", o))
+    kept[f"read_text_file {tree.read}, 20 lines"] = o
 
     o = await call(ours, "list_directory", {"path": tree.listed}, validate=False)
     t = await call(theirs, "list_directory", {"path": f"{top}/{tree.listed}"}, validate=False)
@@ -149,7 +159,7 @@ async def measure(tree: Tree, ours: Any, theirs: Any, every_tool: Any) -> tuple[
     check(got == names_theirs(text_of(t)) - DENIED, f"both list {tree.listed} alike")
     rows.append(Row(f"list_directory {tree.listed} ({len(got)} entries)", text_of(o), text_of(t),
                     TARGETS["listing"]))
-    listing = o
+    kept[f"list_directory {tree.listed}"] = o
 
     o = await call(ours, "search_files", {"pattern": "**/*.py", "path": tree.listed,
                                           "limit": 1000}, validate=False)
@@ -160,19 +170,17 @@ async def measure(tree: Tree, ours: Any, theirs: Any, every_tool: Any) -> tuple[
           f"both glob {tree.listed}/**/*.py alike")
     rows.append(Row(f"search_files **/*.py under {tree.listed} ({len(hits)} hits)", text_of(o),
                     text_of(t), TARGETS["glob"]))
-    glob = o
+    kept[f"search_files **/*.py under {tree.listed}"] = o
+    kept[f"list_directory {tree.listed}, recursive"] = await call(
+        ours, "list_directory", {"path": tree.listed, "recursive": True}, validate=False)
+    return rows, kept
 
-    deep = await call(ours, "list_directory", {"path": tree.listed, "recursive": True},
-                      validate=False)
-    lean: list[Row] = []
-    for label, res, target in [
-        (f"list_directory {tree.listed}", listing, STRUCTURED_TARGET),
-        (f"list_directory {tree.listed}, recursive", deep, STRUCTURED_TARGET),
-        (f"search_files **/*.py under {tree.listed}", glob, None),
-        *[(f"read_text_file {tree.read}, {k}", r, None) for k, r in reads],
-    ]:
-        lean.append(Row(label, compact(res.structured_content), text_of(res), target))
-    return rows, lean
+
+def structured(kept: dict[str, Any]) -> list[Row]:
+    """Ours alone: each answer's structuredContent (compact JSON) against its text."""
+    return [Row(label, compact(res.structured_content), text_of(res),
+                STRUCTURED_TARGET if label.startswith("list_directory") else None)
+            for label, res in sorted(kept.items())]
 
 
 def table(title: str, rows: list[Row], left: str, right: str) -> list[str]:
@@ -214,7 +222,10 @@ async def main(args: argparse.Namespace) -> int:
     for tree in trees():
         with tempfile.TemporaryDirectory(prefix="loomfs-context-") as tmp:
             async with servers(tree, Path(tmp)) as (ours, every_tool, theirs):
-                rows, lean = await measure(tree, ours, theirs, every_tool)
+                rows, kept = await answers(tree, ours, theirs)
+                if not report:  # the same tool lists whatever the tree: counted once
+                    rows = await tool_lists(ours, theirs, every_tool) + rows
+                lean = structured(kept)
         lines += [f"\n== {tree.title} ({tree.top}) ==",
                   *table("tokens of the text the model reads", rows, "ours", "theirs"),
                   "", *table("ours: structuredContent vs the text of the same answer", lean,

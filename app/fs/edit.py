@@ -30,7 +30,7 @@ from app.errors import BadArgument, BinaryFile, FileChanged, LoomError, NotFound
 from app.fs import textio
 from app.fs.atomic import replace_file
 from app.fs.edit_diff import COARSE_NOTE, Span, bounded_diff
-from app.fs.hashing import sha256_bytes
+from app.fs.hashing import matches, sha256_bytes
 from app.fs.locks import changing
 from app.fs.paging import Control, NoControl
 from app.fs.write import existing_target, read_current, unchanged_guard
@@ -206,7 +206,7 @@ def _edit(
             raise FileChanged()
         raise NotFound(f"no such file or directory: '{rel}'")
     raw, seen = read_current(parent, root.max_read_bytes)
-    if expected_sha256 and sha256_bytes(raw) != expected_sha256.lower():
+    if expected_sha256 and not matches(sha256_bytes(raw), expected_sha256):
         raise FileChanged()
     before, enc = decode(raw, rel)
     control.check()

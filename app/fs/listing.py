@@ -21,7 +21,9 @@ from app.fs.hashing import sha256_fd
 from app.fs.paging import Control, fit_page, page_note
 from app.security.paths import join
 from app.security.resolve import FILE_FLAGS, SecureRoot, check_regular
-from app.security.walk import FILE, WalkEntry, Walker, kind_of_mode
+from app.security.walk import DIR, FILE, WalkEntry, Walker, kind_of_mode
+
+MAX_DEPTH = 64  # the deepest a recursive listing goes (`max_depth` is refused beyond)
 
 
 class Entry(BaseModel):
@@ -91,6 +93,14 @@ def unreadable_note(walker: Walker) -> str | None:
     return f"{n} director{'y' if n == 1 else 'ies'} could not be read and were skipped"
 
 
+def depth_note(folders: int, depth: int) -> str | None:
+    """What a recursive listing left out below its depth: folders it listed, not entered."""
+    if not folders:
+        return None
+    how = f"max_depth={depth + 1} lists deeper" if depth < MAX_DEPTH else "list them one by one"
+    return f"{folders} folder(s) at depth {depth} not entered; {how}"
+
+
 def list_directory(
     root: SecureRoot,
     path: str,
@@ -107,6 +117,8 @@ def list_directory(
     walker = Walker(root, start, max_depth if recursive else 1)
     name_of = relabel(start, shown)
     page: list[dict[str, object]] = []
+    # Which entries of the page are folders at the last depth listed (never entered).
+    unentered: list[bool] = []
     more = False
     for seen, e in enumerate(walker):
         if seen >= offset:
@@ -114,12 +126,14 @@ def list_directory(
                 more = True
                 break
             page.append(entry_of(e, name_of(e.path)))
+            unentered.append(recursive and e.kind == DIR and e.depth == max_depth)
         if not seen & 1023:
             control.check()
 
     def make(n: int) -> ListResult:
         has_more = more or n < len(page)
-        notes = [page_note(n, offset, n < len(page), cap), unreadable_note(walker)]
+        notes = [page_note(n, offset, n < len(page), cap), unreadable_note(walker),
+                 depth_note(sum(unentered[:n]), max_depth)]
         return ListResult(
             # Entries stay dicts: pydantic validates them, cheaper than a model each.
             root=root.name, path=shown, entries=page[:n], offset=offset, limit=limit,  # type: ignore[arg-type]

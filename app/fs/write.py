@@ -37,7 +37,7 @@ from app.errors import (
 )
 from app.fs.atomic import Identity, fsync_dir, lstat_at, replace_file
 from app.fs.folders import Made, open_parent_making, undone_on_failure
-from app.fs.hashing import sha256_bytes, sha256_fd
+from app.fs.hashing import matches, sha256_bytes, sha256_fd
 from app.fs.locks import changing
 from app.security.resolve import FILE_FLAGS, Parent, SecureRoot
 
@@ -163,7 +163,7 @@ def _put(parent: Parent, data: bytes, overwrite: bool, expected: str | None) -> 
             if st is None:
                 raise FileChanged()
             digest, seen = hash_of_current(parent)
-            if digest != expected:
+            if digest is None or not matches(digest, expected):
                 raise FileChanged()
             guard, st = unchanged_guard(parent, seen), seen
         try:

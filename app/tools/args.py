@@ -23,12 +23,36 @@ from app.tools.base import flat_schema
 # Kept out of the published schema: `title` is noise for a model; length bounds are outside
 # OpenAI's strict subset for some models and are enforced here anyway (the error says the limit).
 DROPPED_KEYWORDS = frozenset({"title", "minLength", "maxLength"})
+# Ranges are enforced at the edge and named by the error (`context must be at most 10 (got
+# 20)`), not published: a model pays for a schema's every token on every turn, and meets a
+# range once in a long while.
+RANGE_KEYWORDS = ("minimum", "maximum", "minItems", "maxItems")
+# A default that is its type's empty value says nothing the parameter's being optional does not.
+EMPTY_DEFAULTS: tuple[Any, ...] = (None, False, "", 0, [])
+NULL = {"type": "null"}
 MAX_REPORTED = 3
 MAX_GUESSED = 64
 
 
+def _lean(node: dict[str, Any]) -> dict[str, Any]:
+    """One schema node as a model reads it: a nullable value as one `type` list (not an
+    `anyOf` of two schemas), no empty default, no range."""
+    variants = node.get("anyOf")
+    if isinstance(variants, list) and len(variants) == 2 and NULL in variants:
+        other = variants[1 - variants.index(NULL)]
+        if isinstance(other.get("type"), str):
+            node = {k: v for k, v in node.items() if k != "anyOf"}
+            node |= {**other, "type": [other["type"], "null"]}
+    if "default" in node and any(
+        node["default"] == e and type(node["default"]) is type(e) for e in EMPTY_DEFAULTS
+    ):
+        node = {k: v for k, v in node.items() if k != "default"}
+    return {k: v for k, v in node.items() if k not in RANGE_KEYWORDS}
+
+
 def published_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The input schema as clients see it: flat, every object closed, no extra keywords."""
+    """The input schema as clients see it: flat, every object closed, no extra keywords,
+    each node as lean as `_lean` makes it."""
 
     def close(node: Any) -> Any:
         if isinstance(node, list):
@@ -41,7 +65,7 @@ def published_schema(schema: dict[str, Any]) -> dict[str, Any]:
         if out.get("type") == "object":
             out.setdefault("properties", {})
             out["additionalProperties"] = False
-        return out
+        return _lean(out)
 
     return close(flat_schema(schema))
 

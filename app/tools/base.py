@@ -42,25 +42,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("loomfs.tools")
 T = TypeVar("T")
 
-# Parameter types shared by every tool: bounded at the edge.
-RootArg = Annotated[
-    str | None,
-    Field(
-        default=None,
-        max_length=64,
-        description="Root name from list_roots; omit for the default root.",
-    ),
-]
-PathArg = Annotated[
-    str,
-    Field(max_length=4096, description="Path relative to the root, '/'-separated; '' is the root."),
-]
-Offset = Annotated[
-    int, Field(ge=0, le=10_000_000, description="Entries to skip (from next_offset).")
-]
+# Parameter types shared by every tool: bounded at the edge. No description: what a root
+# and a path are is said once, by list_roots, not in every tool of the list (docs/tools.md).
+RootArg = Annotated[str | None, Field(default=None, max_length=64)]
+PathArg = Annotated[str, Field(max_length=4096)]
+Offset = Annotated[int, Field(ge=0, le=10_000_000)]
 MAX_LINE = 1_000_000_000
-StartLine = Annotated[int, Field(ge=1, le=MAX_LINE, description="First line (1-based).")]
-EndLine = Annotated[int, Field(ge=1, le=MAX_LINE, description="Last line, inclusive.")]
+StartLine = Annotated[int, Field(ge=1, le=MAX_LINE)]
+EndLine = Annotated[int, Field(ge=1, le=MAX_LINE)]
 
 
 def check_window(start_line: int, end_line: int) -> None:

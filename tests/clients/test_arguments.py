@@ -156,7 +156,15 @@ BAD_VALUES: list[tuple[str, dict[str, Any], str]] = [
     ("search_text", {"query": ""}, "query must not be empty"),
     ("list_directory", {"root": "r" * 65}, "root is too long: 65 characters, at most 64"),
     ("write_file", {"path": "n.txt", "content": "x", "expected_sha256": "abc"},
-     "expected_sha256 does not match ^[0-9a-fA-F]{64}$ (got 'abc')"),
+     "expected_sha256 must be the file's sha256 or its first 16 or more hex digits (got 'abc')"),
+    # A prefix shorter than the short form a result shows is ambiguous: refused, not matched.
+    ("write_file", {"path": "n.txt", "content": "x", "expected_sha256": "0" * 15},
+     "expected_sha256 must be the file's sha256 or its first 16 or more hex digits "
+     f"(got '{'0' * 15}')"),
+    ("edit_file", {"path": "notes.txt", "edits": [{"old_text": "a", "new_text": "b"}],
+                   "expected_sha256": "g" * 16},
+     "expected_sha256 must be the file's sha256 or its first 16 or more hex digits "
+     f"(got '{'g' * 16}')"),
     # -- several at once: each named, in one line ---------------------------------------------
     ("read_text_file", {"path": "notes.txt", "start_line": 0, "end_line": 0},
      "start_line must be at least 1 (got 0); end_line must be at least 1 (got 0)"),

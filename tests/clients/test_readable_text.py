@@ -73,16 +73,17 @@ async def call(srv: LiveServer, tool: str, **args: Any) -> tuple[str, dict[str, 
 async def test_file_lines_arrive_verbatim_with_their_numbers(srv: LiveServer) -> None:
     text, data = await call(srv, "read_text_file", path="tricky.txt")
     header, *lines = text.split("\n")
-    assert header.startswith("tricky.txt (lines 1-7 of 7; utf-8, sha256 ")
-    assert data["sha256"] in header
-    assert lines == [f"{i}\t{line}" for i, line in enumerate(TRICKY, 1)]
+    # The header says what the model uses: the range, and the sha256 in the short form
+    # expected_sha256 takes (the encoding only when it is not UTF-8).
+    assert header == f"tricky.txt (lines 1-7 of 7; sha256 {data['sha256'][:16]})"
+    assert lines == [f"{i} {line}" for i, line in enumerate(TRICKY, 1)]
     assert '\\"' not in text and "\\u" not in text  # nothing escaped
     assert data["content"].split("\n")[0] == f"1 | {TRICKY[0]}"  # structured: unchanged
 
 
 async def test_a_window_ends_with_how_to_continue(srv: LiveServer) -> None:
     text, data = await call(srv, "read_text_file", path="tricky.txt", start_line=2, end_line=3)
-    assert text.split("\n")[1:] == [f"2\t{TRICKY[1]}", f"3\t{TRICKY[2]}",
+    assert text.split("\n")[1:] == [f"2 {TRICKY[1]}", f"3 {TRICKY[2]}",
                                     "[more: call again with start_line=4]"]
     assert data["next_start_line"] == 4
 
@@ -165,19 +166,24 @@ line_text = st.text(
 
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(line_text, min_size=1, max_size=8))
-def test_the_rendering_of_a_read_is_the_file_verbatim(lines: list[str]) -> None:
+@given(st.lists(line_text, min_size=1, max_size=8), st.integers(1, 2000))
+def test_the_rendering_of_a_read_is_the_file_verbatim(lines: list[str], first: int) -> None:
+    """Each line verbatim after its number and one space, numbers right-aligned to the
+    widest of the window (` 9 x`, `10 y`)."""
     from app.fs.read import ReadTextResult
     from app.tools.render import render
 
-    content = "\n".join(f"{i} | {x}" for i, x in enumerate(lines, 1))
-    data = {"path": "f", "encoding": "utf-8", "start_line": 1, "end_line": len(lines),
+    numbers = range(first, first + len(lines))
+    content = "\n".join(f"{i} | {x}" for i, x in zip(numbers, lines, strict=True))
+    data = {"path": "f", "encoding": "utf-8", "start_line": first, "end_line": numbers[-1],
             "has_more": False, "next_start_line": None, "eof_reached": True,
-            "start_beyond_eof": False, "total_lines": len(lines), "sha256": None,
+            "start_beyond_eof": False, "total_lines": numbers[-1], "sha256": None,
             "content": content, "note": None}
     text = render(ReadTextResult, data)
     assert text is not None
-    assert text.split("\n")[1:] == [f"{i}\t{x}" for i, x in enumerate(lines, 1)]
+    width = len(str(numbers[-1]))
+    assert text.split("\n")[1:] == [f"{i:>{width}} {x}"
+                                    for i, x in zip(numbers, lines, strict=True)]
 
 
 async def test_a_name_cannot_forge_lines_of_the_answer(srv: LiveServer, text_tree: Path) -> None:

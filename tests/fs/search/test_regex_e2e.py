@@ -83,14 +83,24 @@ async def test_bad_new_arguments_are_refused_at_the_edge(srv: LiveServer, args: 
     assert err and message in text, text
 
 
-async def test_the_schema_bounds_the_new_arguments(srv: LiveServer) -> None:
+async def test_the_schema_types_the_new_arguments_and_the_edge_bounds_them(
+    srv: LiveServer,
+) -> None:
+    """Types and modes are published; ranges are not (docs/tools.md#arguments): the edge
+    enforces them and the refusal names the limit."""
     async with srv.session() as s:
         tools = {t.name: t for t in (await s.list_tools()).tools}
-    props = tools["search_text"].input_schema["properties"]
-    assert props["context"]["maximum"] == 10 and props["context"]["minimum"] == 0
-    assert props["output_mode"]["enum"] == ["content", "files_with_matches", "count"]
-    assert props["exclude"]["maxItems"] == 64 and props["regex"]["type"] == "boolean"
-    assert "no_ignore" in tools["search_files"].input_schema["properties"]
+        props = tools["search_text"].input_schema["properties"]
+        assert props["context"]["type"] == "integer" and "maximum" not in props["context"]
+        assert props["output_mode"]["enum"] == ["content", "files_with_matches", "count"]
+        assert props["exclude"]["type"] == "array" and props["regex"]["type"] == "boolean"
+        assert "no_ignore" in tools["search_files"].input_schema["properties"]
+        assert await call(s, "search_text", query="x", context=11) == (
+            True, "context must be at most 10 (got 11)")
+        assert await call(s, "search_text", query="x", context=-1) == (
+            True, "context must be at least 0 (got -1)")
+        assert await call(s, "search_text", query="x", exclude=["a"] * 65) == (
+            True, "exclude must have at most 64 items (got 65)")
 
 
 
