@@ -50,12 +50,12 @@ class TextEdit(BaseModel):
 
 class EditResult(BaseModel):
     path: str
-    dry_run: bool
+    dry_run: bool = False
     written: bool  # false for a dry run, or when the edits change nothing
-    encoding: str
+    encoding: str = "utf-8"
     sha256: str  # of the content on disk after the call (as it would be, for a dry run)
     diff: str  # unified diff, cut to max_output_chars when diff_truncated
-    diff_truncated: bool
+    diff_truncated: bool = False
     note: str | None = None
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import stat as stat_mod
+from typing import Any, ClassVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from app.errors import NotARegularFile, NotFound, os_error
 from app.fs import textio
@@ -24,38 +25,54 @@ from app.security.resolve import FILE_FLAGS, SecureRoot, check_regular
 from app.security.walk import DIR, FILE, WalkEntry, Walker, kind_of_mode
 
 MAX_DEPTH = 64  # the deepest a recursive listing goes (`max_depth` is refused beyond)
+DEFAULT_LIMIT = 100  # entries a page holds unless the call asks otherwise
 
 
+def _last_part(data: dict[str, Any]) -> str:
+    return str(data.get("path", "")).rpartition("/")[2]
+
+
+def _count(data: dict[str, Any]) -> int:
+    return len(data.get("entries", ()))
+
+
+# Defaults say what a field left out of the structured content means (`app.tools.lean`).
 class Entry(BaseModel):
     path: str
-    name: str
-    type: str  # file | dir | symlink | other
-    size: int | None  # files only: a link's target is never looked at
-    modified: str | None
+    name: str = Field(default_factory=_last_part, description="Left out: path's last part.")
+    type: str = "file"  # file | dir | symlink | other
+    size: int | None = None  # files only: a link's target is never looked at
+    modified: str | None = Field(
+        default=None, description="Left out of structured content: stat_path has it.")
 
 
 class ListResult(BaseModel):
+    # What the readable text shows of an entry, no more: its name is its path's last part;
+    # `returned` is how many entries there are.
+    LEAN_EXCLUDE: ClassVar[dict[str, Any]] = {
+        "entries": {"__all__": {"name", "modified"}}, "returned": True}
+
     root: str
     path: str
     entries: list[Entry]
-    offset: int
-    limit: int
-    returned: int
-    has_more: bool
-    next_offset: int | None
-    skipped_links: int
+    offset: int = 0
+    limit: int = DEFAULT_LIMIT  # the value used, after max_search_results clamped it
+    returned: int = Field(default_factory=_count, description="Left out: len(entries).")
+    has_more: bool = False
+    next_offset: int | None = None
+    skipped_links: int = 0
     note: str | None = None
 
 
 class StatResult(BaseModel):
     path: str
     type: str
-    size: int | None
-    modified: str | None
-    created: str | None
+    size: int | None = None
+    modified: str | None = None
+    created: str | None = None
     mode: str
-    is_text: bool
-    sha256: str | None
+    is_text: bool = False
+    sha256: str | None = None
 
 
 def iso(ts: float | None) -> str | None:

@@ -52,7 +52,7 @@ class MoveResult(BaseModel):
     source: str
     destination: str
     type: str  # file | dir | symlink | other: what was moved
-    replaced: bool  # true when overwrite=true replaced an existing file
+    replaced: bool = False  # true when overwrite=true replaced an existing file
 
 
 def _open_destination(root: SecureRoot, destination: str, op: str) -> Parent:

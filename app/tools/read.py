@@ -39,7 +39,7 @@ async def list_directory(
     recursive: bool = False,
     max_depth: Annotated[int | None, Field(default=None, ge=1, le=listing.MAX_DEPTH)] = None,
     offset: Offset = 0,
-    limit: Limit = 100,
+    limit: Limit = listing.DEFAULT_LIMIT,
 ) -> Annotated[CallToolResult, listing.ListResult]:
     """List a folder, with file sizes; recursive=true also lists subfolders, max_depth
     levels down (default 2)."""
@@ -64,7 +64,8 @@ async def list_directory(
 async def stat_path(
     ctx: Context, path: PathArg, root: RootArg = None
 ) -> Annotated[CallToolResult, listing.StatResult]:
-    """A file's or folder's type, size, times, mode and sha256."""
+    """A file's or folder's type, size, times, mode and sha256, and whether a file is
+    text."""
 
     def work(call: Call) -> listing.StatResult:
         return listing.stat_path(call.root(root), path)
@@ -118,7 +119,8 @@ async def read_multiple_files(
 async def read_media_file(
     ctx: Context, path: PathArg, root: RootArg = None
 ) -> Annotated[CallToolResult, media.MediaInfo]:
-    """Return an image or audio file as image or audio content."""
+    """Return an image or audio file (recognised by its bytes) as image or audio
+    content."""
 
     def work(call: Call) -> CallToolResult:
         info, data = media.read_media(call.root(root), path)

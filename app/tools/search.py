@@ -13,7 +13,12 @@ from pydantic import Field
 from app.fs.paging import clamp_limit
 from app.fs.search.files import search_files as find_files
 from app.fs.search.options import MAX_CONTEXT, MAX_EXCLUDE, MAX_QUERY, FilesOptions, TextOptions
-from app.fs.search.results import SearchFilesResult, SearchTextResult
+from app.fs.search.results import (
+    FILES_LIMIT,
+    TEXT_LIMIT,
+    SearchFilesResult,
+    SearchTextResult,
+)
 from app.fs.search.text import search_text as find_text
 from app.tools.base import Call, Offset, RootArg, run, tool
 
@@ -30,7 +35,7 @@ async def search_files(
     root: RootArg = None,
     path: StartArg = "",
     offset: Offset = 0,
-    limit: Limit = 100,
+    limit: Limit = FILES_LIMIT,
     exclude: ExcludeArg = [],  # noqa: B006  # never mutated
     no_ignore: bool = False,
 ) -> Annotated[CallToolResult, SearchFilesResult]:
@@ -57,7 +62,7 @@ async def search_text(
     file_glob: GlobArg = "*",
     case_sensitive: bool = True,
     offset: Offset = 0,
-    limit: Limit = 50,
+    limit: Limit = TEXT_LIMIT,
     regex: bool = False,
     context: Annotated[int, Field(ge=0, le=MAX_CONTEXT)] = 0,
     output_mode: Literal["content", "files_with_matches", "count"] = "content",

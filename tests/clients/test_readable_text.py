@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.kit import roots_toml
+from tests.kit import complete, result_models, roots_toml
 from tests.live import LiveServer, live_server
 
 TRICKY = [
@@ -58,16 +58,23 @@ def srv(text_tree: Path) -> Iterator[LiveServer]:
         yield s
 
 
-async def call(srv: LiveServer, tool: str, **args: Any) -> tuple[str, dict[str, Any]]:
+async def raw_call(srv: LiveServer, tool: str, **args: Any) -> tuple[str, dict[str, Any]]:
+    """(the one text item, the structured content as sent: lean, valid against the schema)."""
     async with srv.session() as s:
         schemas = {t.name: t.output_schema for t in (await s.list_tools()).tools}
         res = await s.call_tool(tool, args)
     assert not res.is_error, res.content
     assert res.structured_content is not None
-    jsonschema.validate(res.structured_content, schemas[tool])  # complete and valid
+    jsonschema.validate(res.structured_content, schemas[tool])
     texts = [c.text for c in res.content if c.type == "text"]
     assert len(texts) == 1
     return texts[0], res.structured_content
+
+
+async def call(srv: LiveServer, tool: str, **args: Any) -> tuple[str, dict[str, Any]]:
+    """(the one text item, the whole structured result: the lean form's defaults restored)."""
+    text, data = await raw_call(srv, tool, **args)
+    return text, complete(tool, data)
 
 
 async def test_file_lines_arrive_verbatim_with_their_numbers(srv: LiveServer) -> None:
@@ -140,11 +147,26 @@ async def test_search_and_fetch_keep_openai_s_shape(srv: LiveServer) -> None:
 
 
 async def test_text_format_json_restores_the_json_text(text_tree: Path) -> None:
+    """The JSON text is the whole result, every field as this server always sent it (nulls,
+    defaults, a listing entry's name and modified); the structured content is its lean
+    form (app/tools/lean.py)."""
+    from app.tools.lean import lean
+
     with live_server(config(text_tree, 'text_format = "json"')) as json_srv:
-        for tool, args in (("read_text_file", {"path": "tricky.txt"}),
-                           ("list_directory", {"path": "pkg"}), ("list_roots", {})):
-            text, data = await call(json_srv, tool, **args)
-            assert json.loads(text) == data
+        for tool, args in (("read_text_file", {"path": "tricky.txt", "end_line": 2}),
+                           ("list_directory", {"path": "pkg"}), ("list_roots", {}),
+                           ("search_files", {"pattern": "*.py"})):
+            text, data = await raw_call(json_srv, tool, **args)
+            model = result_models()[tool]
+            whole = json.loads(text)
+            assert set(whole) == set(model.model_fields), tool
+            assert lean(model.model_validate(whole)) == data, tool
+            assert complete(tool, data) == {**whole, **complete(tool, data)}, tool
+        _, listing = await raw_call(json_srv, "list_directory", path="pkg")
+        text, _ = await raw_call(json_srv, "list_directory", path="pkg")
+        entry = json.loads(text)["entries"][0]
+        assert set(entry) == {"path", "name", "type", "size", "modified"}
+        assert entry["modified"].endswith("Z") and "modified" not in listing["entries"][0]
 
 
 def test_an_unknown_text_format_is_a_config_error(text_tree: Path) -> None:

@@ -10,6 +10,7 @@ import pytest
 from mcp import ClientSession
 
 from tests.fs.readkit import small_root
+from tests.kit import complete
 from tests.live import LiveServer, live_server
 
 TREE = {
@@ -35,7 +36,7 @@ async def call(s: ClientSession, tool: str, **args: Any) -> tuple[bool, Any]:
     res = await s.call_tool(tool, args)
     if res.is_error:
         return True, res.content[0].text  # type: ignore[union-attr]
-    return False, res.structured_content
+    return False, complete(tool, res.structured_content)
 
 
 async def test_regex_context_and_modes_through_the_server(srv: LiveServer) -> None:
