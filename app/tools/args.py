@@ -74,20 +74,45 @@ def _normal(name: str) -> str:
     return name.replace("_", "").replace("-", "").lower()
 
 
-def unknown_argument(tool: str, known: list[str], given: str) -> str:
-    """`unknown argument 'dryrun' (did you mean 'dry_run'?); edit_file takes: path, ...`."""
-    if len(given) > MAX_GUESSED:  # a name no one misspelled: no guess, and shown cut
-        known_names = ", ".join(known) if known else "no arguments"
-        return f"unknown argument {shown(given)}; {tool} takes: {known_names}"
+# Tool names of the reference filesystem server a model may have learned, and ours for them.
+ELSEWHERE = {
+    "read_file": "read_text_file",
+    "get_file_info": "stat_path",
+    "list_allowed_directories": "list_roots",
+    "list_directory_with_sizes": "list_directory",
+    "directory_tree": "list_directory",
+}
+
+
+def _guess(given: str, known: list[str]) -> str | None:
+    """The known name `given` most probably meant, or None (a long name gets no guess)."""
+    if len(given) > MAX_GUESSED:  # a name no one misspelled
+        return None
     g = _normal(given)
     guess = [k for k in known if _normal(k) == g]  # startLine, overWrite, dry-run
     guess = guess or difflib.get_close_matches(given, known, n=1, cutoff=0.75)  # dryrun
     if not guess and len(g) >= 4:  # depth -> max_depth, sha256 -> expected_sha256
         part = [k for k in known if g in _normal(k)]
         guess = part if len(part) == 1 else []
-    hint = f" (did you mean '{guess[0]}'?)" if guess else ""
+    return guess[0] if guess else None
+
+
+def _unknown(kind: str, given: str, known: list[str], guess: str | None, valid: str) -> str:
+    hint = f" (did you mean '{guess}'?)" if guess else ""
+    return f"unknown {kind} {shown(given)}{hint}; {valid}"
+
+
+def unknown_argument(tool: str, known: list[str], given: str) -> str:
+    """`unknown argument 'dryrun' (did you mean 'dry_run'?); edit_file takes: path, ...`."""
     takes = ", ".join(known) if known else "no arguments"
-    return f"unknown argument {shown(given)}{hint}; {tool} takes: {takes}"
+    return _unknown("argument", given, known, _guess(given, known), f"{tool} takes: {takes}")
+
+
+def unknown_tool(given: str, known: list[str]) -> str:
+    """`unknown tool 'read_txt_file' (did you mean 'read_text_file'?); the tools are: ...`,
+    the same words as an unknown argument's; a reference server's name gets ours for it."""
+    guess = ELSEWHERE.get(given) if ELSEWHERE.get(given) in known else _guess(given, known)
+    return _unknown("tool", given, known, guess, "the tools are: " + ", ".join(known))
 
 
 def _properties_at(schema: dict[str, Any], loc: tuple[Any, ...]) -> list[str]:

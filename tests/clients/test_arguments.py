@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from app.messages import shown
 from tests.kit import roots_toml
 from tests.live import LiveServer, live_server
 
@@ -225,6 +226,41 @@ async def test_an_outlandish_argument_name_gets_a_short_one_line_refusal(
             text = res.content[0].text  # type: ignore[union-attr]
             assert text.startswith("unknown argument '") and "\n" not in text
             assert len(text) < 200
+    assert snapshot(ws) == before
+
+
+# (a tool name a model sends, the tool it meant; None: no guess). The same guesses as an
+# argument's, and the reference filesystem server's names a model may have learned.
+MISNAMED_TOOLS: list[tuple[str, str | None]] = [
+    ("read_txt_file", "read_text_file"),
+    ("readTextFile", "read_text_file"),
+    ("list-directory", "list_directory"),
+    ("search_file", "search_files"),
+    ("read_file", "read_text_file"),
+    ("get_file_info", "stat_path"),
+    ("list_allowed_directories", "list_roots"),
+    ("directory_tree", "list_directory"),
+    ("frobnicate", None),
+    ("x" * 100_000, None),
+    ("read_text_file\n[ok]", "read_text_file"),  # shown escaped, on one line
+]
+
+
+@pytest.mark.parametrize(("given", "meant"), MISNAMED_TOOLS,
+                         ids=[g[:20] for g, _ in MISNAMED_TOOLS])
+async def test_a_misnamed_tool_gets_what_it_probably_meant(
+    place: tuple[Path, LiveServer], given: str, meant: str | None
+) -> None:
+    ws, srv = place
+    before = snapshot(ws)
+    async with srv.session() as s:
+        tools = [t.name for t in (await s.list_tools()).tools]
+        res = await s.call_tool(given, {"path": "notes.txt"})
+    assert res.is_error
+    text = res.content[0].text  # type: ignore[union-attr]
+    hint = f" (did you mean '{meant}'?)" if meant else ""
+    assert text == f"unknown tool {shown(given)}{hint}; the tools are: {', '.join(tools)}"
+    assert "\n" not in text and len(text) < 600
     assert snapshot(ws) == before
 
 
