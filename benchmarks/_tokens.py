@@ -24,7 +24,7 @@ from typing import Any
 # The reference server's 14 tools (`@modelcontextprotocol/server-filesystem` 2026.8.31, the
 # version `benchmarks/_client.REFERENCE_VERSION` pins), counted by `tool_list_text`; measured
 # by benchmarks/context_cost.py, which checks it again on every run. Our tool list, with one
-# root per role, is held to at most `TOOL_LIST_SHARE` of it (tests/tools/test_tool_list.py).
+# root per role, is held to at most `TOOL_LIST_SHARE` of it (tests/tools/test_tokens.py).
 REFERENCE_TOOL_LIST_TOKENS = 1734
 TOOL_LIST_SHARE = 0.8
 

@@ -55,7 +55,7 @@ from benchmarks._tokens import REFERENCE_TOOL_LIST_TOKENS, compact, tokens, tool
 
 # Ours / theirs, at most (docs/measured.md#what-the-model-pays).
 TARGETS = {"tool list": 0.8, "whole-file read": 1.25, "listing": 1.0, "glob": 0.8}
-STRUCTURED_TARGET = 2.0  # a listing's structuredContent / its text, ours
+STRUCTURED_TARGET = 2.0  # a one-level listing's structuredContent / its text, ours
 DENIED = {"__pycache__"}  # names our built-in deny list hides and theirs shows
 
 
@@ -123,7 +123,7 @@ async def tool_lists(ours: Any, theirs: Any, every_tool: Any) -> list[Row]:
     theirs_now = tokens(tool_list_text(theirs_tools))
     if theirs_now != REFERENCE_TOOL_LIST_TOKENS:
         print(f"note: their tool list is {theirs_now} tokens, not the "
-              f"{REFERENCE_TOOL_LIST_TOKENS} tests/tools/test_tool_list.py holds ours to",
+              f"{REFERENCE_TOOL_LIST_TOKENS} tests/tools/test_tokens.py holds ours to",
               file=sys.stderr)
     return [
         Row(f"tool list ({len(ours_tools)} tools; theirs {len(theirs_tools)})",
@@ -133,9 +133,19 @@ async def tool_lists(ours: Any, theirs: Any, every_tool: Any) -> list[Row]:
     ]
 
 
-async def answers(tree: Tree, ours: Any, theirs: Any) -> tuple[list[Row], dict[str, Any]]:
-    """The same calls on both sides: (rows, our results by label, for `structured`)."""
-    top, rows, kept = str(tree.top), [], {}
+@dataclass
+class Pair:
+    """One call's answers: ours, theirs (None where they have no such call), the target."""
+
+    label: str
+    ours: Any
+    theirs: Any
+    target: float | None = None
+
+
+async def answers(tree: Tree, ours: Any, theirs: Any) -> list[Pair]:
+    """The same calls on both sides, each answer checked."""
+    top, pairs = str(tree.top), []
     whole = (tree.top / tree.read).read_text(encoding="utf-8")
     lines = whole.count("\n") + (not whole.endswith("\n"))
     o = await call(ours, "read_text_file", {"path": tree.read, "end_line": lines + 1},
@@ -143,23 +153,20 @@ async def answers(tree: Tree, ours: Any, theirs: Any) -> tuple[list[Row], dict[s
     t = await call(theirs, "read_text_file", {"path": f"{top}/{tree.read}"}, validate=False)
     check(o.structured_content.get("total_lines") == lines, f"ours read {tree.read} whole")
     check(text_of(t) == whole, f"theirs read {tree.read} whole")
-    rows.append(Row(f"read_text_file {tree.read}, whole ({lines} lines)", text_of(o), text_of(t),
-                    TARGETS["whole-file read"]))
-    kept[f"read_text_file {tree.read}, whole"] = o
+    pairs.append(Pair(f"read_text_file {tree.read}, whole ({lines} lines)", o, t,
+                      TARGETS["whole-file read"]))
 
     o = await call(ours, "read_text_file", {"path": tree.read, "end_line": 20}, validate=False)
     t = await call(theirs, "read_text_file", {"path": f"{top}/{tree.read}", "head": 20},
                    validate=False)
-    rows.append(Row(f"read_text_file {tree.read}, first 20 lines", text_of(o), text_of(t)))
-    kept[f"read_text_file {tree.read}, 20 lines"] = o
+    pairs.append(Pair(f"read_text_file {tree.read}, first 20 lines", o, t))
 
     o = await call(ours, "list_directory", {"path": tree.listed}, validate=False)
     t = await call(theirs, "list_directory", {"path": f"{top}/{tree.listed}"}, validate=False)
     got = {e["path"].rsplit("/", 1)[-1] for e in o.structured_content["entries"]}
     check(got == names_theirs(text_of(t)) - DENIED, f"both list {tree.listed} alike")
-    rows.append(Row(f"list_directory {tree.listed} ({len(got)} entries)", text_of(o), text_of(t),
-                    TARGETS["listing"]))
-    kept[f"list_directory {tree.listed}"] = o
+    pairs.append(Pair(f"list_directory {tree.listed} ({len(got)} entries)", o, t,
+                      TARGETS["listing"]))
 
     o = await call(ours, "search_files", {"pattern": "**/*.py", "path": tree.listed,
                                           "limit": 1000}, validate=False)
@@ -168,19 +175,33 @@ async def answers(tree: Tree, ours: Any, theirs: Any) -> tuple[list[Row], dict[s
     hits = o.structured_content["matches"]
     check(len(hits) == len([x for x in text_of(t).splitlines() if x.strip()]),
           f"both glob {tree.listed}/**/*.py alike")
-    rows.append(Row(f"search_files **/*.py under {tree.listed} ({len(hits)} hits)", text_of(o),
-                    text_of(t), TARGETS["glob"]))
-    kept[f"search_files **/*.py under {tree.listed}"] = o
-    kept[f"list_directory {tree.listed}, recursive"] = await call(
-        ours, "list_directory", {"path": tree.listed, "recursive": True}, validate=False)
-    return rows, kept
+    pairs.append(Pair(f"search_files **/*.py under {tree.listed} ({len(hits)} hits)", o, t,
+                      TARGETS["glob"]))
+    o = await call(ours, "list_directory", {"path": tree.listed, "recursive": True},
+                   validate=False)
+    pairs.append(Pair(f"list_directory {tree.listed}, recursive (depth 2)", o, None))
+    return pairs
 
 
-def structured(kept: dict[str, Any]) -> list[Row]:
-    """Ours alone: each answer's structuredContent (compact JSON) against its text."""
-    return [Row(label, compact(res.structured_content), text_of(res),
-                STRUCTURED_TARGET if label.startswith("list_directory") else None)
-            for label, res in sorted(kept.items())]
+def shown(result: Any) -> str:
+    """What a client that prefers structuredContent hands the model: that, as compact JSON
+    (`JSON.stringify`), or the text where there is none."""
+    if result.structured_content is not None:
+        return compact(result.structured_content)
+    return text_of(result)
+
+
+def tables(pairs: list[Pair]) -> tuple[list[Row], list[Row], list[Row]]:
+    """(text against text, ours structuredContent against its text, structuredContent as
+    shown, against theirs as shown)."""
+    text = [Row(p.label, text_of(p.ours), text_of(p.theirs), p.target)
+            for p in pairs if p.theirs is not None]
+    lean = [Row(p.label, compact(p.ours.structured_content), text_of(p.ours),
+                STRUCTURED_TARGET if p.target == TARGETS["listing"] else None)
+            for p in pairs]
+    as_shown = [Row(p.label, shown(p.ours), shown(p.theirs)) for p in pairs
+                if p.theirs is not None]
+    return text, lean, as_shown
 
 
 def table(title: str, rows: list[Row], left: str, right: str) -> list[str]:
@@ -218,23 +239,26 @@ async def servers(tree: Tree, tmp: Path) -> Any:
 async def main(args: argparse.Namespace) -> int:
     report: list[dict[str, Any]] = []
     lines: list[str] = []
-    missed = 0
     for tree in trees():
         with tempfile.TemporaryDirectory(prefix="loomfs-context-") as tmp:
             async with servers(tree, Path(tmp)) as (ours, every_tool, theirs):
-                rows, kept = await answers(tree, ours, theirs)
-                if not report:  # the same tool lists whatever the tree: counted once
-                    rows = await tool_lists(ours, theirs, every_tool) + rows
-                lean = structured(kept)
+                pairs = await answers(tree, ours, theirs)
+                listed = await tool_lists(ours, theirs, every_tool) if not report else []
+        text, lean, as_shown = tables(pairs)
+        text = listed + text  # the same tool lists whatever the tree: counted once
         lines += [f"\n== {tree.title} ({tree.top}) ==",
-                  *table("tokens of the text the model reads", rows, "ours", "theirs"),
-                  "", *table("ours: structuredContent vs the text of the same answer", lean,
-                             "struct", "text")]
-        figures = [r.figures() for r in rows + lean]
-        missed += sum(1 for f in figures if f.get("met") is False)
-        report.append({"tree": tree.title, "rows": [r.figures() for r in rows],
-                       "structured": [r.figures() for r in lean]})
+                  *table("the text item, ours against theirs", text, "ours", "theirs"),
+                  "", *table("ours: structuredContent against the text of the same answer",
+                             lean, "struct", "text"),
+                  "", *table("structuredContent as compact JSON, ours against theirs (what "
+                             "Claude Code, Codex, pydantic-ai show)", as_shown, "ours",
+                             "theirs")]
+        report.append({"tree": tree.title, "text": [r.figures() for r in text],
+                       "structured": [r.figures() for r in lean],
+                       "as_shown": [r.figures() for r in as_shown]})
     print(json.dumps(report, indent=1) if args.json else "\n".join(lines))
+    missed = [f for t in report for key in ("text", "structured") for f in t[key]
+              if f.get("met") is False]
     return 1 if missed else 0
 
 
