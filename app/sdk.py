@@ -1,7 +1,8 @@
 """The MCP SDK's internals, behind one small function each.
 
 The SDK (`mcp` 2.3) offers no public way to do some things this server needs:
-advertise `tools.listChanged`, answer `logging/setLevel`, publish its own input
+advertise `tools.listChanged`, answer `logging/setLevel`, not serve (nor advertise)
+prompt and resource lists it has none of, publish its own input
 and output schemas for a tool, check a call's arguments with the SDK's own
 validation before the SDK does, serve a session on streams of our own (stdio
 with a line bound), and decide which session a full table gives up. Each is
@@ -54,6 +55,7 @@ RELIED_ON: tuple[Relied, ...] = (
     Relied(FuncMetadata, "output_schema", dict),
     Relied(FuncMetadata, "output_model", type),
     Relied(FuncMetadata, "validate_arguments", ("arguments_to_validate",)),
+    Relied(Server, "_request_handlers", dict),
     Relied(Server, "create_initialization_options", ("notification_options",)),
     Relied(Server, "add_request_handler", ("method", "params_type", "handler")),
     Relied(Server, "run", ("read_stream", "write_stream", "initialization_options")),
@@ -79,6 +81,15 @@ def add_request_handler(
 ) -> None:
     """Answer a JSON-RPC `method` MCPServer does not (`logging/setLevel`)."""
     server._lowlevel_server.add_request_handler(method, params_type, handler)
+
+
+def drop_request_handlers(server: MCPServer[Any], methods: tuple[str, ...]) -> None:
+    """Stop answering `methods` (a client gets -32601 Method not found): MCPServer registers
+    the prompt and resource lists whether or not it has any, and advertises a capability
+    for each list it serves."""
+    handlers = server._lowlevel_server._request_handlers
+    for method in methods:
+        handlers.pop(method, None)
 
 
 async def run_session(server: MCPServer[Any], read: Any, write: Any) -> None:

@@ -14,20 +14,22 @@ import importlib
 import logging
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
 from mcp.server.subscriptions import InMemorySubscriptionBus
+from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ToolsListChanged
-from mcp.types import EmptyResult, SetLevelRequestParams
+from mcp.types import INVALID_PARAMS, EmptyResult, GetPromptRequestParams, SetLevelRequestParams
 
 from app import __version__, sdk
 from app.audit import current_client
 from app.calls import InFlight
+from app.messages import shown
 from app.registry import Registry, Snapshot
 from app.tools import MODULES
-from app.tools.args import check_arguments, nulls_as_defaults, published_schema
+from app.tools.args import check_arguments, nulls_as_defaults, published_schema, unknown_tool
 from app.tools.base import ToolSpec, error_result, flat_schema, spec_of
 
 log = logging.getLogger("loomfs.server")
@@ -39,6 +41,10 @@ INSTRUCTIONS = (
     "line says how to continue (offset=, start_line=) and what was cut; read it before "
     "concluding something is absent. Deleted entries go to a trash the agent cannot reach."
 )
+
+# Lists MCPServer answers whatever is registered, of things this server has none of; while
+# served, the SDK advertises the prompts and resources capabilities from them.
+NOT_SERVED = ("prompts/list", "resources/list", "resources/templates/list")
 
 _LOG_LEVELS = {
     "debug": logging.DEBUG,
@@ -86,6 +92,10 @@ class LoomServer(MCPServer):
         self.middleware.append(self._observe)
         sdk.advertise_tools_changed(self)
         sdk.add_request_handler(self, "logging/setLevel", SetLevelRequestParams, self._set_level)
+        # No prompts and no resources: their lists are not served (-32601), so neither
+        # capability is advertised; a name asked for anyway is an invalid parameter.
+        sdk.drop_request_handlers(self, NOT_SERVED)
+        sdk.add_request_handler(self, "prompts/get", GetPromptRequestParams, self._no_prompt)
         self.apply_surface(registry.current)
 
     # -- surface -------------------------------------------------------------
@@ -130,18 +140,23 @@ class LoomServer(MCPServer):
     ) -> Any:
         """Refuse arguments the tool would not take as sent, in the server's words.
 
-        The SDK would drop an unknown argument silently and answer a bad value with
-        pydantic's text (long, with a versioned URL); this is the one place both are
-        said instead: `unknown argument 'dryrun' (did you mean 'dry_run'?)`,
-        `start_line must be at least 1 (got 0)`.
+        The SDK would drop an unknown argument silently, answer a bad value with
+        pydantic's text (long, with a versioned URL) and an unknown tool with no
+        suggestion; this is the one place all three are said instead: `unknown argument
+        'dryrun' (did you mean 'dry_run'?)`, `start_line must be at least 1 (got 0)`,
+        `unknown tool 'read_txt_file' (did you mean 'read_text_file'?)`.
         """
         takes = sdk.tool_arguments(self, name)
-        if takes is not None:
-            arguments = nulls_as_defaults(takes.schema, arguments)
-            refusal = check_arguments(name, takes.schema, arguments, takes.validate)
-            if refusal is not None:
-                log.info("tool %r refused its arguments: %r", name, refusal)
-                return error_result(refusal)
+        if takes is None:  # the SDK would say `Unknown tool: x`, with no suggestion
+            known = [spec.name for spec, _ in self._catalog if spec.name in self.active_tools]
+            said = unknown_tool(name, known)
+            log.info("unknown tool refused: %r", said)
+            return error_result(said)
+        arguments = nulls_as_defaults(takes.schema, arguments)
+        refusal = check_arguments(name, takes.schema, arguments, takes.validate)
+        if refusal is not None:
+            log.info("tool %r refused its arguments: %r", name, refusal)
+            return error_result(refusal)
         return await super().call_tool(name, arguments, context)
 
     async def reload(self) -> Snapshot:
@@ -176,6 +191,10 @@ class LoomServer(MCPServer):
             return await call_next(ctx)
         finally:
             current_client.reset(token)
+
+    async def _no_prompt(self, ctx: Any, params: GetPromptRequestParams) -> NoReturn:
+        raise MCPError(INVALID_PARAMS, f"unknown prompt {shown(params.name)}: this server "
+                       "has no prompts (its tools are listed by tools/list)")
 
     async def _set_level(self, ctx: Any, params: SetLevelRequestParams) -> EmptyResult:
         self.client_log_level = _LOG_LEVELS.get(str(params.level), logging.INFO)

@@ -226,13 +226,19 @@ def toml_str(value: str) -> str:
     return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
+def toml_value(value: int | str | bool) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return toml_str(value) if isinstance(value, str) else str(value)
+
+
 def write_config(
-    path: Path, roots: Iterable[tuple[str, Path, str]], **limits: int | str
+    path: Path, roots: Iterable[tuple[str, Path, str]], **limits: int | str | bool
 ) -> Path:
     """A roots file: `roots` as (name, folder, role); `limits` as top-level keys."""
     lines = [f"audit_log = {toml_str(str(path.parent / 'audit.log'))}"]
     for key, value in limits.items():
-        lines.append(f"{key} = {toml_str(value) if isinstance(value, str) else value}")
+        lines.append(f"{key} = {toml_value(value)}")
     for name, folder, role in roots:
         lines += ["", "[[roots]]", f"name = {toml_str(name)}",
                   f"path = {toml_str(str(folder))}", f"role = {toml_str(role)}"]

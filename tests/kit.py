@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import textwrap
+import typing
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
+
+from pydantic import BaseModel
 
 from app.security import DenyRules, SecureRoot
 
@@ -105,3 +109,29 @@ def config_file(
         text = roots_toml(audit_log=folder / "state" / "audit.log", extra=text)
     path.write_text(text)
     return path
+
+
+@functools.cache
+def result_models() -> dict[str, type[BaseModel]]:
+    """Each tool's result model: the `Model` of the `Annotated[CallToolResult, Model]` its
+    handler declares (search and fetch, OpenAI's shape, are left out: sent as they are)."""
+    from app.server import collect_tools
+    from app.tools.deep_research import FetchResult, SearchResult
+
+    out = {}
+    for spec, fn in collect_tools():
+        args = typing.get_args(typing.get_type_hints(fn, include_extras=True)["return"])
+        if len(args) == 2 and args[1] not in (SearchResult, FetchResult):
+            out[spec.name] = args[1]
+    return out
+
+
+def complete(tool: str, data: Any) -> Any:
+    """A tool's structured content as the whole result: the fields its lean form leaves out
+    (app/tools/lean.py) restored from their defaults by validating it with the result's
+    model, as a client holding the output schema or our models does. A listing entry's
+    `modified` is not restored (None): the JSON text has it (docs/tools.md)."""
+    model = result_models().get(tool)
+    if model is None or not isinstance(data, dict):
+        return data
+    return model.model_validate(data).model_dump(mode="json")

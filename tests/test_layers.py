@@ -103,7 +103,7 @@ def known_modules() -> set[str]:
 
 
 def imports_of(module: str, source: str, is_package: bool, known: set[str]) -> set[str]:
-    """The app modules `source` imports (`from app.fs import fts` counts as app.fs.index.fts)."""
+    """The app modules `source` imports (`from app.fs.index import fts`: app.fs.index.fts)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):

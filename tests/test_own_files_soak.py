@@ -17,7 +17,7 @@ from pathlib import Path
 import anyio
 from mcp import ClientSession
 
-from tests.kit import roots_toml
+from tests.kit import complete, roots_toml
 from tests.live import LiveServer, live_server, text_of
 
 CLIENTS = 6
@@ -60,7 +60,8 @@ async def client(s: ClientSession, me: int, problems: list[str], p: Progress) ->
             if result.is_error:
                 problems.append(f"{tool} {rel}: {text_of(result)}")
             elif tool == "list_directory":
-                names = [e["name"] for e in (result.structured_content or {})["entries"]]
+                whole = complete(tool, result.structured_content or {})
+                names = [e["name"] for e in whole["entries"]]
                 if name not in names:
                     problems.append(f"list_directory {folder} left out {name}: {names}")
 

@@ -35,12 +35,8 @@ def _roots(call_snapshot: Snapshot) -> list[RootInfo]:
 
 @tool(perm=None, title="List roots", read_only=True, idempotent=True)
 async def list_roots(ctx: Context) -> Annotated[CallToolResult, ListRootsResult]:
-    """List the roots this server exposes: name, role (reference: read-only; sourcecode:
-    read and write, never delete; workspace: read, write and delete to a recoverable
-    trash), effective permissions, whether it is the default root, the largest file it
-    will read, and the byte budget if one is set (bytes available now, refill per minute,
-    burst; a root's own is paid on top of the server's). Call this first; every other
-    tool takes one of these names as `root`."""
+    """Call first: your roots and what each permits. Paths are relative to a root, '/'
+    between names; without `root` a tool uses the default root."""
 
     def work(call: Call) -> ListRootsResult:
         return ListRootsResult(roots=_roots(call.snapshot), budget=_budget(call.snapshot, None))
@@ -50,9 +46,7 @@ async def list_roots(ctx: Context) -> Annotated[CallToolResult, ListRootsResult]
 
 @tool(perm=None, title="Reload configuration", read_only=False, idempotent=True)
 async def reload_config(ctx: Context) -> Annotated[CallToolResult, ReloadResult]:
-    """Re-read the server's roots file. On success the new roots replace the old ones at
-    once and the tool list follows the new permissions; if the file is invalid nothing
-    changes and the validation error is returned."""
+    """Re-read the server's config; an invalid one changes nothing."""
     server = host_of(ctx)
     try:
         snap = await server.reload()

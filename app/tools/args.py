@@ -23,12 +23,36 @@ from app.tools.base import flat_schema
 # Kept out of the published schema: `title` is noise for a model; length bounds are outside
 # OpenAI's strict subset for some models and are enforced here anyway (the error says the limit).
 DROPPED_KEYWORDS = frozenset({"title", "minLength", "maxLength"})
+# Ranges are enforced at the edge and named by the error (`context must be at most 10 (got
+# 20)`), not published: a model pays for a schema's every token on every turn, and meets a
+# range once in a long while.
+RANGE_KEYWORDS = ("minimum", "maximum", "minItems", "maxItems")
+# A default that is its type's empty value says nothing the parameter's being optional does not.
+EMPTY_DEFAULTS: tuple[Any, ...] = (None, False, "", 0, [])
+NULL = {"type": "null"}
 MAX_REPORTED = 3
 MAX_GUESSED = 64
 
 
+def _lean(node: dict[str, Any]) -> dict[str, Any]:
+    """One schema node as a model reads it: a nullable value as one `type` list (not an
+    `anyOf` of two schemas), no empty default, no range."""
+    variants = node.get("anyOf")
+    if isinstance(variants, list) and len(variants) == 2 and NULL in variants:
+        other = variants[1 - variants.index(NULL)]
+        if isinstance(other.get("type"), str):
+            node = {k: v for k, v in node.items() if k != "anyOf"}
+            node |= {**other, "type": [other["type"], "null"]}
+    if "default" in node and any(
+        node["default"] == e and type(node["default"]) is type(e) for e in EMPTY_DEFAULTS
+    ):
+        node = {k: v for k, v in node.items() if k != "default"}
+    return {k: v for k, v in node.items() if k not in RANGE_KEYWORDS}
+
+
 def published_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The input schema as clients see it: flat, every object closed, no extra keywords."""
+    """The input schema as clients see it: flat, every object closed, no extra keywords,
+    each node as lean as `_lean` makes it."""
 
     def close(node: Any) -> Any:
         if isinstance(node, list):
@@ -41,7 +65,7 @@ def published_schema(schema: dict[str, Any]) -> dict[str, Any]:
         if out.get("type") == "object":
             out.setdefault("properties", {})
             out["additionalProperties"] = False
-        return out
+        return _lean(out)
 
     return close(flat_schema(schema))
 
@@ -50,20 +74,45 @@ def _normal(name: str) -> str:
     return name.replace("_", "").replace("-", "").lower()
 
 
-def unknown_argument(tool: str, known: list[str], given: str) -> str:
-    """`unknown argument 'dryrun' (did you mean 'dry_run'?); edit_file takes: path, ...`."""
-    if len(given) > MAX_GUESSED:  # a name no one misspelled: no guess, and shown cut
-        known_names = ", ".join(known) if known else "no arguments"
-        return f"unknown argument {shown(given)}; {tool} takes: {known_names}"
+# Tool names of the reference filesystem server a model may have learned, and ours for them.
+ELSEWHERE = {
+    "read_file": "read_text_file",
+    "get_file_info": "stat_path",
+    "list_allowed_directories": "list_roots",
+    "list_directory_with_sizes": "list_directory",
+    "directory_tree": "list_directory",
+}
+
+
+def _guess(given: str, known: list[str]) -> str | None:
+    """The known name `given` most probably meant, or None (a long name gets no guess)."""
+    if len(given) > MAX_GUESSED:  # a name no one misspelled
+        return None
     g = _normal(given)
     guess = [k for k in known if _normal(k) == g]  # startLine, overWrite, dry-run
     guess = guess or difflib.get_close_matches(given, known, n=1, cutoff=0.75)  # dryrun
     if not guess and len(g) >= 4:  # depth -> max_depth, sha256 -> expected_sha256
         part = [k for k in known if g in _normal(k)]
         guess = part if len(part) == 1 else []
-    hint = f" (did you mean '{guess[0]}'?)" if guess else ""
+    return guess[0] if guess else None
+
+
+def _unknown(kind: str, given: str, known: list[str], guess: str | None, valid: str) -> str:
+    hint = f" (did you mean '{guess}'?)" if guess else ""
+    return f"unknown {kind} {shown(given)}{hint}; {valid}"
+
+
+def unknown_argument(tool: str, known: list[str], given: str) -> str:
+    """`unknown argument 'dryrun' (did you mean 'dry_run'?); edit_file takes: path, ...`."""
     takes = ", ".join(known) if known else "no arguments"
-    return f"unknown argument {shown(given)}{hint}; {tool} takes: {takes}"
+    return _unknown("argument", given, known, _guess(given, known), f"{tool} takes: {takes}")
+
+
+def unknown_tool(given: str, known: list[str]) -> str:
+    """`unknown tool 'read_txt_file' (did you mean 'read_text_file'?); the tools are: ...`,
+    the same words as an unknown argument's; a reference server's name gets ours for it."""
+    guess = ELSEWHERE.get(given) if ELSEWHERE.get(given) in known else _guess(given, known)
+    return _unknown("tool", given, known, guess, "the tools are: " + ", ".join(known))
 
 
 def _properties_at(schema: dict[str, Any], loc: tuple[Any, ...]) -> list[str]:

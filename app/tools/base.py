@@ -34,6 +34,7 @@ from app.calls import Call as Call
 from app.calls import Cancelled as Cancelled
 from app.calls import InFlight, request_key
 from app.errors import BadArgument, LoomError
+from app.tools.lean import lean
 from app.tools.render import render
 
 if TYPE_CHECKING:
@@ -42,25 +43,14 @@ if TYPE_CHECKING:
 log = logging.getLogger("loomfs.tools")
 T = TypeVar("T")
 
-# Parameter types shared by every tool: bounded at the edge.
-RootArg = Annotated[
-    str | None,
-    Field(
-        default=None,
-        max_length=64,
-        description="Root name from list_roots; omit for the default root.",
-    ),
-]
-PathArg = Annotated[
-    str,
-    Field(max_length=4096, description="Path relative to the root, '/'-separated; '' is the root."),
-]
-Offset = Annotated[
-    int, Field(ge=0, le=10_000_000, description="Entries to skip (from next_offset).")
-]
+# Parameter types shared by every tool: bounded at the edge. No description: what a root
+# and a path are is said once, by list_roots, not in every tool of the list (docs/tools.md).
+RootArg = Annotated[str | None, Field(default=None, max_length=64)]
+PathArg = Annotated[str, Field(max_length=4096)]
+Offset = Annotated[int, Field(ge=0, le=10_000_000)]
 MAX_LINE = 1_000_000_000
-StartLine = Annotated[int, Field(ge=1, le=MAX_LINE, description="First line (1-based).")]
-EndLine = Annotated[int, Field(ge=1, le=MAX_LINE, description="Last line, inclusive.")]
+StartLine = Annotated[int, Field(ge=1, le=MAX_LINE)]
+EndLine = Annotated[int, Field(ge=1, le=MAX_LINE)]
 
 
 def check_window(start_line: int, end_line: int) -> None:
@@ -184,15 +174,19 @@ def error_result(message: str) -> CallToolResult:
 def ok_result(
     model: BaseModel | dict[str, Any], *, text_format: str = "text", cap: int | None = None
 ) -> CallToolResult:
-    """Structured content plus one text item: the readable rendering (`app.tools.render`),
-    or the compact JSON for `text_format = "json"`, plain dicts (search/fetch keep
-    OpenAI's shape) and result types without a renderer."""
-    data = model.model_dump(mode="json") if isinstance(model, BaseModel) else model
+    """Lean structured content (`app.tools.lean`) plus one text item: the readable
+    rendering (`app.tools.render`), or the whole result as compact JSON for
+    `text_format = "json"` and result types without a renderer. A plain dict
+    (search/fetch keep OpenAI's shape) is both, as it is."""
+    if isinstance(model, BaseModel):
+        whole, data = model.model_dump(mode="json"), lean(model)
+    else:
+        whole = data = model
     text = None
     if text_format != "json" and isinstance(model, BaseModel):
-        text = render(type(model), data, cap)
+        text = render(type(model), whole, cap)
     if text is None:
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        text = json.dumps(whole, ensure_ascii=False, separators=(",", ":"))
     return CallToolResult(content=[TextContent(type="text", text=text)], structured_content=data)
 
 

@@ -43,32 +43,14 @@ class FetchResult(BaseModel):
     metadata: dict[str, Any]
 
 
-Query = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=1000,
-        description="Words to look for in file names, titles and text (case-insensitive).",
-    ),
-]
-DocId = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=4200,
-        description="An id from search results: 'root/relative/path'.",
-    ),
-]
+Query = Annotated[str, Field(min_length=1, max_length=1000)]
+DocId = Annotated[str, Field(min_length=1, max_length=4200)]
 
 
 @tool(perm="search_fetch", title="Search files", read_only=True, idempotent=True)
 async def search(ctx: Context, query: Query) -> Annotated[CallToolResult, SearchResult]:
-    """Search every readable root for the text files that best match the query's words
-    (ranked by relevance: words in the file name, title and text, the words near each
-    other; code identifiers match by their parts too, so 'http response' finds
-    parse_http_response). Each result's id is 'root/relative/path': pass it to fetch for
-    the text. Secrets and tool folders (.env, keys, .git, node_modules ...) are never
-    searched. `truncated` and `note` appear only when the search stopped short."""
+    """Search every readable root for the text files that best match the query's words,
+    best first. Pass a result's id to fetch for its text."""
 
     def work(call: Call) -> dict[str, Any]:
         return dr.search(call.snapshot, query, call)
@@ -78,11 +60,7 @@ async def search(ctx: Context, query: Query) -> Annotated[CallToolResult, Search
 
 @tool(perm="search_fetch", title="Fetch file", read_only=True, idempotent=True)
 async def fetch(ctx: Context, id: DocId) -> Annotated[CallToolResult, FetchResult]:
-    """Fetch the text of one file by the id search returned ('root/relative/path').
-    Reads at most the root's max_read_bytes and answers at most max_output_chars; when
-    the text was cut it ends with a visible '[... truncated: ...]' marker and
-    metadata.truncated is true. metadata also holds root, path, size, modified (UTC)
-    and encoding."""
+    """Fetch the text of one file by the id search returned."""
 
     def work(call: Call) -> dict[str, Any]:
         name, _, rel = id.partition("/")

@@ -21,9 +21,7 @@ from app.tools.base import Call, PathArg, RootArg, run, tool
 async def delete(
     ctx: Context, path: PathArg, root: RootArg = None
 ) -> Annotated[CallToolResult, DeleteResult]:
-    """Delete a file, directory (with its contents) or symlink by moving it to the root's
-    trash (.mcp-trash/<UTC time>/<path>), which only the owner can reach and restore
-    from. A symlink is deleted itself, never its target. The root cannot be deleted."""
+    """Move a file or folder to the root's trash (only the owner can restore it)."""
 
     def work(call: Call) -> DeleteResult:
         return trash.delete(call.root(root), path)

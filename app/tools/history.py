@@ -29,24 +29,13 @@ from app.tools.base import (
 )
 from app.tools.metered import metered, text_cap, text_used
 
-RevArg = Annotated[
-    str,
-    Field(
-        min_length=1,
-        max_length=256,
-        description="A commit: full or abbreviated id, branch or tag name, HEAD, HEAD~N, X^N.",
-    ),
-]
-HistoryPath = Annotated[
-    str,
-    Field(max_length=4096, description="Limit to this path relative to the root; '' is all."),
-]
-LogLimit = Annotated[int, Field(ge=1, le=1000, description="Most commits to return (capped).")]
-PageCursor = Annotated[
-    str | None,
-    Field(default=None, max_length=8192,
-          description="next_cursor of a previous call: the next page of files."),
-]
+# A commit: a full or abbreviated id, a branch or tag name, HEAD, HEAD~N, X^N (the tools'
+# descriptions say so once).
+RevArg = Annotated[str, Field(min_length=1, max_length=256)]
+HistoryPath = Annotated[str, Field(max_length=4096)]
+LogLimit = Annotated[int, Field(ge=1, le=1000)]
+# What an answer's last line says to pass to continue.
+PageCursor = Annotated[str | None, Field(default=None, max_length=8192)]
 
 
 @tool(perm="git", title="Git log", read_only=True, idempotent=True)
@@ -56,19 +45,12 @@ async def git_log(
     path: HistoryPath = "",
     offset: Offset = 0,
     limit: LogLimit = 20,
-    commit: Annotated[
-        str, Field(min_length=1, max_length=256, description="Where the log starts.")
-    ] = "HEAD",
-    cursor: Annotated[
-        str | None,
-        Field(default=None, max_length=4096, description="next_cursor of a previous call."),
-    ] = None,
+    commit: RevArg = "HEAD",
+    cursor: Annotated[str | None, Field(default=None, max_length=4096)] = None,
 ) -> Annotated[CallToolResult, ops.LogResult]:
-    """Commits of the root's git repository, newest first (id, author, date, subject), like
-    `git log`; with path, only commits that changed it (like `git log -- path`). One call
-    walks a bounded number of commits: when has_more is true, call again with
-    cursor=next_cursor (a path-limited log over a long history may return few or no commits
-    per call, with truncated=true). Denied paths cannot be asked for."""
+    """Commits of the root's git repository, newest first, like git log; with path, the
+    ones that changed it. A commit is an id (or its start), a branch, a tag, HEAD~N or
+    X^N."""
 
     def work(call: Call) -> ops.LogResult:
         limits = call.snapshot.limits
@@ -86,20 +68,14 @@ async def git_show(
     ctx: Context,
     commit: RevArg,
     root: RootArg = None,
-    path: Annotated[
-        str | None,
-        Field(default=None, max_length=4096, description="A file to read at that commit."),
-    ] = None,
+    path: Annotated[str | None, Field(default=None, max_length=4096)] = None,
     start_line: StartLine = 1,
     end_line: EndLine = 300,
     offset: Offset = 0,
     cursor: PageCursor = None,
 ) -> Annotated[CallToolResult, ops.ShowResult]:
-    """One commit: id, author, date, message, parents and the files it changed (path,
-    change: added|deleted|modified|renamed|type_changed), paged: when has_more is true,
-    call again with cursor=next_cursor. With path: that file as it was at that commit, in
-    `file` with read_text_file's fields (lines start_line..end_line). Files under denied
-    names are left out (hidden_denied counts them) and cannot be read at any commit."""
+    """One commit and the files it changed; with path, that file as it was then, numbered
+    like read_text_file."""
 
     def work(call: Call) -> ops.ShowResult:
         check_window(start_line, end_line)
@@ -123,23 +99,13 @@ async def git_diff(
     ctx: Context,
     root: RootArg = None,
     base: RevArg = "HEAD",
-    target: Annotated[
-        str | None,
-        Field(
-            default=None, min_length=1, max_length=256,
-            description="The commit to compare with; omit for the working tree.",
-        ),
-    ] = None,
+    target: Annotated[str | None, Field(default=None, min_length=1, max_length=256)] = None,
     path: HistoryPath = "",
     offset: Offset = 0,
     cursor: PageCursor = None,
 ) -> Annotated[CallToolResult, ops.DiffResult]:
-    """Changes between two commits, or between a commit (default HEAD) and the working tree
-    when target is omitted, as unified diffs per file (3 lines of context). The working
-    tree side covers files tracked in base, read like any file of the root. Denied paths
-    are left out (hidden_denied counts them). Paged by file: when has_more is true, call
-    again with cursor=next_cursor; a file's diff longer than the output limit is cut with
-    a visible marker (truncated=true)."""
+    """Unified diff from commit base to commit target, or to the working tree when target
+    is left out."""
 
     def work(call: Call) -> ops.DiffResult:
         limits = call.snapshot.limits

@@ -28,17 +28,8 @@ from app.tools.metered import metered, text_cap, text_used
 
 DEFAULT_DEPTH = 2
 
-DirPathArg = Annotated[
-    str,
-    Field(
-        max_length=4096,
-        description="Directory relative to the root, '/'-separated; '' is the root.",
-    ),
-]
-Limit = Annotated[
-    int,
-    Field(ge=1, le=100_000, description="Most entries to return (capped by max_search_results)."),
-]
+DirPathArg = Annotated[str, Field(max_length=4096)]
+Limit = Annotated[int, Field(ge=1, le=100_000)]
 
 
 @tool(perm="read", title="List directory", read_only=True, idempotent=True)
@@ -46,27 +37,13 @@ async def list_directory(
     ctx: Context,
     root: RootArg = None,
     path: DirPathArg = "",
-    recursive: Annotated[
-        bool, Field(description="Also list subdirectories' entries (to max_depth, default 2).")
-    ] = False,
-    max_depth: Annotated[
-        int | None,
-        Field(
-            default=None,
-            ge=1,
-            le=64,
-            description="Levels below path to list (1 = its entries); giving it lists recursively.",
-        ),
-    ] = None,
+    recursive: bool = False,
+    max_depth: Annotated[int | None, Field(default=None, ge=1, le=listing.MAX_DEPTH)] = None,
     offset: Offset = 0,
-    limit: Limit = 100,
+    limit: Limit = listing.DEFAULT_LIMIT,
 ) -> Annotated[CallToolResult, listing.ListResult]:
-    """List a directory's entries (path, name, type file|dir|symlink|other, size of files,
-    modified time in UTC), sorted by name; recursive=true (or a max_depth) walks
-    breadth-first to max_depth levels (default 2).
-    Denied names (secrets, .git, node_modules, ...) never appear; symlinks are listed as
-    symlink and never entered (skipped_links counts them). Paginated: when has_more is
-    true, call again with offset=next_offset."""
+    """List a folder, with file sizes; recursive=true also lists subfolders, max_depth
+    levels down (default 2)."""
 
     # A depth asked for is a recursive listing: silently listing one level instead
     # would answer a question that was not asked.
@@ -88,10 +65,8 @@ async def list_directory(
 async def stat_path(
     ctx: Context, path: PathArg, root: RootArg = None
 ) -> Annotated[CallToolResult, listing.StatResult]:
-    """Metadata of one file or directory: type, size, modified and created times (UTC; created
-    is null where the system does not record it), permission bits, whether a file is text,
-    and its sha256 when the whole file fits in the root's max_read_bytes (pass it as
-    expected_sha256 to write tools). An in-root symlink is followed."""
+    """A file's or folder's type, size, times, mode and sha256, and whether a file is
+    text."""
 
     def work(call: Call) -> listing.StatResult:
         return listing.stat_path(call.root(root), path)
@@ -106,19 +81,10 @@ async def read_text_file(
     root: RootArg = None,
     start_line: StartLine = 1,
     end_line: EndLine = 300,
-    tail: Annotated[
-        int | None,
-        Field(default=None, ge=1, le=100_000, description="Return the last N lines instead."),
-    ] = None,
+    tail: Annotated[int | None, Field(default=None, ge=1, le=100_000)] = None,
 ) -> Annotated[CallToolResult, read_mod.ReadTextResult]:
-    """Read lines start_line..end_line of a text file (default 1-300), or its last `tail`
-    lines, each after its line number (the number is not part of the file: leave it out
-    of edit_file's old_text). Decodes UTF-8 (with or without BOM), UTF-16/32 with BOM
-    and GB18030; binary files are refused. When has_more is true, continue from
-    next_start_line. total_lines is given once the end of the file was reached; reading past
-    it returns empty content with start_beyond_eof=true. One call reads at most the root's
-    max_read_bytes of the file (use tail for the end of a larger file). sha256 is the whole
-    file's, for write tools' expected_sha256."""
+    """Read lines start_line..end_line of a text file, or its last `tail` lines, each
+    after its number."""
 
     def work(call: Call) -> read_mod.ReadTextResult:
         if tail is None:
@@ -141,14 +107,11 @@ async def read_multiple_files(
     ctx: Context,
     paths: Annotated[
         list[Annotated[str, Field(max_length=4096)]],
-        Field(min_length=1, max_length=read_mod.MAX_FILES, description="Files to read."),
+        Field(min_length=1, max_length=read_mod.MAX_FILES),
     ],
     root: RootArg = None,
 ) -> Annotated[CallToolResult, read_mod.ReadManyResult]:
-    """Read several text files of one root in one call, each from its first line. The
-    output is shared between the files; one that does not fit whole says has_more and
-    next_start_line (continue it with read_text_file). A file that cannot be read gets its
-    own error and does not stop the others."""
+    """Read several text files from line 1, numbered as read_text_file numbers them."""
 
     def work(call: Call) -> read_mod.ReadManyResult:
         r = call.root(root)
@@ -167,9 +130,8 @@ async def read_multiple_files(
 async def read_media_file(
     ctx: Context, path: PathArg, root: RootArg = None
 ) -> Annotated[CallToolResult, media.MediaInfo]:
-    """Return an image (PNG, JPEG, GIF, WebP, BMP) or audio file (WAV, MP3, OGG, FLAC, M4A)
-    as MCP image/audio content, with its type, size and sha256. The type is recognised from
-    the file's bytes; the file must fit in the root's max_read_bytes."""
+    """Return an image or audio file (recognised by its bytes) as image or audio
+    content."""
 
     def work(call: Call) -> CallToolResult:
         r = call.root(root)

@@ -1,13 +1,15 @@
 """The text of the file, listing, search, write and admin results (`app.tools.render`).
 
-Shared with `render_git`: `footer` (the bracketed last line), `read_header` and
-`numbered` (a file's lines, `cat -n` style).
+Shared with `render_git`: `footer` (the bracketed last line), `read_header`,
+`numbered` (a file's lines after their numbers) and `short` (a sha256 as shown).
 """
 
 from __future__ import annotations
 
 import posixpath
 from typing import Any
+
+from app.fs.hashing import short
 
 Data = dict[str, Any]
 
@@ -37,13 +39,19 @@ def _entry(name: str, kind: str, size: Any) -> str:
     return f"{name} ({kind})"
 
 
+def _span(data: Data, count: int) -> str:
+    """`22 entries` for a whole answer, `entries 101-200` for a page of a longer one."""
+    if not count:
+        return "no entries"
+    if data.get("offset") or data.get("has_more"):
+        return f"entries {data['offset'] + 1}-{data['offset'] + count}"
+    return f"{count} entries" if count > 1 else "1 entry"
+
+
 def list_directory(data: Data) -> str:
     path = data.get("path", "")
     entries = data.get("entries", [])
-    first, last = data["offset"] + 1, data["offset"] + len(entries)
-    span = f"entries {first}-{last}" if entries else "no entries"
-    lines = [f"{_where(data.get('root'), path)} ({span}; sizes in bytes, folders end in /, "
-             "symlinks in @)"]
+    lines = [f"{_where(data.get('root'), path)} ({_span(data, len(entries))}; sizes in bytes)"]
     group = path
     for e in entries:
         parent = posixpath.dirname(e["path"])
@@ -69,20 +77,23 @@ def stat_path(data: Data) -> str:
         bits.append(f"created {data['created']}")
     bits.append(f"mode {data.get('mode')}")
     if data.get("sha256"):
-        bits.append(f"sha256 {data['sha256']}")
+        bits.append(f"sha256 {short(data['sha256'])}")
     return f"{data['path']}: " + ", ".join(bits)
 
 
 def numbered(content: str) -> list[str]:
-    """`content`'s `120 | text` lines as `120<TAB>text` (the text itself untouched)."""
-    out = []
-    for line in content.split("\n") if content else []:
-        number, sep, text = line.partition(" | ")
-        out.append(f"{number}\t{text}" if sep and number.isdigit() else line)
-    return out
+    """`content`'s `120 | text` lines as `120 text`, numbers right-aligned to the widest
+    (the text itself untouched). One space costs fewer tokens than a tab or a bar: 1.22x
+    the bare text for a file of Python, against 1.29x and 1.31x (docs/measured.md)."""
+    split = [line.partition(" | ") for line in content.split("\n")] if content else []
+    width = max((len(n) for n, sep, _ in split if sep and n.lstrip("-").isdigit()), default=0)
+    return [f"{n:>{width}} {text}" if sep and n.lstrip("-").isdigit() else n + sep + text
+            for n, sep, text in split]
 
 
 def read_header(data: Data) -> str:
+    """`path (lines 1-20 of 120; sha256 0f343b0931126a20)`: what the model uses, no more
+    (the encoding only when it is not UTF-8; the sha256 short, as expected_sha256 takes it)."""
     if data.get("start_beyond_eof"):
         span = f"no lines: start_line {data['start_line']} is past the end"
     elif data.get("end_line") is None:
@@ -91,8 +102,10 @@ def read_header(data: Data) -> str:
         span = f"lines {data['start_line']}-{data['end_line']}"
     if data.get("total_lines") is not None:
         span += f" of {data['total_lines']}"
-    extra = f", sha256 {data['sha256']}" if data.get("sha256") else ""
-    return f"{data['path']} ({span}; {data['encoding']}{extra})"
+    if data.get("encoding") not in (None, "utf-8"):
+        span += f", {data['encoding']}"
+    extra = f"; sha256 {short(data['sha256'])}" if data.get("sha256") else ""
+    return f"{data['path']} ({span}{extra})"
 
 
 def read_text_file(data: Data) -> str:
@@ -116,7 +129,8 @@ def read_multiple_files(data: Data) -> str:
 
 
 def read_media_file(data: Data) -> str:
-    return f"{data['path']}: {data['mime_type']}, {data['size']} bytes, sha256 {data['sha256']}"
+    return (f"{data['path']}: {data['mime_type']}, {data['size']} bytes, "
+            f"sha256 {short(data['sha256'])}")
 
 
 def _searchfooter(data: Data, counts: list[str]) -> list[str]:
@@ -180,7 +194,7 @@ def edit_file(data: Data) -> str:
     if data.get("dry_run"):
         head = f"dry run on {data['path']}:"
     elif data.get("written"):
-        sha = f" (sha256 {data['sha256']})" if data.get("sha256") else ""
+        sha = f" (sha256 {short(data['sha256'])})" if data.get("sha256") else ""
         head = f"edited {data['path']}{sha}:"
     else:
         head = f"{data['path']} unchanged: the edits change nothing"
@@ -189,7 +203,7 @@ def edit_file(data: Data) -> str:
 
 def write_file(data: Data) -> str:
     did = "created" if data.get("created") else "replaced"
-    return f"{did} {data['path']}: {data['size']} bytes, sha256 {data['sha256']}"
+    return f"{did} {data['path']}: {data['size']} bytes, sha256 {short(data['sha256'])}"
 
 
 def create_directory(data: Data) -> str:

@@ -11,7 +11,7 @@ from typing import Annotated
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
-from pydantic import ConfigDict, Field
+from pydantic import AfterValidator, ConfigDict, Field
 
 from app.budget import BYTES_PER_CHAR
 from app.fs.change import copy as copy_mod
@@ -22,34 +22,39 @@ from app.fs.change.copy import CopyResult
 from app.fs.change.edit import EditResult, TextEdit
 from app.fs.change.move import MoveResult
 from app.fs.change.write import DirectoryResult, WriteResult
+from app.fs.hashing import SHORT, is_hash_or_prefix
+from app.messages import shown
 from app.tools.base import Call, PathArg, RootArg, run, tool
 from app.tools.metered import metered
 
-OtherRoot = Annotated[
-    str | None, Field(default=None, max_length=64, description="Overrides root for this side.")
-]
+OtherRoot = Annotated[str | None, Field(default=None, max_length=64)]  # default: root
 
 # A hard ceiling at the edge; the real bound is the root's max_read_bytes, checked in app.fs.
 MAX_CONTENT_CHARS = 1 << 28
 MAX_EDITS = 200
 
-Sha256Arg = Annotated[
-    str | None,
-    Field(
-        default=None,
-        pattern=r"^[0-9a-fA-F]{64}$",
-        description="sha256 from stat_path or read_text_file: refuse if the file changed since.",
-    ),
-]
+
+
+def _hash_or_prefix(value: str | None) -> str | None:
+    if value is not None and not is_hash_or_prefix(value):
+        raise ValueError(
+            f"must be the file's sha256 or its first {SHORT} or more hex digits "
+            f"(got {shown(value)})"
+        )
+    return value
+
+
+# The sha256 a read or a write answered, whole or short (`app.fs.hashing.matches`). No
+# description: the name and the sha256 in every read's answer say what it is for.
+Sha256Arg = Annotated[str | None, Field(default=None, max_length=64),
+                      AfterValidator(_hash_or_prefix)]
 
 
 class EditArg(TextEdit):
     model_config = ConfigDict(extra="forbid")  # a misspelled `oldText` is refused, not dropped
 
-    old_text: str = Field(
-        min_length=1, max_length=MAX_CONTENT_CHARS, description="Exact text; must occur once."
-    )
-    new_text: str = Field(max_length=MAX_CONTENT_CHARS, description="Replacement text.")
+    old_text: str = Field(min_length=1, max_length=MAX_CONTENT_CHARS)
+    new_text: str = Field(max_length=MAX_CONTENT_CHARS)
 
 
 # Idempotent: the same call again leaves the disk as the first left it (the same
@@ -58,20 +63,13 @@ class EditArg(TextEdit):
 async def write_file(
     ctx: Context,
     path: PathArg,
-    content: Annotated[
-        str, Field(max_length=MAX_CONTENT_CHARS, description="The whole new content (UTF-8).")
-    ],
+    content: Annotated[str, Field(max_length=MAX_CONTENT_CHARS)],
     root: RootArg = None,
-    overwrite: Annotated[
-        bool, Field(description="Replace an existing file; without it an existing file is kept.")
-    ] = False,
+    overwrite: bool = False,
     expected_sha256: Sha256Arg = None,
 ) -> Annotated[CallToolResult, WriteResult]:
-    """Create a file with the given text (UTF-8), creating missing parent folders. An
-    existing file is replaced only with overwrite=true; pass expected_sha256 (from
-    stat_path or read_text_file) so a file someone else changed since you read it is not
-    overwritten. The write is atomic: readers see the old or the new file, never a mix.
-    Content is limited to the root's max_read_bytes. Returns the new sha256."""
+    """Write a whole text file, creating missing folders; replacing a file needs
+    overwrite=true."""
 
     def work(call: Call) -> WriteResult:
         r = call.root(root)
@@ -96,17 +94,14 @@ async def edit_file(
     path: PathArg,
     edits: Annotated[
         list[EditArg],
-        Field(min_length=1, max_length=MAX_EDITS, description="Replacements, applied in order."),
+        Field(min_length=1, max_length=MAX_EDITS),
     ],
     root: RootArg = None,
-    dry_run: Annotated[bool, Field(description="Return the diff without writing.")] = False,
+    dry_run: bool = False,
     expected_sha256: Sha256Arg = None,
 ) -> Annotated[CallToolResult, EditResult]:
-    """Replace exact text in a text file: each edit's old_text must occur exactly once in
-    the text left by the edits before it (the error says 0 or how many times). All edits
-    apply or none do. Returns a unified diff; dry_run=true shows it without writing. The
-    file keeps its encoding and line endings. Pass expected_sha256 to refuse if the file
-    changed since you read it."""
+    """Replace exact text in a file. Each old_text must occur exactly once: copy it
+    without the line numbers a read shows."""
 
     def work(call: Call) -> EditResult:
         r = call.root(root)
@@ -129,8 +124,7 @@ async def edit_file(
 async def create_directory(
     ctx: Context, path: PathArg, root: RootArg = None
 ) -> Annotated[CallToolResult, DirectoryResult]:
-    """Create a directory and any missing parents, like `mkdir -p`; an existing directory
-    is not an error (created=false)."""
+    """Create a folder and any missing parents, like mkdir -p."""
 
     def work(call: Call) -> DirectoryResult:
         return write_mod.create_directory(call.root(root), path)
@@ -145,14 +139,10 @@ async def move_file(
     source: PathArg,
     destination: PathArg,
     root: RootArg = None,
-    overwrite: Annotated[
-        bool, Field(description="Replace an existing destination file (never a directory).")
-    ] = False,
+    overwrite: bool = False,
 ) -> Annotated[CallToolResult, MoveResult]:
-    """Move or rename a file, directory or symlink within one root (both paths relative to
-    it). The destination's folder must exist. An existing destination is replaced only
-    with overwrite=true, and only if it is a file. A symlink moves as itself. The root
-    itself cannot be moved."""
+    """Move or rename a file or folder within a root; replacing a file needs
+    overwrite=true."""
 
     def work(call: Call) -> MoveResult:
         return move_mod.move_file(call.root(root), source, destination, overwrite=overwrite)
@@ -169,10 +159,10 @@ async def copy_file(
     root: RootArg = None,
     source_root: OtherRoot = None,
     destination_root: OtherRoot = None,
-    overwrite: Annotated[bool, Field(description="Replace an existing destination file.")] = False,
+    overwrite: bool = False,
 ) -> Annotated[CallToolResult, CopyResult]:
-    """Copy a file or folder byte for byte, within a root or across roots; the
-    destination's folder must exist and a folder is copied only to a new name."""
+    """Copy a file or folder byte for byte, within or across roots (source_root,
+    destination_root); replacing a file needs overwrite=true."""
 
     def work(call: Call) -> CopyResult:
         src, dst = call.root(source_root or root), call.root(destination_root or root)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from app.messages import shown
 from tests.kit import roots_toml
 from tests.live import LiveServer, live_server
 
@@ -156,7 +157,15 @@ BAD_VALUES: list[tuple[str, dict[str, Any], str]] = [
     ("search_text", {"query": ""}, "query must not be empty"),
     ("list_directory", {"root": "r" * 65}, "root is too long: 65 characters, at most 64"),
     ("write_file", {"path": "n.txt", "content": "x", "expected_sha256": "abc"},
-     "expected_sha256 does not match ^[0-9a-fA-F]{64}$ (got 'abc')"),
+     "expected_sha256 must be the file's sha256 or its first 16 or more hex digits (got 'abc')"),
+    # A prefix shorter than the short form a result shows is ambiguous: refused, not matched.
+    ("write_file", {"path": "n.txt", "content": "x", "expected_sha256": "0" * 15},
+     "expected_sha256 must be the file's sha256 or its first 16 or more hex digits "
+     f"(got '{'0' * 15}')"),
+    ("edit_file", {"path": "notes.txt", "edits": [{"old_text": "a", "new_text": "b"}],
+                   "expected_sha256": "g" * 16},
+     "expected_sha256 must be the file's sha256 or its first 16 or more hex digits "
+     f"(got '{'g' * 16}')"),
     # -- several at once: each named, in one line ---------------------------------------------
     ("read_text_file", {"path": "notes.txt", "start_line": 0, "end_line": 0},
      "start_line must be at least 1 (got 0); end_line must be at least 1 (got 0)"),
@@ -217,6 +226,41 @@ async def test_an_outlandish_argument_name_gets_a_short_one_line_refusal(
             text = res.content[0].text  # type: ignore[union-attr]
             assert text.startswith("unknown argument '") and "\n" not in text
             assert len(text) < 200
+    assert snapshot(ws) == before
+
+
+# (a tool name a model sends, the tool it meant; None: no guess). The same guesses as an
+# argument's, and the reference filesystem server's names a model may have learned.
+MISNAMED_TOOLS: list[tuple[str, str | None]] = [
+    ("read_txt_file", "read_text_file"),
+    ("readTextFile", "read_text_file"),
+    ("list-directory", "list_directory"),
+    ("search_file", "search_files"),
+    ("read_file", "read_text_file"),
+    ("get_file_info", "stat_path"),
+    ("list_allowed_directories", "list_roots"),
+    ("directory_tree", "list_directory"),
+    ("frobnicate", None),
+    ("x" * 100_000, None),
+    ("read_text_file\n[ok]", "read_text_file"),  # shown escaped, on one line
+]
+
+
+@pytest.mark.parametrize(("given", "meant"), MISNAMED_TOOLS,
+                         ids=[g[:20] for g, _ in MISNAMED_TOOLS])
+async def test_a_misnamed_tool_gets_what_it_probably_meant(
+    place: tuple[Path, LiveServer], given: str, meant: str | None
+) -> None:
+    ws, srv = place
+    before = snapshot(ws)
+    async with srv.session() as s:
+        tools = [t.name for t in (await s.list_tools()).tools]
+        res = await s.call_tool(given, {"path": "notes.txt"})
+    assert res.is_error
+    text = res.content[0].text  # type: ignore[union-attr]
+    hint = f" (did you mean '{meant}'?)" if meant else ""
+    assert text == f"unknown tool {shown(given)}{hint}; the tools are: {', '.join(tools)}"
+    assert "\n" not in text and len(text) < 600
     assert snapshot(ws) == before
 
 

@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from tests.kit import roots_toml
+from tests.kit import complete, result_models, roots_toml
 from tests.live import LiveServer, live_server
 
 TRICKY = [
@@ -58,31 +58,39 @@ def srv(text_tree: Path) -> Iterator[LiveServer]:
         yield s
 
 
-async def call(srv: LiveServer, tool: str, **args: Any) -> tuple[str, dict[str, Any]]:
+async def raw_call(srv: LiveServer, tool: str, **args: Any) -> tuple[str, dict[str, Any]]:
+    """(the one text item, the structured content as sent: lean, valid against the schema)."""
     async with srv.session() as s:
         schemas = {t.name: t.output_schema for t in (await s.list_tools()).tools}
         res = await s.call_tool(tool, args)
     assert not res.is_error, res.content
     assert res.structured_content is not None
-    jsonschema.validate(res.structured_content, schemas[tool])  # complete and valid
+    jsonschema.validate(res.structured_content, schemas[tool])
     texts = [c.text for c in res.content if c.type == "text"]
     assert len(texts) == 1
     return texts[0], res.structured_content
 
 
+async def call(srv: LiveServer, tool: str, **args: Any) -> tuple[str, dict[str, Any]]:
+    """(the one text item, the whole structured result: the lean form's defaults restored)."""
+    text, data = await raw_call(srv, tool, **args)
+    return text, complete(tool, data)
+
+
 async def test_file_lines_arrive_verbatim_with_their_numbers(srv: LiveServer) -> None:
     text, data = await call(srv, "read_text_file", path="tricky.txt")
     header, *lines = text.split("\n")
-    assert header.startswith("tricky.txt (lines 1-7 of 7; utf-8, sha256 ")
-    assert data["sha256"] in header
-    assert lines == [f"{i}\t{line}" for i, line in enumerate(TRICKY, 1)]
+    # The header says what the model uses: the range, and the sha256 in the short form
+    # expected_sha256 takes (the encoding only when it is not UTF-8).
+    assert header == f"tricky.txt (lines 1-7 of 7; sha256 {data['sha256'][:16]})"
+    assert lines == [f"{i} {line}" for i, line in enumerate(TRICKY, 1)]
     assert '\\"' not in text and "\\u" not in text  # nothing escaped
     assert data["content"].split("\n")[0] == f"1 | {TRICKY[0]}"  # structured: unchanged
 
 
 async def test_a_window_ends_with_how_to_continue(srv: LiveServer) -> None:
     text, data = await call(srv, "read_text_file", path="tricky.txt", start_line=2, end_line=3)
-    assert text.split("\n")[1:] == [f"2\t{TRICKY[1]}", f"3\t{TRICKY[2]}",
+    assert text.split("\n")[1:] == [f"2 {TRICKY[1]}", f"3 {TRICKY[2]}",
                                     "[more: call again with start_line=4]"]
     assert data["next_start_line"] == 4
 
@@ -139,11 +147,26 @@ async def test_search_and_fetch_keep_openai_s_shape(srv: LiveServer) -> None:
 
 
 async def test_text_format_json_restores_the_json_text(text_tree: Path) -> None:
+    """The JSON text is the whole result, every field as this server always sent it (nulls,
+    defaults, a listing entry's name and modified); the structured content is its lean
+    form (app/tools/lean.py)."""
+    from app.tools.lean import lean
+
     with live_server(config(text_tree, 'text_format = "json"')) as json_srv:
-        for tool, args in (("read_text_file", {"path": "tricky.txt"}),
-                           ("list_directory", {"path": "pkg"}), ("list_roots", {})):
-            text, data = await call(json_srv, tool, **args)
-            assert json.loads(text) == data
+        for tool, args in (("read_text_file", {"path": "tricky.txt", "end_line": 2}),
+                           ("list_directory", {"path": "pkg"}), ("list_roots", {}),
+                           ("search_files", {"pattern": "*.py"})):
+            text, data = await raw_call(json_srv, tool, **args)
+            model = result_models()[tool]
+            whole = json.loads(text)
+            assert set(whole) == set(model.model_fields), tool
+            assert lean(model.model_validate(whole)) == data, tool
+            assert complete(tool, data) == {**whole, **complete(tool, data)}, tool
+        _, listing = await raw_call(json_srv, "list_directory", path="pkg")
+        text, _ = await raw_call(json_srv, "list_directory", path="pkg")
+        entry = json.loads(text)["entries"][0]
+        assert set(entry) == {"path", "name", "type", "size", "modified"}
+        assert entry["modified"].endswith("Z") and "modified" not in listing["entries"][0]
 
 
 def test_an_unknown_text_format_is_a_config_error(text_tree: Path) -> None:
@@ -165,19 +188,24 @@ line_text = st.text(
 
 @settings(max_examples=25, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(line_text, min_size=1, max_size=8))
-def test_the_rendering_of_a_read_is_the_file_verbatim(lines: list[str]) -> None:
+@given(st.lists(line_text, min_size=1, max_size=8), st.integers(1, 2000))
+def test_the_rendering_of_a_read_is_the_file_verbatim(lines: list[str], first: int) -> None:
+    """Each line verbatim after its number and one space, numbers right-aligned to the
+    widest of the window (` 9 x`, `10 y`)."""
     from app.fs.reading.read import ReadTextResult
     from app.tools.render import render
 
-    content = "\n".join(f"{i} | {x}" for i, x in enumerate(lines, 1))
-    data = {"path": "f", "encoding": "utf-8", "start_line": 1, "end_line": len(lines),
+    numbers = range(first, first + len(lines))
+    content = "\n".join(f"{i} | {x}" for i, x in zip(numbers, lines, strict=True))
+    data = {"path": "f", "encoding": "utf-8", "start_line": first, "end_line": numbers[-1],
             "has_more": False, "next_start_line": None, "eof_reached": True,
-            "start_beyond_eof": False, "total_lines": len(lines), "sha256": None,
+            "start_beyond_eof": False, "total_lines": numbers[-1], "sha256": None,
             "content": content, "note": None}
     text = render(ReadTextResult, data)
     assert text is not None
-    assert text.split("\n")[1:] == [f"{i}\t{x}" for i, x in enumerate(lines, 1)]
+    width = len(str(numbers[-1]))
+    assert text.split("\n")[1:] == [f"{i:>{width}} {x}"
+                                    for i, x in zip(numbers, lines, strict=True)]
 
 
 async def test_a_name_cannot_forge_lines_of_the_answer(srv: LiveServer, text_tree: Path) -> None:

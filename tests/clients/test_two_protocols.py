@@ -6,6 +6,7 @@ a bearer token.
 from __future__ import annotations
 
 import contextlib
+import logging
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ import httpx2
 import pytest
 from mcp import Client, ClientSession
 from mcp.client.streamable_http import streamable_http_client
+from mcp.shared.exceptions import MCPError
 
 from tests.live import LiveServer, live_server
 
@@ -89,3 +91,31 @@ async def test_smoke_scenario(
         async with CLIENTS[era](srv) as (client, version):
             assert version == era
             await smoke(client, search_fetch_config)
+
+
+@pytest.mark.parametrize("era", sorted(CLIENTS))
+async def test_nothing_is_advertised_that_is_not_served(
+    era: str, search_fetch_config: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """No prompts and no resources: neither capability is advertised, their lists answer
+    -32601 (Method not found), and a prompt or resource asked for by name anyway is an
+    invalid parameter (-32602), said in one line, with no traceback in the log."""
+    with live_server(search_fetch_config) as srv:
+        async with CLIENTS[era](srv) as (client, _):
+            caps = client.server_capabilities
+            assert caps is not None and caps.tools is not None
+            assert caps.prompts is None and caps.resources is None
+            for call, code in ((client.list_prompts(), -32601),
+                               (client.list_resources(), -32601),
+                               (client.get_prompt("nope"), -32602),
+                               (client.read_resource("file:///etc/passwd"), -32602)):
+                with pytest.raises(MCPError) as got:
+                    await call
+                assert got.value.code == code, got.value
+            assert str(got.value.message).startswith("Unknown resource")
+            with pytest.raises(MCPError) as got:
+                await client.get_prompt("nope")
+            assert got.value.message == ("unknown prompt 'nope': this server has no prompts "
+                                         "(its tools are listed by tools/list)")
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info], [
+        r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]

@@ -22,7 +22,7 @@ from mcp import ClientSession
 
 from app.errors import LoomError
 from app.security import SecureRoot
-from tests.kit import config_file, loaded_root, roots_toml
+from tests.kit import complete, config_file, loaded_root, roots_toml
 from tests.live import LiveServer, live_server
 
 MAX_READ = 65536
@@ -148,6 +148,7 @@ async def refusal(disk: Disk, via: ClientSession | LiveServer, tool: str, **args
 # SDK client's cancel scopes in one task and leave them in another.
 async def call(via: ClientSession | LiveServer, tool: str, **args: Any) -> tuple[bool, Any]:
     """(is_error, structured result or error text); a result has both (its text is for a model).
+    The structured result comes whole: its lean form's defaults restored (`tests.kit.complete`).
 
     `via` is an open session, or a server (one session just for this call).
     """
@@ -159,7 +160,7 @@ async def call(via: ClientSession | LiveServer, tool: str, **args: Any) -> tuple
     if res.is_error:
         return True, text
     assert text and res.structured_content is not None
-    return False, res.structured_content
+    return False, complete(tool, res.structured_content)
 
 
 def temp_leftovers(top: Path) -> list[str]:

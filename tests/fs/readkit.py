@@ -23,7 +23,7 @@ import pytest
 from mcp import ClientSession
 
 from app.security.resolve import SecureRoot
-from tests.kit import config_file, loaded_root, roots_toml
+from tests.kit import complete, config_file, loaded_root, roots_toml
 from tests.live import LiveServer, live_server
 
 MAX_READ = 65536  # main's max_read_bytes: big.log is over it
@@ -159,13 +159,14 @@ def config(base: Path, paths: dict[str, Path], extra: str = "", name: str = "roo
 
 
 async def call(s: ClientSession, tool: str, **args: Any) -> tuple[bool, Any]:
-    """(is_error, structured result or error text); a result has both (its text is for a model)."""
+    """(is_error, structured result or error text); a result has both (its text is for a model).
+    The structured result comes whole: its lean form's defaults restored (`tests.kit.complete`)."""
     res = await s.call_tool(tool, args)
     text = res.content[0].text if res.content[0].type == "text" else res.content[-1].text  # type: ignore[union-attr]
     if res.is_error:
         return True, text
     assert text and res.structured_content is not None
-    return False, res.structured_content
+    return False, complete(tool, res.structured_content)
 
 
 

@@ -79,7 +79,7 @@ GOOD = {
         (GOOD, True),
         # A nested item with a wrong type, a missing field, a wrong top-level type.
         ({**GOOD, "matches": [{"path": "a.py", "type": "file", "size": "3"}]}, False),
-        ({**GOOD, "matches": [{"path": "a.py", "type": "file"}]}, False),
+        ({**GOOD, "matches": [{"type": "file", "size": 3}]}, False),
         ({**GOOD, "returned": "2"}, False),
     ],
 )

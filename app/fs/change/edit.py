@@ -33,7 +33,7 @@ from app.fs.change.locks import changing
 from app.fs.change.versions import Keeper
 from app.fs.change.write import existing_target, read_current, unchanged_guard
 from app.fs.control import Control, NoControl
-from app.fs.hashing import sha256_bytes
+from app.fs.hashing import matches, sha256_bytes
 from app.fs.text import textio
 from app.security.resolve import Parent, SecureRoot
 
@@ -51,13 +51,13 @@ class TextEdit(BaseModel):
 
 class EditResult(BaseModel):
     path: str
-    dry_run: bool
+    dry_run: bool = False
     written: bool  # false for a dry run, or when the edits change nothing
-    encoding: str
+    encoding: str = "utf-8"
     size: int  # bytes of the file after the call (as it would be, for a dry run)
     sha256: str  # of the content on disk after the call (as it would be, for a dry run)
     diff: str  # unified diff, cut to max_output_chars when diff_truncated
-    diff_truncated: bool
+    diff_truncated: bool = False
     note: str | None = None
     kept_version: str | None = None  # where the replaced content went (under the root)
 
@@ -210,7 +210,7 @@ def _edit(
             raise FileChanged()
         raise NotFound(f"no such file or directory: '{rel}'")
     raw, seen = read_current(parent, root.max_read_bytes)
-    if expected_sha256 and sha256_bytes(raw) != expected_sha256.lower():
+    if expected_sha256 and not matches(sha256_bytes(raw), expected_sha256):
         raise FileChanged()
     before, enc = decode(raw, rel)
     control.check()

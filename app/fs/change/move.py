@@ -53,7 +53,7 @@ class MoveResult(BaseModel):
     source: str
     destination: str
     type: str  # file | dir | symlink | other: what was moved
-    replaced: bool  # true when overwrite=true replaced an existing file
+    replaced: bool = False  # true when overwrite=true replaced an existing file
     kept_version: str | None = None  # where the replaced file went (under the root)
     note: str | None = None
 

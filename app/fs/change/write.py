@@ -39,7 +39,7 @@ from app.fs.change.atomic import Identity, fsync_dir, lstat_at, replace_file
 from app.fs.change.folders import Made, open_parent_making, undone_on_failure
 from app.fs.change.locks import changing
 from app.fs.change.versions import Keeper
-from app.fs.hashing import sha256_bytes, sha256_fd
+from app.fs.hashing import matches, sha256_bytes, sha256_fd
 from app.security.resolve import FILE_FLAGS, Parent, SecureRoot
 
 
@@ -169,7 +169,7 @@ def _put(
             if st is None:
                 raise FileChanged()
             digest, seen = hash_of_current(parent)
-            if digest != expected:
+            if digest is None or not matches(digest, expected):
                 raise FileChanged()
             guard, st = unchanged_guard(parent, seen), seen
         keeper = Keeper(root, parent, st)

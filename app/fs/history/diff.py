@@ -42,16 +42,16 @@ class DiffFile(BaseModel):
 class DiffResult(BaseModel):
     root: str
     base: str
-    target: str | None
+    target: str | None = None
     path: str
     files: list[DiffFile]
-    offset: int
+    offset: int = 0
     returned: int
-    has_more: bool
-    next_offset: int | None
+    has_more: bool = False
+    next_offset: int | None = None
     next_cursor: str | None = None
-    truncated: bool
-    hidden_denied: int
+    truncated: bool = False
+    hidden_denied: int = 0
     note: str | None = None
 
 

@@ -41,13 +41,13 @@ class LogResult(BaseModel):
     commit: str
     path: str
     commits: list[LogCommit]
-    offset: int
+    offset: int = 0
     limit: int
     returned: int
-    has_more: bool
-    next_offset: int | None
-    next_cursor: str | None
-    truncated: bool
+    has_more: bool = False
+    next_offset: int | None = None
+    next_cursor: str | None = None
+    truncated: bool = False
     walked: int
     note: str | None = None
 

@@ -53,12 +53,12 @@ class ShowResult(BaseModel):
     message: str
     parents: list[str]
     files: list[FileChange]
-    offset: int
+    offset: int = 0
     returned: int
-    has_more: bool
-    next_offset: int | None
+    has_more: bool = False
+    next_offset: int | None = None
     next_cursor: str | None = None
-    hidden_denied: int
+    hidden_denied: int = 0
     note: str | None = None
     file: read_mod.ReadTextResult | None = None
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import datetime as _dt
 import os
 import stat as stat_mod
+from typing import Any, ClassVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from app.errors import NotARegularFile, NotFound, os_error
 from app.fs.control import Control
@@ -22,39 +23,57 @@ from app.fs.text import textio
 from app.fs.text.paging import fit_page, page_note
 from app.security.paths import join
 from app.security.resolve import FILE_FLAGS, SecureRoot, check_regular
-from app.security.walk import FILE, WalkEntry, Walker, kind_of_mode
+from app.security.walk import DIR, FILE, WalkEntry, Walker, kind_of_mode
+
+MAX_DEPTH = 64  # the deepest a recursive listing goes (`max_depth` is refused beyond)
+DEFAULT_LIMIT = 100  # entries a page holds unless the call asks otherwise
 
 
+def _last_part(data: dict[str, Any]) -> str:
+    return str(data.get("path", "")).rpartition("/")[2]
+
+
+def _count(data: dict[str, Any]) -> int:
+    return len(data.get("entries", ()))
+
+
+# Defaults say what a field left out of the structured content means (`app.tools.lean`).
 class Entry(BaseModel):
     path: str
-    name: str
-    type: str  # file | dir | symlink | other
-    size: int | None  # files only: a link's target is never looked at
-    modified: str | None
+    name: str = Field(default_factory=_last_part, description="Left out: path's last part.")
+    type: str = "file"  # file | dir | symlink | other
+    size: int | None = None  # files only: a link's target is never looked at
+    modified: str | None = Field(
+        default=None, description="Left out of structured content: stat_path has it.")
 
 
 class ListResult(BaseModel):
+    # What the readable text shows of an entry, no more: its name is its path's last part;
+    # `returned` is how many entries there are.
+    LEAN_EXCLUDE: ClassVar[dict[str, Any]] = {
+        "entries": {"__all__": {"name", "modified"}}, "returned": True}
+
     root: str
     path: str
     entries: list[Entry]
-    offset: int
-    limit: int
-    returned: int
-    has_more: bool
-    next_offset: int | None
-    skipped_links: int
+    offset: int = 0
+    limit: int = DEFAULT_LIMIT  # the value used, after max_search_results clamped it
+    returned: int = Field(default_factory=_count, description="Left out: len(entries).")
+    has_more: bool = False
+    next_offset: int | None = None
+    skipped_links: int = 0
     note: str | None = None
 
 
 class StatResult(BaseModel):
     path: str
     type: str
-    size: int | None
-    modified: str | None
-    created: str | None
+    size: int | None = None
+    modified: str | None = None
+    created: str | None = None
     mode: str
-    is_text: bool
-    sha256: str | None
+    is_text: bool = False
+    sha256: str | None = None
 
 
 def iso(ts: float | None) -> str | None:
@@ -92,6 +111,14 @@ def unreadable_note(walker: Walker) -> str | None:
     return f"{n} director{'y' if n == 1 else 'ies'} could not be read and were skipped"
 
 
+def depth_note(folders: int, depth: int) -> str | None:
+    """What a recursive listing left out below its depth: folders it listed, not entered."""
+    if not folders:
+        return None
+    how = f"max_depth={depth + 1} lists deeper" if depth < MAX_DEPTH else "list them one by one"
+    return f"{folders} folder(s) at depth {depth} not entered; {how}"
+
+
 def list_directory(
     root: SecureRoot,
     path: str,
@@ -108,6 +135,8 @@ def list_directory(
     walker = Walker(root, start, max_depth if recursive else 1)
     name_of = relabel(start, shown)
     page: list[dict[str, object]] = []
+    # Which entries of the page are folders at the last depth listed (never entered).
+    unentered: list[bool] = []
     more = False
     for seen, e in enumerate(walker):
         if seen >= offset:
@@ -115,12 +144,14 @@ def list_directory(
                 more = True
                 break
             page.append(entry_of(e, name_of(e.path)))
+            unentered.append(recursive and e.kind == DIR and e.depth == max_depth)
         if not seen & 1023:
             control.check()
 
     def make(n: int) -> ListResult:
         has_more = more or n < len(page)
-        notes = [page_note(n, offset, n < len(page), cap), unreadable_note(walker)]
+        notes = [page_note(n, offset, n < len(page), cap), unreadable_note(walker),
+                 depth_note(sum(unentered[:n]), max_depth)]
         return ListResult(
             # Entries stay dicts: pydantic validates them, cheaper than a model each.
             root=root.name, path=shown, entries=page[:n], offset=offset, limit=limit,  # type: ignore[arg-type]

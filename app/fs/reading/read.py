@@ -33,24 +33,25 @@ MIN_SHARE = 700  # below this a file's result would be mostly its own fields
 LINE_COST = 6
 
 
+# Defaults say what a field left out of the structured content means (`app.tools.lean`).
 class ReadTextResult(BaseModel):
     path: str
-    encoding: str
-    start_line: int
-    end_line: int | None
-    has_more: bool
-    next_start_line: int | None
-    eof_reached: bool
-    start_beyond_eof: bool
-    total_lines: int | None
-    sha256: str | None
+    encoding: str = "utf-8"
+    start_line: int = 1
+    end_line: int | None = None
+    has_more: bool = False
+    next_start_line: int | None = None
+    eof_reached: bool = False
+    start_beyond_eof: bool = False
+    total_lines: int | None = None
+    sha256: str | None = None
     content: str
     note: str | None = None
 
 
 class ReadManyItem(BaseModel):
     index: int
-    path: str | None  # the normalised request; None when the request itself was invalid
+    path: str | None = None  # the normalised request; None when the request itself was invalid
     error: str | None = None
     file: ReadTextResult | None = None
 
@@ -58,7 +59,7 @@ class ReadManyItem(BaseModel):
 class ReadManyResult(BaseModel):
     results: list[ReadManyItem]
     returned: int
-    errors: int
+    errors: int = 0
     note: str | None = None
 
 

@@ -17,10 +17,11 @@ def _absent(value: object) -> bool:
     return value is None
 
 
+# Defaults say what a field left out of the structured content means (`app.tools.lean`).
 class FileMatch(BaseModel):
     path: str
-    type: str
-    size: int | None
+    type: str = "file"
+    size: int | None = None
 
 
 class TextMatch(BaseModel):
@@ -37,23 +38,29 @@ class FileCount(BaseModel):
     count: int  # matching lines, as `rg -c` counts
 
 
+FILES_LIMIT = 100  # matches a page of search_files holds unless the call asks otherwise
+TEXT_LIMIT = 50  # and of search_text
+
+
 class _Page(BaseModel):
-    offset: int
-    limit: int
+    offset: int = 0
+    limit: int  # the value used, after max_search_results clamped it
     returned: int
-    has_more: bool
-    next_offset: int | None
-    truncated: bool
-    note: str | None
+    has_more: bool = False
+    next_offset: int | None = None
+    truncated: bool = False
+    note: str | None = None
 
 
 class SearchFilesResult(_Page):
+    limit: int = FILES_LIMIT
     matches: list[FileMatch]
     examined_entries: int
-    skipped_links: int
+    skipped_links: int = 0
 
 
 class SearchTextResult(_Page):
+    limit: int = TEXT_LIMIT
     # One of the three, by output_mode: content, files_with_matches, count.
     matches: list[TextMatch] | None = Field(default=None, exclude_if=_absent)
     files: list[str] | None = Field(default=None, exclude_if=_absent)
@@ -62,9 +69,9 @@ class SearchTextResult(_Page):
     next_cursor: str | None = None
     examined_files: int
     scanned_bytes: int
-    skipped_too_large: int
-    skipped_binary: int
-    skipped_links: int
+    skipped_too_large: int = 0
+    skipped_binary: int = 0
+    skipped_links: int = 0
 
 
 def page_fields(offset: int, limit: int, n: int, more: bool, notes: list[str | None]

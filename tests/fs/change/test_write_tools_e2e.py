@@ -282,6 +282,31 @@ async def test_hash_from_the_read_tools_guards_writes_and_edits(disk, server):
         assert disk.snapshot() == before
 
 
+async def test_the_short_hash_a_read_shows_guards_writes_and_edits(disk, server):
+    """The text of a read shows the sha256's first 16 hex digits; expected_sha256 takes
+    them as it takes the whole hash, and refuses a stale one alike."""
+    async with server.session() as s:
+        res = await s.call_tool("read_text_file", {"path": "notes.txt"})
+        header = res.content[0].text.split("\n")[0]
+        shown = header.rsplit("sha256 ", 1)[1].rstrip(")")
+        assert len(shown) == 16 and res.structured_content["sha256"].startswith(shown)
+        is_error, edited = await call(s, "edit_file", path="notes.txt",
+                                      edits=[{"old_text": "two", "new_text": "2"}],
+                                      expected_sha256=shown)
+        assert not is_error, edited
+        stat = await s.call_tool("stat_path", {"path": "notes.txt"})
+        assert stat.content[0].text.endswith(f"sha256 {edited['sha256'][:16]}")
+        is_error, res = await call(s, "write_file", path="notes.txt", content="v2\n",
+                                   overwrite=True, expected_sha256=edited["sha256"][:20].upper())
+        assert not is_error, res
+        before = disk.snapshot()
+        for stale in (shown, edited["sha256"][:16]):  # both name contents no longer there
+            is_error, text = await call(s, "write_file", path="notes.txt", content="x\n",
+                                        overwrite=True, expected_sha256=stale)
+            assert is_error and text == "file changed since it was read", text
+        assert disk.snapshot() == before
+
+
 async def test_temp_files_are_invisible_to_listings_and_searches(disk, server):
     (disk.ws / ".mcp-tmp-deadbeef").write_text("partial content\n")
     (disk.ws / "dir" / ".mcp-tmp-cafe").write_text("partial content\n")

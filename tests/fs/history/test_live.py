@@ -99,7 +99,7 @@ async def test_log_show_diff_over_the_wire_equal_git(server: LiveServer, world) 
         f"{i} | {x}" for i, x in enumerate(repo.git("show", "v1:README.md").splitlines(), 1)
     ]
     # The text item is for a model: the file's lines verbatim, numbered, not JSON.
-    assert "1\t# Demo\n" in res.content[0].text
+    assert "1 # Demo\n" in res.content[0].text
     res = await call(server, "git_diff", {"base": ids["first"], "target": ids["key"]})
     assert not res.is_error
     paths = [f["path"] for f in res.structured_content["files"]]

@@ -51,6 +51,34 @@ def test_recursion_stops_at_max_depth_and_at_links(root: SecureRoot) -> None:
     assert not [p for p in three if p.startswith("to_") and "/" in p]
 
 
+def test_a_recursive_listing_says_which_folders_it_did_not_enter(root: SecureRoot) -> None:
+    """A listing that stops at its depth says so (docs/tools.md): the folders at the last
+    level listed, and the depth that goes further. One level, or a depth that reaches the
+    bottom, has nothing to say."""
+    two = ls(root, recursive=True, max_depth=2)
+    assert [e.path for e in two.entries if e.type == "dir" and e.path.count("/") == 1] == [
+        "a/deep"]
+    assert two.note == "1 folder(s) at depth 2 not entered; max_depth=3 lists deeper"
+    one = ls(root, recursive=True, max_depth=1)
+    assert one.note == "2 folder(s) at depth 1 not entered; max_depth=2 lists deeper"
+    assert ls(root).note is None  # one level was asked for, and given
+    assert ls(root, recursive=True, max_depth=3).note is None
+    # Counted on the page shown: a page without such a folder says nothing of the others.
+    first = ls(root, recursive=True, max_depth=2, limit=2)
+    assert [e.path for e in first.entries] == ["a", "b.txt"] and first.note is None
+    deepest = ls(root, "a", recursive=True, max_depth=64)
+    assert deepest.note is None
+    assert ls(root, recursive=True, max_depth=64).note is None
+
+
+def test_at_the_deepest_depth_the_note_does_not_offer_a_deeper_one(tmp_path: Path) -> None:
+    from app.fs.reading.listing import MAX_DEPTH
+
+    r = small_root(tmp_path, {"/".join(["d"] * (MAX_DEPTH + 1)) + "/f.txt": "x"})
+    got = ls(r, recursive=True, max_depth=MAX_DEPTH, limit=1000)
+    assert got.note == f"1 folder(s) at depth {MAX_DEPTH} not entered; list them one by one"
+
+
 @pytest.mark.parametrize("limit", [1, 2, 3, 5])
 def test_pages_of_a_listing_add_up(root: SecureRoot, limit: int) -> None:
     whole = ls(root, recursive=True, max_depth=5).entries

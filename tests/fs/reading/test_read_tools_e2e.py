@@ -29,6 +29,7 @@ from tests.fs.readkit import (
     serve,
     wav_bytes,
 )
+from tests.kit import complete
 from tests.live import LiveServer, text_of
 
 READ_TOOLS = {"list_directory", "stat_path", "read_text_file", "read_multiple_files",
@@ -70,7 +71,8 @@ async def test_list_directory_lists_sorted_typed_entries_without_denied_names(
     readme = (rtree[1]["main"] / "README.md").stat().st_size
     async with rserver.session() as s:
         err, r = await call(s, "list_directory")
-    assert not err
+        raw = (await s.call_tool("list_directory", {})).structured_content
+    assert not err and raw is not None
     names = [e["name"] for e in r["entries"]]
     assert names == sorted(names)
     by = {e["name"]: e for e in r["entries"]}
@@ -80,7 +82,11 @@ async def test_list_directory_lists_sorted_typed_entries_without_denied_names(
     for link in ("link_in", "link_file", "link_out", "link_secret", "loop_a"):
         assert by[link]["type"] == "symlink" and by[link]["size"] is None
     assert by["fifo"]["type"] == "other"
-    assert by["README.md"]["modified"].endswith("Z")
+    # The structured entries are lean (docs/tools.md): no `name` (the path's last part), no
+    # `modified` (stat_path has it), no `type` for a file, no `size` where there is none.
+    lean = {e["path"]: e for e in raw["entries"]}
+    assert lean["README.md"] == {"path": "README.md", "size": readme}
+    assert lean["src"] == {"path": "src", "type": "dir"}
     assert r["root"] == "main" and r["path"] == "" and r["has_more"] is False
     assert r["returned"] == len(r["entries"]) and r["next_offset"] is None
 
@@ -526,7 +532,8 @@ async def test_pages_add_up_to_the_unpaginated_result(
                                   max_depth=64, limit=37)
         files = await _all_pages(s, "search_files", "matches", pattern="*", limit=41)
         texts = await _all_pages(s, "search_text", "matches", query=NEEDLE, limit=19)
-    assert listed == [e.model_dump() for e in whole_list.entries]
+    # `modified` is left out of the structured content (docs/tools.md).
+    assert listed == [{**e.model_dump(), "modified": None} for e in whole_list.entries]
     assert files == [m.model_dump() for m in whole_files.matches]
     assert whole_text.matches is not None
     assert texts == [m.model_dump() for m in whole_text.matches]
@@ -561,7 +568,7 @@ async def test_every_result_fits_max_output_chars_and_says_when_cut(
             text = text_of(res)
             assert not res.is_error, (tool, text)
             assert len(text) <= SMALL_CAP, (tool, len(text))
-            r = res.structured_content
+            r = complete(tool, res.structured_content)
             if tool in ("list_directory", "search_files", "search_text"):
                 assert r["has_more"] and r["returned"] < 200
                 assert f"max_output_chars = {SMALL_CAP}" in r["note"]

@@ -57,7 +57,7 @@ def _by_cursor(root: SecureRoot, query: str, **kw: Any) -> tuple[list[Any], int,
 
 
 @pytest.fixture(scope="module")
-def tree(tmp_path_factory: pytest.TempPathFactory) -> SecureRoot:
+def cursor_tree(tmp_path_factory: pytest.TempPathFactory) -> SecureRoot:
     tmp = tmp_path_factory.mktemp("cur")
     root = small_root(tmp, {}, max_read=1 << 20)
     rgkit.make_tree(tmp / "r", 77)
@@ -71,12 +71,12 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> SecureRoot:
        context=st.sampled_from([0, 0, 1, 3]), limit=st.integers(1, 40),
        budget=st.sampled_from([1 << 30, 150_000, 90_000]))  # each over the largest file
 def test_pages_walked_by_cursor_are_the_one_shot_answer(
-    tree: SecureRoot, query: str, mode: str, context: int, limit: int, budget: int,
+    cursor_tree: SecureRoot, query: str, mode: str, context: int, limit: int, budget: int,
 ) -> None:
     kw = dict(output_mode=mode, context=context)
-    whole = search_text(tree, _opts(tree, query, **kw), NoControl())
+    whole = search_text(cursor_tree, _opts(cursor_tree, query, **kw), NoControl())
     assert not whole.truncated and not whole.has_more and whole.next_cursor is None
-    got, examined, calls = _by_cursor(tree, query, limit=limit, budget=budget, **kw)
+    got, examined, calls = _by_cursor(cursor_tree, query, limit=limit, budget=budget, **kw)
     assert got == _items(whole)
     # A resumed call reads no file before its cursor: at most the cursor's file again.
     assert examined <= whole.examined_files + calls - 1

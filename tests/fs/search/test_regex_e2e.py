@@ -10,6 +10,7 @@ import pytest
 from mcp import ClientSession
 
 from tests.fs.readkit import small_root
+from tests.kit import complete
 from tests.live import LiveServer, live_server
 
 TREE = {
@@ -35,7 +36,7 @@ async def call(s: ClientSession, tool: str, **args: Any) -> tuple[bool, Any]:
     res = await s.call_tool(tool, args)
     if res.is_error:
         return True, res.content[0].text  # type: ignore[union-attr]
-    return False, res.structured_content
+    return False, complete(tool, res.structured_content)
 
 
 async def test_regex_context_and_modes_through_the_server(srv: LiveServer) -> None:
@@ -85,21 +86,31 @@ async def test_bad_new_arguments_are_refused_at_the_edge(srv: LiveServer, args: 
     assert err and message in text, text
 
 
-async def test_the_schema_bounds_the_new_arguments(srv: LiveServer) -> None:
+async def test_the_schema_types_the_new_arguments_and_the_edge_bounds_them(
+    srv: LiveServer,
+) -> None:
+    """Types and modes are published; ranges are not (docs/tools.md#arguments): the edge
+    enforces them and the refusal names the limit."""
     async with srv.session() as s:
         tools = {t.name: t for t in (await s.list_tools()).tools}
-    props = tools["search_text"].input_schema["properties"]
-    assert props["context"]["maximum"] == 10 and props["context"]["minimum"] == 0
-    assert props["output_mode"]["enum"] == ["content", "files_with_matches", "count"]
-    assert props["exclude"]["maxItems"] == 64 and props["regex"]["type"] == "boolean"
-    assert "no_ignore" in tools["search_files"].input_schema["properties"]
-    assert props["cursor"]["description"] == "next_cursor of a previous call."  # one line
+        props = tools["search_text"].input_schema["properties"]
+        assert props["context"]["type"] == "integer" and "maximum" not in props["context"]
+        assert props["output_mode"]["enum"] == ["content", "files_with_matches", "count"]
+        assert props["exclude"]["type"] == "array" and props["regex"]["type"] == "boolean"
+        assert "no_ignore" in tools["search_files"].input_schema["properties"]
+        assert props["cursor"]["description"] == "next_cursor of a previous call."  # one line
+        assert await call(s, "search_text", query="x", context=11) == (
+            True, "context must be at most 10 (got 11)")
+        assert await call(s, "search_text", query="x", context=-1) == (
+            True, "context must be at least 0 (got -1)")
+        assert await call(s, "search_text", query="x", exclude=["a"] * 65) == (
+            True, "exclude must have at most 64 items (got 65)")
 
 
 async def test_pages_by_cursor_through_the_server(srv: LiveServer) -> None:
     async with srv.session() as s:
         err, whole = await call(s, "search_text", query="def", no_ignore=True)
-        assert not err and whole["next_cursor"] is None and len(whole["matches"]) == 5
+        assert not err and whole.get("next_cursor") is None and len(whole["matches"]) == 5
         got: list[Any] = []
         args: dict[str, Any] = {"query": "def", "no_ignore": True, "limit": 2}
         while True:
