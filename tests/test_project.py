@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 REPO = Path(__file__).resolve().parents[1]
 
 
@@ -68,6 +70,7 @@ def test_example_config_is_valid_as_shipped() -> None:
     assert [r.role for r in loaded.roots] == ["reference"]
 
 
+@pytest.mark.slow  # mypy over the whole tree from a fresh clone: ~45 s on two cores
 def test_ruff_and_mypy_are_clean() -> None:
     bin_dir = Path(sys.executable).parent
     ruff = subprocess.run([str(bin_dir / "ruff"), "check", "app", "tests", "benchmarks"],
