@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.errors import ConfigError
+from app.security.handles import read_at_most
 
 MAX_TOKEN_BYTES = 4096
 TOKEN_NAME = "token"
@@ -76,17 +77,10 @@ def _check_private(st: os.stat_result) -> None:
 
 
 def _read_bounded(fd: int) -> bytes:
-    chunks: list[bytes] = []
-    size = 0
-    while size <= MAX_TOKEN_BYTES:
-        chunk = os.read(fd, MAX_TOKEN_BYTES + 1 - size)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-    if size > MAX_TOKEN_BYTES:
+    data = read_at_most(fd, MAX_TOKEN_BYTES)
+    if data is None:
         raise _refuse(f"larger than {MAX_TOKEN_BYTES} bytes; a token is one line")
-    return b"".join(chunks)
+    return data
 
 
 def read_token(tf: TokenFile, hold: Callable[[int], object] | None = None) -> str:

@@ -8,6 +8,7 @@ import fcntl
 import gc
 import os
 import stat
+import threading
 from pathlib import Path
 
 import pytest
@@ -150,3 +151,31 @@ def test_descriptor_zero_is_a_descriptor_too(entries: Path) -> None:
     finally:
         os.dup2(saved, 0)
         os.close(saved)
+
+
+@pytest.mark.parametrize(
+    ("size", "limit", "whole"),
+    [(0, 4, True), (4, 4, True), (5, 4, False), (1 << 20, 16, False), (3, 0, False)],
+)
+def test_read_at_most_reads_no_more_than_its_bound(size: int, limit: int, whole: bool) -> None:
+    """Through a pipe (short reads, no size to trust): the bytes, or None past the bound,
+    having read at most limit + 1 of them."""
+    from app.security.handles import read_at_most
+
+    r, w = os.pipe()
+    try:
+        data = bytes(i % 251 for i in range(size))
+        writer = threading.Thread(target=lambda: (_write_all(w, data), os.close(w)))
+        writer.start()
+        got = read_at_most(r, limit)
+        left = b"".join(iter(lambda: os.read(r, 65536), b""))
+        writer.join()
+        assert got == (data if whole else None)
+        assert len(left) == (0 if whole else size - limit - 1)  # the rest never read
+    finally:
+        os.close(r)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    while data:
+        data = data[os.write(fd, data[:1000]):]

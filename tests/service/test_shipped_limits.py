@@ -28,13 +28,13 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
-from benchmarks.worst_cases_http import wait_healthy
-from tests.live import INIT_REQUEST, env_without_loomfs, free_port
+from benchmarks.worst_cases_http import TOKEN
+from benchmarks.worst_cases_http import server as _serving
+from tests.live import INIT_REQUEST, env_without_loomfs
 from tests.service.test_http_framing import _exchange
 
 REPO = Path(__file__).resolve().parents[2]
 EXE = str(Path(sys.executable).parent / "loom-fs-mcp")
-TOKEN = "shipped-limits-token"
 MIB = 1 << 20
 
 
@@ -97,25 +97,6 @@ def _roots(folder: Path) -> Path:
     cfg = folder / "roots.toml"
     cfg.write_text('default_root = "workspace"\n' + "\n".join(lines))
     return cfg
-
-
-@contextlib.contextmanager
-def _serving(cfg: Path) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    port = free_port()
-    proc = subprocess.Popen(
-        [EXE, "--config", str(cfg), "--transport", "http", "--port", str(port)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        env=env_without_loomfs(LOOMFS_TOKEN=TOKEN))
-    try:
-        wait_healthy(proc, port)
-        yield proc, port
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 @pytest.fixture(scope="module")

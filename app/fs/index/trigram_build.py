@@ -33,6 +33,7 @@ from app.fs.index.access import Signature, open_listed, storable
 from app.fs.index.trigram import BINARY, TEXT, WHOLE, TrigramIndex, _create, open_db
 from app.fs.index.watch import Watch
 from app.fs.text.textio import HEAD, WIDE_BOMS
+from app.security.handles import read_at_most
 from app.security.resolve import SecureRoot
 from app.security.walk import Walker
 
@@ -86,19 +87,6 @@ def text_of(data: bytes) -> tuple[int, str]:
     if data.find(b"\0", 0, HEAD) >= 0:
         return BINARY, ""
     return TEXT, data.decode("utf-8", "replace").replace("\0", " ")
-
-
-def _read(fd: int) -> bytes | None:
-    """The file's bytes, or None when it holds more than MOST_BYTES."""
-    chunks: list[bytes] = []
-    got = 0
-    while got <= MOST_BYTES:
-        chunk = os.read(fd, MOST_BYTES + 1 - got)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        got += len(chunk)
-    return None if got > MOST_BYTES else b"".join(chunks)
 
 
 class Build:
@@ -188,7 +176,7 @@ class Build:
             return
         fd, sig = opened
         try:
-            data = _read(fd)
+            data = read_at_most(fd, MOST_BYTES)  # None: over MOST_BYTES
         except OSError:
             return
         finally:
