@@ -165,7 +165,7 @@ def test_read_at_most_reads_no_more_than_its_bound(size: int, limit: int, whole:
     r, w = os.pipe()
     try:
         data = bytes(i % 251 for i in range(size))
-        writer = threading.Thread(target=lambda: (_write_all(w, data), os.close(w)))
+        writer = threading.Thread(target=_write_all, args=(w, data))
         writer.start()
         got = read_at_most(r, limit)
         left = b"".join(iter(lambda: os.read(r, 65536), b""))
@@ -177,5 +177,7 @@ def test_read_at_most_reads_no_more_than_its_bound(size: int, limit: int, whole:
 
 
 def _write_all(fd: int, data: bytes) -> None:
+    """Write in pieces of 1,000 bytes (short reads on the other side), then close."""
     while data:
         data = data[os.write(fd, data[:1000]):]
+    os.close(fd)
