@@ -142,13 +142,16 @@ def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
         if watch is not None and expr is not None:
             with watch.lock:
                 dirty = set(watch.dirty)
-            if dirty:
-                keeper.kick(root, identity)
             with idx.lock:
                 view = idx.view
                 unseen = any(p not in view for p in dirty)
             if not unseen:  # else a new file: the walk decides on it
-                return _direct(idx, root, expr, view, dirty, scope)
+                got = _direct(idx, root, expr, view, dirty, scope)
+                # The refresh of what changed starts once the candidates are known: started
+                # first, it could swap the view under the query and cost this call a walk.
+                if dirty:
+                    keeper.kick(root, identity)
+                return got
         keeper.kick(root, identity)
         if expr is None:
             return None
