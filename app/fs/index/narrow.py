@@ -18,6 +18,7 @@ between two files; what it committed stays, and the next build resumes from ther
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 import time
@@ -31,6 +32,8 @@ from app.fs.index.grams import plan
 from app.fs.index.trigram import BINARY, WHOLE, Entry, TrigramIndex
 from app.fs.index.trigram_build import Build, BuildState
 from app.security.resolve import SecureRoot
+
+log = logging.getLogger("loomfs.index")
 
 Folder = tuple[int, str, list[str]]  # a folder's descriptor, its walk path prefix, file names
 Answer = tuple[Iterator[Folder], Callable[[], str | None]]  # the files to read, and a note
@@ -74,8 +77,9 @@ class Keeper:
         try:
             self.last = build.run()
         except Exception as exc:  # the index is an accelerator: searches scan
-            build.state.error = type(exc).__name__
+            build.state.error = f"{type(exc).__name__}: {exc}"
             self.last = build.state
+            log.warning("trigram index build stopped: %s", build.state.error)
 
     def stop(self) -> None:
         self.stop_flag.set()

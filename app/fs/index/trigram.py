@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 from typing import NamedTuple
 
 import apsw
@@ -64,16 +65,38 @@ def _create(con: apsw.Connection) -> None:
     con.execute("INSERT INTO grams(grams, rank) VALUES ('secure-delete', 1)")
 
 
+_opening = threading.Lock()  # the connections this process makes, one at a time
+WAL_TRIES = 50  # 50 x 20 ms: another process switching a new file to WAL
+
+
+def _wal(con: apsw.Connection) -> None:
+    """WAL mode, waiting for another connection switching it: SQLite answers that switch
+    busy at once, without its busy handler (two connections opening a new file together,
+    a build and a search, met it)."""
+    for _ in range(WAL_TRIES - 1):
+        try:
+            con.execute("PRAGMA journal_mode = WAL").fetchall()
+            return
+        except apsw.BusyError:
+            time.sleep(0.02)
+    con.execute("PRAGMA journal_mode = WAL").fetchall()
+
+
 def open_db(path: str) -> apsw.Connection:
     """The index file at `path`: made 0600 if missing, replaced if not ours or not our layout."""
     ensure_dir(os.path.dirname(path))
+    with _opening:
+        return _open_db(path)
+
+
+def _open_db(path: str) -> apsw.Connection:
     for _ in range(2):
         private_file(path)
         con = apsw.Connection(path)
         con.set_busy_timeout(10_000)
         try:
             con.execute("PRAGMA secure_delete = ON").fetchall()
-            con.execute("PRAGMA journal_mode = WAL").fetchall()
+            _wal(con)
             con.execute("PRAGMA synchronous = NORMAL").fetchall()
             ours = _schema(con)
         except (apsw.NotADBError, apsw.CorruptError, apsw.SQLError):

@@ -40,7 +40,8 @@ def settle() -> dict[str, int]:
     """Every build under way finished; the rows of the (one) index: path -> id."""
     rows: dict[str, int] = {}
     for path, keeper in list(corpus_trigram._keepers.items()):
-        keeper.wait()
+        state = keeper.wait()
+        assert state.error is None, state.error
         con = apsw.Connection(path)
         rows.update({p: i for p, i in con.execute("SELECT path, id FROM files")})
         con.close()
