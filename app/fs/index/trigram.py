@@ -31,7 +31,7 @@ from app.fs.index.access import Signature
 from app.fs.index.storage import Unavailable, ensure_dir, private_file, remove
 from app.fs.index.watch import Watch
 
-SCHEMA = "loomfs-trigram-1"
+SCHEMA = "loomfs-trigram-2"  # 2: files up to 8 MiB indexed (were 1 MiB)
 GRAMS = ("CREATE VIRTUAL TABLE grams USING fts5(body, tokenize='trigram', detail='none', "
          "content='', contentless_delete=1)")
 

@@ -37,7 +37,9 @@ from app.security.handles import read_at_most
 from app.security.resolve import SecureRoot
 from app.security.walk import Walker
 
-MOST_BYTES = 1 << 20  # a larger file is not indexed: searches read it
+MOST_BYTES = 8 << 20  # a larger file is not indexed: searches read it (the largest default
+# max_read_bytes: below it, every file a search reads by default is indexed; one file of
+# this size and its text are all the build holds in memory)
 COMMIT_BYTES = 16 << 20
 COMMIT_SECONDS = 1.0
 

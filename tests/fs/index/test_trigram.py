@@ -141,7 +141,7 @@ def _tree(top: Path) -> None:
 def test_a_removed_file_leaves_no_row_and_no_trigram(tmp_path: Path) -> None:
     top = tmp_path / "r"
     _tree(top)
-    ix = Indexed(secure_root(top, max_read_bytes=4 << 20), tmp_path / "state")
+    ix = Indexed(secure_root(top, max_read_bytes=2 * MOST_BYTES), tmp_path / "state")
     assert ix.build().complete
     sid = ix.rows()["secret.txt"]
     assert sid in ix.holding("zqx")
@@ -156,11 +156,11 @@ def test_a_newly_denied_file_leaves_no_row_and_no_trigram(tmp_path: Path) -> Non
     top = tmp_path / "r"
     _tree(top)
     state = tmp_path / "state"
-    ix = Indexed(secure_root(top, max_read_bytes=4 << 20), state)
+    ix = Indexed(secure_root(top, max_read_bytes=2 * MOST_BYTES), state)
     ix.build()
     assert "secret.txt" in ix.rows() and ix.holding("zqx")
     # The rules changed: the identity with them (app.corpus.trigram.identity).
-    denied = Indexed(secure_root(top, deny=["secret.txt"], max_read_bytes=4 << 20), state,
+    denied = Indexed(secure_root(top, deny=["secret.txt"], max_read_bytes=2 * MOST_BYTES), state,
                      identity="rules-2")
     assert denied.build().complete
     assert "secret.txt" not in denied.rows()
@@ -171,7 +171,7 @@ def test_a_newly_denied_file_leaves_no_row_and_no_trigram(tmp_path: Path) -> Non
 def test_binary_large_and_text_files_are_each_what_a_scan_makes_of_them(tmp_path: Path) -> None:
     top = tmp_path / "r"
     _tree(top)
-    ix = Indexed(secure_root(top, max_read_bytes=4 << 20), tmp_path / "state")
+    ix = Indexed(secure_root(top, max_read_bytes=2 * MOST_BYTES), tmp_path / "state")
     ix.build()
     assert {m["path"] for m in ix.search("needle one")} == {"src/a.py", "big.txt"}
     assert ix.notes[-1] is None  # all indexed: nothing read for want of the index
@@ -180,7 +180,7 @@ def test_binary_large_and_text_files_are_each_what_a_scan_makes_of_them(tmp_path
 def test_a_file_changed_since_indexing_is_read_and_the_note_says_so(tmp_path: Path) -> None:
     top = tmp_path / "r"
     _tree(top)
-    ix = Indexed(secure_root(top, max_read_bytes=4 << 20), tmp_path / "state")
+    ix = Indexed(secure_root(top, max_read_bytes=2 * MOST_BYTES), tmp_path / "state")
     ix.build()
     ix.keeper.kick = lambda *a: None  # type: ignore[method-assign]  # no build catches up
     (top / "src" / "b.py").write_text("print('needle one')\n")
@@ -193,7 +193,7 @@ def test_a_file_changed_since_indexing_is_read_and_the_note_says_so(tmp_path: Pa
 def test_a_search_before_any_build_answers_and_does_not_wait(tmp_path: Path) -> None:
     top = tmp_path / "r"
     _tree(top)
-    ix = Indexed(secure_root(top, max_read_bytes=4 << 20), tmp_path / "state")
+    ix = Indexed(secure_root(top, max_read_bytes=2 * MOST_BYTES), tmp_path / "state")
     assert ix.idx.matching('"nee"')[0] == set()  # the reader opened on the file as made
     assert {m["path"] for m in ix.search("needle one")} == {"src/a.py", "big.txt"}
     assert ix.keeper.wait().complete
@@ -278,7 +278,7 @@ def test_after_a_watched_build_searches_read_candidates_only_and_see_every_chang
     monkeypatch.setattr(direct, "SHARE", 1.0)  # a tree of five files: every one may be read
     top = tmp_path / "r"
     _tree(top)
-    ix = Indexed(secure_root(top, max_read_bytes=4 << 20), tmp_path / "state")
+    ix = Indexed(secure_root(top, max_read_bytes=2 * MOST_BYTES), tmp_path / "state")
     assert ix.build().complete
     assert {m["path"] for m in ix.search("needle one")} == {"src/a.py", "big.txt"}
     assert direct_calls[-1] == ["big.txt", "src/a.py"]  # a candidate, and one not indexed
