@@ -168,6 +168,78 @@ def test_a_newly_denied_file_leaves_no_row_and_no_trigram(tmp_path: Path) -> Non
     assert denied.search("planet") == []
 
 
+# Ways files leave what a search reads, the rules unchanged: each returns the files that
+# still hold the secret. Seen by the build that follows (under the watch, or by its walk).
+def _unlink(top: Path) -> set[str]:
+    (top / "secret.txt").unlink()
+    return {"notes/n.txt"}
+
+
+def _into_denied_folder(top: Path) -> set[str]:
+    (top / ".aws").mkdir()
+    (top / "secret.txt").rename(top / ".aws" / "secret.txt")
+    return {"notes/n.txt"}
+
+
+def _folder_renamed_to_denied(top: Path) -> set[str]:
+    (top / "notes").rename(top / "node_modules")
+    return {"secret.txt"}
+
+
+def _into_a_root_deny_folder(top: Path) -> set[str]:
+    (top / "private").mkdir()
+    (top / "notes").rename(top / "private" / "notes")
+    (top / "secret.txt").rename(top / "private" / "secret.txt")
+    return set()
+
+
+def _ignored(top: Path) -> set[str]:
+    (top / ".gitignore").write_text("secret.txt\nnotes/\n")
+    return set()
+
+
+def _replaced_by_links(top: Path) -> set[str]:
+    (top / "secret.txt").unlink()
+    (top / "notes" / "n.txt").unlink()
+    (top / "secret.txt").symlink_to(top.parent / "outside.txt")
+    (top / "notes" / "n.txt").symlink_to("../secret.txt")
+    return set()
+
+
+def _made_binary(top: Path) -> set[str]:
+    (top / "secret.txt").write_bytes(b"\0" + f"the {SECRET} file\n".encode())
+    return {"notes/n.txt"}
+
+
+LEAVING = [_unlink, _into_denied_folder, _folder_renamed_to_denied, _into_a_root_deny_folder,
+           _ignored, _replaced_by_links, _made_binary]
+
+
+@pytest.mark.parametrize("leave", LEAVING, ids=lambda f: f.__name__.strip("_"))
+def test_a_file_that_leaves_the_search_leaves_no_trigram(
+    tmp_path: Path, leave: Callable[[Path], set[str]],
+) -> None:
+    """Checked on the index's rows and vocabulary, not by looking for the text."""
+    top = tmp_path / "r"
+    _tree(top)
+    (top / "notes").mkdir()
+    (top / "notes" / "n.txt").write_text(f"{SECRET} again\n")
+    (tmp_path / "outside.txt").write_text(f"{SECRET} outside\n")
+    ix = Indexed(secure_root(top, deny=["private"], max_read_bytes=2 * MOST_BYTES),
+                 tmp_path / "state")
+    assert ix.build().complete
+    before = ix.rows()
+    assert ix.holding("zqx") - {-1} == {before["secret.txt"], before["notes/n.txt"]}
+    stay = leave(top)
+    assert ix.build().complete
+    rows = ix.rows()
+    assert ix.holding("zqx") - {-1} == {rows[p] for p in stay}
+    assert ix.holding("jvw") - {-1} == {rows[p] for p in stay}
+    if leave is not _made_binary:  # a binary file keeps its row, without a trigram
+        assert all(p in stay for p in ("secret.txt", "notes/n.txt") if p in rows)
+    assert {m["path"] for m in ix.search("planet")} == stay
+
+
 def test_binary_large_and_text_files_are_each_what_a_scan_makes_of_them(tmp_path: Path) -> None:
     top = tmp_path / "r"
     _tree(top)
