@@ -20,11 +20,13 @@ import os
 import stat as stat_mod
 from collections.abc import Callable, Iterator
 
+from app.fs.filters.ignore import KINDS, Filter
 from app.security.deny import DenyRules
 from app.security.protected import Protected
 from app.security.resolve import SecureRoot
 
 SHARE = 0.5
+MOST_NEW = 256  # files the index never saw, judged one by one; past it the call walks
 Folder = tuple[int, str, list[str]]
 
 
@@ -44,6 +46,52 @@ def candidates(found: list[str], total: int, dirty: set[str], start: tuple[str, 
     strip = len(under)
     chosen = {p for p in [*found, *dirty] if p.startswith(under)}
     return sorted((p for p in chosen if keep(p[strip:], p.rsplit("/", 1)[-1])), key=_order)
+
+
+def unlisted(root: SecureRoot, paths: list[str]) -> set[str]:
+    """Of new files the watch saw in folders the build walked, those the ignore files hide
+    from a walk: the ignore files of each one's folders read as the walk reads them (their
+    changes break the watch, so they are the build's). A folder that cannot be opened or
+    listed hides its files (fail closed: they are not read). The deny rules, links and the
+    server's own files are `folders`' to refuse, as for every candidate."""
+    by_folder: dict[str, list[str]] = {}
+    for p in paths:
+        parent, _, name = p.rpartition("/")
+        by_folder.setdefault(parent, []).append(name)
+    hidden: set[str] = set()
+    for parent, names in by_folder.items():
+        prefix = parent + "/" if parent else ""
+        kept = _listed(root, tuple(parent.split("/")) if parent else (), set(names))
+        hidden.update(prefix + n for n in names if n not in kept)
+    return hidden
+
+
+def pruned(root: SecureRoot, prefix: str, name: str, made: bool) -> bool:
+    """A folder made (`made`) or gone in a watched folder that the walk never enters: the
+    deny rules refuse its path (the trash, a `.aws`), or, when made, ignore files hide it
+    (a `build/`). Such a change does not break the watch; any other folder change does."""
+    parts = tuple(prefix.rstrip("/").split("/")) if prefix else ()
+    if root.rules.path((*parts, name)) is not None:
+        return True
+    return made and name not in _listed(root, parts, {name})
+
+
+def _listed(root: SecureRoot, parts: tuple[str, ...], names: set[str]) -> set[str]:
+    """Which of `names` in the folder `parts` a walk would list, ignore files applied."""
+    filt = Filter(root, parts, (), False)  # the ignore files of the folders above
+    try:
+        fd = root.open_subdir(parts)
+    except OSError:
+        return set()
+    try:
+        with os.scandir(fd) as it:
+            entries = sorted((e for e in it if e.name in names or e.name in KINDS),
+                             key=lambda e: e.name)
+        return {e.name for e in filt(parts, fd, entries)} & names
+    except OSError:
+        return set()
+    finally:
+        os.close(fd)
 
 
 def folders(root: SecureRoot, paths: list[str]) -> Iterator[Folder]:

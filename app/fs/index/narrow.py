@@ -125,10 +125,29 @@ class _Filter:
             yield fd, prefix, keep
 
     def note(self) -> str | None:
-        if not self.unindexed:
-            return None
-        return (f"the search index did not yet cover {self.unindexed} of the files searched "
-                "(being built, or changed since): they were read in full")
+        return _note(self.unindexed)
+
+
+def _note(unindexed: int) -> str | None:
+    if not unindexed:
+        return None
+    return (f"the search index did not yet cover {unindexed} of the files searched "
+            "(being built, or changed since): they were read in full")
+
+
+class _Counted:
+    """A walk-less answer's folders, counting the files read because they changed."""
+
+    def __init__(self, dirs: Iterator[Folder], dirty: set[str]) -> None:
+        self.dirs, self.dirty, self.unindexed = dirs, dirty, 0
+
+    def folders(self) -> Iterator[Folder]:
+        for fd, prefix, names in self.dirs:
+            self.unindexed += sum(prefix + n in self.dirty for n in names)
+            yield fd, prefix, names
+
+    def note(self) -> str | None:
+        return _note(self.unindexed)
 
 
 def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
@@ -148,8 +167,9 @@ def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
                 dirty = set(watch.dirty)
             with idx.lock:
                 view = idx.view
-                unseen = any(p not in view for p in dirty)
-            if not unseen:  # else a new file: the walk decides on it
+                new = [p for p in dirty if p not in view]
+            if len(new) <= direct.MOST_NEW:  # else the walk decides on them
+                dirty -= direct.unlisted(root, new)
                 got = _direct(idx, root, expr, view, dirty, scope)
                 # The refresh of what changed starts once the candidates are known: started
                 # first, it could swap the view under the query and cost this call a walk.
@@ -185,4 +205,5 @@ def _direct(idx: TrigramIndex, root: SecureRoot, expr: str, view: dict[str, Entr
     paths = direct.candidates(got[0], got[1], dirty, scope.start, scope.keep)
     if paths is None:
         return None
-    return direct.folders(root, paths), lambda: None
+    counted = _Counted(direct.folders(root, paths), dirty)
+    return counted.folders(), counted.note

@@ -25,11 +25,13 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 
 import apsw
 
 from app.fs.filters.ignore import Filter
 from app.fs.index.access import Signature, open_listed, storable
+from app.fs.index.direct import pruned
 from app.fs.index.trigram import BINARY, TEXT, WHOLE, TrigramIndex, _create, open_db
 from app.fs.index.watch import Watch
 from app.fs.text.textio import HEAD, WIDE_BOMS
@@ -110,7 +112,7 @@ class Build:
         if watch is None or watch.broken:  # a new era: every folder watched as it is walked
             if watch is not None:
                 watch.close()
-            idx.watched, watch, fresh = False, Watch(), True
+            idx.watched, watch, fresh = False, Watch(partial(pruned, self.root)), True
             idx.watch = watch
         started = watch.drain()
         self.watch = watch if fresh else None

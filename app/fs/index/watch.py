@@ -6,7 +6,8 @@ queues an event for every change below a watched folder at the moment of the cha
 search reads the queue (`drain`, without waiting) before it trusts the index, so a change
 made before the search began, by the server or anyone else, is in `dirty` by then.
 
-The watch answers for files only: a folder made, removed or moved, an ignore file changed,
+The watch answers for files only: a folder made, removed or moved (unless the walk never
+enters it: `pruned`, the deny rules or ignore files), an ignore file changed,
 a watch that could not be added (the user's `max_user_watches`), or the kernel's queue
 overflowing (`Q_OVERFLOW`, 16,384 events by default between two searches) all make it
 `broken`: searches then take the change scan (a walk with one `stat` per file) until a
@@ -19,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import weakref
+from collections.abc import Callable
 
 try:
     from inotify_simple import INotify
@@ -27,6 +29,8 @@ except ImportError:  # pragma: no cover  # not Linux: no watch, the change scan
     INotify = None
 
 from app.fs.filters.ignore import KINDS
+
+Pruned = Callable[[str, str, bool], bool]
 
 if INotify is not None:
     MASK = (F.CREATE | F.DELETE | F.MODIFY | F.CLOSE_WRITE | F.ATTRIB | F.MOVED_FROM
@@ -38,7 +42,8 @@ if INotify is not None:
 class Watch:
     """The watches of one build era of one root."""
 
-    def __init__(self) -> None:
+    def __init__(self, pruned: Pruned | None = None) -> None:
+        self.pruned = pruned  # (folder prefix, name, made?) -> the walk never enters it
         self.lock = threading.Lock()
         self.folders: dict[int, str] = {}  # watch descriptor -> walk path prefix
         self.dirty: dict[str, int] = {}  # path -> the drain that saw it changed
@@ -86,8 +91,13 @@ class Watch:
         prefix = self.folders.get(wd)
         if prefix is None:
             return
-        if (mask & F.ISDIR and mask & _ENTRY_MOVED) or name in KINDS:
-            self.broken = True  # a folder came or went, or what is ignored changed
+        if mask & F.ISDIR and mask & _ENTRY_MOVED:
+            made = bool(mask & (F.CREATE | F.MOVED_TO))
+            if self.pruned is None or not self.pruned(prefix, name, made):
+                self.broken = True  # a folder the walk enters came or went
+            return
+        if name in KINDS:
+            self.broken = True  # what is ignored changed
             return
         if name:
             self.dirty[prefix + name] = self.seq

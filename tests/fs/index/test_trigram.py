@@ -249,12 +249,19 @@ def test_binary_large_and_text_files_are_each_what_a_scan_makes_of_them(tmp_path
     assert ix.notes[-1] is None  # all indexed: nothing read for want of the index
 
 
-def test_a_file_changed_since_indexing_is_read_and_the_note_says_so(tmp_path: Path) -> None:
+@pytest.mark.parametrize("walkless", [True, False], ids=["walk-less", "walked"])
+def test_a_file_changed_since_indexing_is_read_and_the_note_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, walkless: bool,
+) -> None:
+    from app.fs.index import direct
+    monkeypatch.setattr(direct, "SHARE", 1.0)  # five files: the walk-less answer may read all
     top = tmp_path / "r"
     _tree(top)
     ix = Indexed(secure_root(top, max_read_bytes=2 * MOST_BYTES), tmp_path / "state")
     ix.build()
     ix.keeper.kick = lambda *a: None  # type: ignore[method-assign]  # no build catches up
+    if not walkless:
+        monkeypatch.setattr(ix.idx, "watched", False)  # as with no inotify: each search walks
     (top / "src" / "b.py").write_text("print('needle one')\n")
     (top / "new.py").write_text("needle one\n")
     assert {m["path"] for m in ix.search("needle one")} == {
@@ -358,14 +365,103 @@ def test_after_a_watched_build_searches_read_candidates_only_and_see_every_chang
     (top / "src" / "a.py").unlink()
     assert {m["path"] for m in ix.search("needle one")} == {"src/b.py", "big.txt"}
     assert len(direct_calls) == 2
-    (top / "new.txt").write_text("needle one\n")  # a file the index never saw: a walk
+    (top / "new.txt").write_text("needle one\n")  # a file the index never saw: read too
     assert {m["path"] for m in ix.search("needle one")} == {"src/b.py", "big.txt", "new.txt"}
-    assert len(direct_calls) == 2
+    assert len(direct_calls) == 3 and "new.txt" in direct_calls[-1]
     ix.keeper.wait()
-    assert ix.build().complete  # the new file indexed: no walk again
+    assert ix.build().complete  # the new file indexed
     assert {m["path"] for m in ix.search("needle one")} == {"src/b.py", "big.txt", "new.txt"}
     assert direct_calls[-1] == ["big.txt", "new.txt", "src/b.py"]
     assert "src/a.py" not in ix.rows()
+
+
+def _spied(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The paths of every walk-less answer, in order."""
+    from app.fs.index import direct
+    calls: list[list[str]] = []
+    real = direct.folders
+
+    def spy(root: SecureRoot, paths: list[str]) -> Iterator[tuple[int, str, list[str]]]:
+        calls.append(paths)
+        return real(root, paths)
+
+    monkeypatch.setattr(direct, "folders", spy)
+    monkeypatch.setattr(direct, "SHARE", 1.0)
+    return calls
+
+
+def _watched(tmp_path: Path) -> tuple[Path, Indexed]:
+    top = tmp_path / "r"
+    (top / "src" / "deep").mkdir(parents=True)
+    (top / "src" / "a.py").write_text("needle one\n")
+    (top / ".gitignore").write_text("*.log\nbuild/\n")
+    (top / "src" / ".ignore").write_text("gen_*\n")
+    (tmp_path / "outside.txt").write_text("needle one, outside\n")
+    ix = Indexed(secure_root(top, deny=["private*"]), tmp_path / "state")
+    assert ix.build().complete
+    return top, ix
+
+
+# New files in folders the build walked, each judged as the walk would judge it.
+NEW_FILES = [
+    ("plain.txt", True),
+    ("src/deep/plain.py", True),
+    (".env", False),  # the base deny list
+    ("private.txt", False),  # the root's deny rule
+    ("x.log", False),  # the root's .gitignore
+    ("src/deep/gen_x.py", False),  # an ancestor's .ignore
+    ("src/gen_y.py", False),  # the folder's own .ignore
+    ("link.txt", False),  # a link: never followed
+]
+
+
+@pytest.mark.parametrize(("path", "read"), NEW_FILES)
+def test_a_new_file_is_judged_as_the_walk_judges_it_without_a_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str, read: bool,
+) -> None:
+    calls = _spied(monkeypatch)
+    top, ix = _watched(tmp_path)
+    if path == "link.txt":
+        (top / path).symlink_to(tmp_path / "outside.txt")
+    else:
+        (top / path).write_text("needle one, new\n")
+    watch = ix.idx.watch
+    assert watch is not None
+    got = {m["path"] for m in ix.search("needle one")}
+    assert got == ({"src/a.py", path} if read else {"src/a.py"})
+    assert len(calls) == 1 and not watch.broken  # no walk
+    assert ix.notes[-1] == (
+        "the search index did not yet cover 1 of the files searched (being built, or "
+        "changed since): they were read in full" if read else None)
+
+
+# Folders made in walked folders: the walk never enters a denied or ignored one, so the
+# watch stays whole; any other breaks it (its files are not watched).
+NEW_FOLDERS = [
+    (".mcp-trash", False),  # the floor deny list: the server's trash
+    (".aws", False),
+    ("private_stuff", False),
+    ("build", False),  # the root's .gitignore
+    ("src/gen_out", False),  # the folder's own .ignore
+    ("newdir", True),
+    ("src/deep/sub", True),
+]
+
+
+@pytest.mark.parametrize(("folder", "breaks"), NEW_FOLDERS)
+def test_a_folder_the_walk_never_enters_does_not_break_the_watch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str, breaks: bool,
+) -> None:
+    calls = _spied(monkeypatch)
+    top, ix = _watched(tmp_path)
+    watch = ix.idx.watch  # a build after the search would start a new one
+    assert watch is not None
+    (top / folder).mkdir()
+    (top / folder / "f.txt").write_text("needle one, in a new folder\n")
+    got = {m["path"] for m in ix.search("needle one")}
+    assert got == ({"src/a.py", f"{folder}/f.txt"} if breaks else {"src/a.py"})
+    assert watch.broken == breaks
+    assert len(calls) == (0 if breaks else 1)
 
 
 # -- against ripgrep, the index on, edits between searches ------------------------------
