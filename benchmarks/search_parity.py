@@ -1,6 +1,6 @@
-"""What ripgrep's reading of `\\w` and paging by cursor cost `search_text`, on a ~50 MB tree.
+"""What ripgrep's reading of `\\w` and paging by cursor cost the searches, on a ~50 MB tree.
 
-    .venv/bin/python benchmarks/search_parity.py [--runs N] [--files N]
+    .venv/bin/python benchmarks/search_parity.py [--runs N] [--files N] [--pages-only]
 
 The tree is `search_text.py`'s (5,000 text files, ~50 MB, 200 binaries). Medians of N
 runs, interleaved, CPU seconds of this process:
@@ -11,6 +11,11 @@ runs, interleaved, CPU seconds of this process:
 - Every page of an unselective `count` answer (limit 100 files a page): walked by
   `cursor` (each page resumes where the last stopped) and by `offset` (each page
   searches again from the start), with the number of calls; both lists must be equal.
+- The same for every page of `search_files('*')` (limit 100 entries a page): by cursor
+  each page matches only the entries from its cursor on (the walk still lists every
+  folder), by offset each page matches every entry again from the start.
+
+`--pages-only` measures the pages alone (no rg needed).
 """
 
 from __future__ import annotations
@@ -30,7 +35,8 @@ if __package__ in (None, ""):
 
 from app.fs.control import NoControl
 from app.fs.search import regex as regex_mod
-from app.fs.search.options import TextOptions
+from app.fs.search.files import search_files
+from app.fs.search.options import FilesOptions, TextOptions
 from app.fs.search.text import search_text
 from app.security import SecureRoot
 from benchmarks.search_text import FILE_LIMIT, _cpu, build, make_root
@@ -73,6 +79,20 @@ def pages(root: SecureRoot, query: str, by_cursor: bool) -> tuple[list[Any], int
         kw = {"cursor": r.next_cursor} if by_cursor else {"offset": r.next_offset}
 
 
+def file_pages(root: SecureRoot, by_cursor: bool) -> tuple[list[str], int]:
+    paths: list[str] = []
+    kw: dict[str, Any] = {}
+    calls = 0
+    while True:
+        r = search_files(root, FilesOptions(pattern="*", limit=100, cap=1 << 22, **kw),
+                         NoControl())
+        calls += 1
+        paths += [m.path for m in r.matches]
+        if not r.has_more:
+            return paths, calls
+        kw = {"cursor": r.next_cursor} if by_cursor else {"offset": r.next_offset}
+
+
 def median_cpu(fns: dict[str, Callable[[], object]], runs: int) -> dict[str, float]:
     cpu: dict[str, list[float]] = {k: [] for k in fns}
     for _ in range(runs):
@@ -87,15 +107,17 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--files", type=int, default=5000)
+    ap.add_argument("--pages-only", action="store_true")
     a = ap.parse_args()
     rg = shutil.which("rg")
-    assert rg is not None, "ripgrep is needed"
+    assert rg is not None or a.pages_only, "ripgrep is needed"
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
         build(folder, a.files)
         root = make_root(folder)
         unicode = regex_mod.unicode_pattern
-        for query in PATTERNS:
+        for query in [] if a.pages_only else PATTERNS:
+            assert rg is not None
             if hits(root, query) != rg_hits(rg, folder, query):
                 print(f"{query}: not rg's answer")
                 return 1
@@ -118,6 +140,13 @@ def main() -> int:
         t = median_cpu({"cursor": lambda: pages(root, "the", True),
                         "offset": lambda: pages(root, "the", False)}, a.runs)
         print(f"count of 'the', {len(by_cursor)} files in {n_cursor} pages: by cursor "
+              f"{t['cursor']:.3f} s, by offset {t['offset']:.3f} s "
+              f"(offset/cursor {t['offset'] / t['cursor']:.1f})")
+        by_cursor_f, n_files = file_pages(root, True)
+        assert by_cursor_f == file_pages(root, False)[0], "the two pagings differ"
+        t = median_cpu({"cursor": lambda: file_pages(root, True),
+                        "offset": lambda: file_pages(root, False)}, a.runs)
+        print(f"search_files('*'), {len(by_cursor_f)} entries in {n_files} pages: by cursor "
               f"{t['cursor']:.3f} s, by offset {t['offset']:.3f} s "
               f"(offset/cursor {t['offset'] / t['cursor']:.1f})")
     return 0

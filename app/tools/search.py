@@ -28,6 +28,7 @@ GlobArg = Annotated[str, Field(max_length=1024)]
 ExcludeArg = Annotated[list[Annotated[str, Field(max_length=1024)]], Field(max_length=MAX_EXCLUDE)]
 StartArg = Annotated[str, Field(max_length=4096)]
 Limit = Annotated[int, Field(ge=1, le=100_000)]
+CursorArg = Annotated[str, Field(max_length=MAX_CURSOR, description="A previous next_cursor.")]
 
 
 @tool(perm="read", title="Search file names", read_only=True, idempotent=True)
@@ -36,19 +37,21 @@ async def search_files(
     pattern: GlobArg,
     root: RootArg = None,
     path: StartArg = "",
+    cursor: CursorArg = "",
     offset: Offset = 0,
     limit: Limit = FILES_LIMIT,
     exclude: ExcludeArg = [],  # noqa: B006  # never mutated
     no_ignore: bool = False,
 ) -> Annotated[CallToolResult, SearchFilesResult]:
-    """Find files and folders under path by glob: '*.py' matches names at any depth,
+    """Find files and folders under path by glob: '*.py' names at any depth,
     'src/**/test_*.py' paths below path."""
 
     def work(call: Call) -> SearchFilesResult:
         limits = call.snapshot.limits
         opts = FilesOptions(
             pattern=pattern, path=path, exclude=exclude, no_ignore=no_ignore, offset=offset,
-            limit=clamp_limit(limit, limits.max_search_results), cap=limits.max_output_chars,
+            cursor=cursor, limit=clamp_limit(limit, limits.max_search_results),
+            cap=limits.max_output_chars,
         )
         return find_files(call.root(root), opts, call)
 
@@ -63,9 +66,7 @@ async def search_text(
     path: StartArg = "",
     file_glob: GlobArg = "*",
     case_sensitive: bool = True,
-    cursor: Annotated[
-        str, Field(max_length=MAX_CURSOR, description="next_cursor of a previous call.")
-    ] = "",
+    cursor: CursorArg = "",
     offset: Offset = 0,
     limit: Limit = TEXT_LIMIT,
     regex: bool = False,

@@ -126,6 +126,7 @@ async def test_search_hits_are_one_line_each_grouped_by_file(srv: LiveServer) ->
 
     text, data = await call(srv, "search_files", pattern="*.py", limit=3)
     assert text.split("\n")[1:4] == [f"{m['path']} {m['size']}" for m in data["matches"]]
+    assert text.split("\n")[-1] == f"[more: call again with cursor={data['next_cursor']}]"
 
 
 async def test_what_was_cut_is_said_on_the_last_line(srv: LiveServer, text_tree: Path) -> None:

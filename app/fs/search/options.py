@@ -33,10 +33,18 @@ class WalkOptions:
     offset: int = 0
     limit: int  # most items on the page (already clamped to max_search_results)
     cap: int  # max_output_chars: the page's bound in characters
+    cursor: str = ""  # a previous page's next_cursor: where this one resumes (`cursor.py`)
+
+    def identity(self) -> tuple[str, ...]:
+        """What a cursor is bound to besides the root: the tool and its arguments but
+        the page's (`offset`, `limit`, `cursor`)."""
+        raise NotImplementedError
 
     def _check_walk(self, pattern: str) -> None:
-        """The `exclude` globs, then `pattern` and each of them compiled: a bad glob is
-        refused before anything is opened."""
+        """A cursor with an offset, the `exclude` globs, then `pattern` and each of them
+        compiled: a bad glob is refused before anything is opened."""
+        if self.cursor and self.offset:
+            raise BadArgument("pass cursor or offset, not both")
         object.__setattr__(self, "exclude", tuple(self.exclude))  # a list: copied, frozen
         if len(self.exclude) > MAX_EXCLUDE:
             raise BadArgument(f"exclude takes at most {MAX_EXCLUDE} globs")
@@ -54,6 +62,9 @@ class FilesOptions(WalkOptions):
     def __post_init__(self) -> None:
         self._check_walk(self.pattern)
 
+    def identity(self) -> tuple[str, ...]:
+        return ("search_files", self.pattern, self.path, str(self.no_ignore), *self.exclude)
+
 
 @dataclass(frozen=True, kw_only=True)
 class TextOptions(WalkOptions):
@@ -67,7 +78,6 @@ class TextOptions(WalkOptions):
     output_mode: str = CONTENT
     file_limit: int  # bytes: a larger file is skipped (max_search_file_bytes)
     budget: int  # bytes one call may scan, matching lines charged too (max_search_bytes)
-    cursor: str = ""  # a previous page's next_cursor: where this one resumes (`cursor.py`)
 
     def __post_init__(self) -> None:
         if not self.query:
@@ -78,9 +88,12 @@ class TextOptions(WalkOptions):
             raise BadArgument(f"context must be between 0 and {MAX_CONTEXT} lines")
         if self.output_mode not in OUTPUT_MODES:
             raise BadArgument(f"output_mode must be one of {', '.join(OUTPUT_MODES)}")
-        if self.cursor and self.offset:
-            raise BadArgument("pass cursor or offset, not both")
         self._check_walk(self.file_glob)
+
+    def identity(self) -> tuple[str, ...]:
+        return ("search_text", self.query, self.path, self.file_glob, str(self.case_sensitive),
+                str(self.regex), str(self.context), self.output_mode, str(self.no_ignore),
+                *self.exclude)
 
     @property
     def want(self) -> int:

@@ -55,6 +55,7 @@ class _Page(BaseModel):
 class SearchFilesResult(_Page):
     limit: int = FILES_LIMIT
     matches: list[FileMatch]
+    next_cursor: str | None = None  # where the next page resumes (`cursor`)
     examined_entries: int
     skipped_links: int = 0
 

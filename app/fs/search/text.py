@@ -99,11 +99,7 @@ def _page(sink: Sink, walk: Walk, opts: TextOptions, root: str,
     def make(n: int) -> SearchTextResult:
         cut = n < len(page)
         shown = [h["path"] for h in page[:n]] if sink.mode == FILES else page[:n]
-        nxt = _next(sink, n, start)
-        token = None
-        if nxt is not None and (resume is None or cursor.Resume(*nxt, 0).key(start)
-                                > resume.key(start)):  # strictly forward, or none
-            token = cursor.encode(cursor.Resume(*nxt, offset + n), root, opts)
+        token = cursor.following(_next(sink, n, start), offset + n, resume, start, root, opts)
         fields = page_fields(offset, limit, n, more or cut,
                              [page_note(n, offset, cut, cap), *notes,
                               RESUME_NOTE if token and sink.truncated else None])

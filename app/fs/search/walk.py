@@ -8,6 +8,7 @@ the resolved ones; `name_of` spells them as the request did, for the page.
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable, Generator
 from typing import NamedTuple
@@ -17,7 +18,7 @@ from app.fs.filters.ignore import Filter
 from app.fs.reading.listing import relabel
 from app.fs.search.options import WalkOptions
 from app.security.resolve import SecureRoot
-from app.security.walk import Walker
+from app.security.walk import WalkDir, Walker
 
 
 class Walk(NamedTuple):
@@ -35,34 +36,43 @@ def open_walk(root: SecureRoot, opts: WalkOptions, op: str) -> Walk:
     return Walk(walker, filt, relabel(start, shown), len("/".join(start)) + 1 if start else 0)
 
 
+def resumed(walker: Walker, after: tuple[tuple[str, ...], bool] | None
+            ) -> Generator[tuple[WalkDir, list[os.DirEntry[str]]], None, None]:
+    """Each folder in walk order with its entries; with `after` (a walk path's parts, and
+    whether that entry is given again), only the entries after it: the folders before
+    its folder are listed (the walk finds the ones below them there) and passed over,
+    and in its folder the entries from it on are kept. Both searches resume here."""
+    for d in walker.dirs():
+        entries = d.entries
+        if after is not None:  # breadth-first, names sorted: folders by depth, then path
+            mine, theirs = (len(d.parts), d.parts), (len(after[0]) - 1, after[0][:-1])
+            if mine < theirs:
+                continue  # a folder before the cursor's: none of its entries
+            if mine == theirs:  # the cursor's folder: from its entry on
+                last, again = after[0][-1], after[1]
+                entries = [e for e in entries if e.name > last or (again and e.name == last)]
+            after = None  # past the cursor's folder: every entry from here on
+        yield d, entries
+
+
 def candidates(walk: Walk, glob: Glob, after: tuple[tuple[str, ...], bool] | None = None
                ) -> Generator[tuple[int, str, list[str]], None, None]:
     """Each folder in walk order with the regular files in it that `glob` keeps: (its
     descriptor, its walk path prefix, their names; maybe none). With `after` (a file's
     parts, and whether that file is searched again), no file before it in the walk is
-    named: the folders before its folder are listed (the walk finds the ones below them
-    there) and their files passed over unread."""
+    named (`resumed`): their folders are listed, their files passed over unread."""
     everything = glob.basename and glob.pattern in ("*", "**")
     matches, strip = glob.matches, walk.strip
-    for d in walk.walker.dirs():
-        prefix = d.prefix
-        if after is not None:  # breadth-first, names sorted: folders by depth, then path
-            mine, theirs = (len(d.parts), d.parts), (len(after[0]) - 1, after[0][:-1])
-            if mine < theirs:
-                continue  # a folder before the cursor's: no file in it is searched
-            if mine > theirs:
-                after = None  # past the cursor's folder: every file from here on
-        try:
-            names = [e.name for e in d.entries if e.is_file(follow_symlinks=False)]
-        except OSError:  # an entry of unknown type gone before its lstat: one by one
-            names = [e.name for e in d.entries if _regular(e)]
-        if not everything:
-            names = [n for n in names if matches((prefix + n)[strip:], n)]
-        if after is not None:  # the cursor's folder: from its file on
-            last, again = after[0][-1], after[1]
-            names = [n for n in names if n > last or (again and n == last)]
-            after = None
-        yield d.fd, prefix, names
+    with contextlib.closing(resumed(walk.walker, after)) as dirs:
+        for d, entries in dirs:
+            prefix = d.prefix
+            try:
+                names = [e.name for e in entries if e.is_file(follow_symlinks=False)]
+            except OSError:  # an entry of unknown type gone before its lstat: one by one
+                names = [e.name for e in entries if _regular(e)]
+            if not everything:
+                names = [n for n in names if matches((prefix + n)[strip:], n)]
+            yield d.fd, prefix, names
 
 
 def _regular(entry: os.DirEntry[str]) -> bool:

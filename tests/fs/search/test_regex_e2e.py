@@ -98,7 +98,8 @@ async def test_the_schema_types_the_new_arguments_and_the_edge_bounds_them(
         assert props["output_mode"]["enum"] == ["content", "files_with_matches", "count"]
         assert props["exclude"]["type"] == "array" and props["regex"]["type"] == "boolean"
         assert "no_ignore" in tools["search_files"].input_schema["properties"]
-        assert props["cursor"]["description"] == "next_cursor of a previous call."  # one line
+        assert props["cursor"]["description"] == "A previous next_cursor."  # one line
+        assert tools["search_files"].input_schema["properties"]["cursor"] == props["cursor"]
         assert await call(s, "search_text", query="x", context=11) == (
             True, "context must be at most 10 (got 11)")
         assert await call(s, "search_text", query="x", context=-1) == (
@@ -107,23 +108,31 @@ async def test_the_schema_types_the_new_arguments_and_the_edge_bounds_them(
             True, "exclude must have at most 64 items (got 65)")
 
 
-async def test_pages_by_cursor_through_the_server(srv: LiveServer) -> None:
+@pytest.mark.parametrize(("tool", "args", "count", "other"), [
+    ("search_text", {"query": "def", "no_ignore": True}, 5, ("search_text", {"query": "main"})),
+    ("search_files", {"pattern": "*", "no_ignore": True}, 10,
+     ("search_files", {"pattern": "*.py"})),
+    ("search_files", {"pattern": "*"}, 7, ("search_text", {"query": "def"})),
+])
+async def test_pages_by_cursor_through_the_server(
+    srv: LiveServer, tool: str, args: dict[str, Any], count: int,
+    other: tuple[str, dict[str, Any]],
+) -> None:
     async with srv.session() as s:
-        err, whole = await call(s, "search_text", query="def", no_ignore=True)
-        assert not err and whole.get("next_cursor") is None and len(whole["matches"]) == 5
+        err, whole = await call(s, tool, **args)
+        assert not err and whole.get("next_cursor") is None and len(whole["matches"]) == count
         got: list[Any] = []
-        args: dict[str, Any] = {"query": "def", "no_ignore": True, "limit": 2}
+        args = {**args, "limit": 2}
         while True:
-            err, r = await call(s, "search_text", **args)
+            err, r = await call(s, tool, **args)
             assert not err and r["offset"] == len(got)
             got += r["matches"]
             if not r["has_more"]:
                 break
             args["cursor"] = r["next_cursor"]
         assert got == whole["matches"]
-        err, text = await call(s, "search_text", query="main", cursor=args["cursor"])
+        err, text = await call(s, other[0], **other[1], cursor=args["cursor"])
         assert err and "invalid cursor" in text  # another search's
-
 
 
 @pytest.mark.parametrize("query, regex", [("DEF", False), (r"(?i)\bdef\b", True),
