@@ -1,6 +1,10 @@
 """search_text with the trigram index against a scan and ripgrep, on a large real tree.
 
     .venv/bin/python benchmarks/search_index.py --tree DIR [--runs 5] [--state DIR]
+        [--only NAME] [--no-rg] [--fresh-reps 5]
+
+DIR: any large real tree; `benchmarks/corpus.py --out DIR` builds the one the figures in
+`docs/measured.md` name (about 1.1 GB from pinned npm and PyPI packages).
 
 Per query, medians of `--runs`, warm page cache: `rg -j1`, `rg` on all cores, our scan
 (`search_text`, no index) and our index (`search_text` with the trigram index, after a
@@ -11,6 +15,17 @@ build that walked the tree under the watch: no walk per search). Hits are compar
 indexed, and this process's peak resident size (`VmHWM`) after the build and after the
 queries. Config: `max_search_bytes` raised to 4 GiB, `max_search_file_bytes` 8 MiB (the
 default 64 MiB budget stops a scan of a tree this size early); content mode, every hit.
+`÷scan` is the index's time over the scan's: the unselective queries' line says whether
+the index is no slower than a scan there.
+
+Freshness, after the queries (`--fresh-reps` repetitions, each from a settled index): a
+fresh token is written, then searched for (through the index) at 0, 0.5, 1 and 2 s after
+the write; per way of writing, how many repetitions found it at each probe, and the median
+time from the write to the end of the first search that found it. The ways: a new file
+and an appended line written with plain file I/O (outside the server), and a new file and
+an overwrite through the server's own `write_file` (in this process, as the tool calls
+it). Every file the benchmark wrote is removed and every file it changed is restored
+afterwards, along with the trash folder an overwrite made if there was none.
 """
 
 from __future__ import annotations
@@ -23,11 +38,14 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from app.fs.change.write import write_file
 from app.fs.control import NoControl
 from app.fs.index.narrow import Keeper, Scope, narrowing
 from app.fs.index.trigram import TrigramIndex
@@ -35,6 +53,7 @@ from app.fs.search.needs import Narrowed
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
 from app.security import deny
+from app.security.resolve import SecureRoot
 from tests.kit import secure_root
 
 QUERIES = [  # (name, query, regex, case_sensitive)
@@ -49,6 +68,10 @@ QUERIES = [  # (name, query, regex, case_sensitive)
     ("unselective", "import", False, True),
     ("unselective regex", r"return [a-z]+", True, True),
 ]
+
+
+PROBES = (0.0, 0.5, 1.0, 2.0)  # seconds after a write that a search looks for it
+TRASH = ".mcp-trash"
 
 
 def vmhwm_mib() -> float:
@@ -104,6 +127,8 @@ def main() -> None:
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--state", type=Path, default=None)
     ap.add_argument("--only", default="", help="the queries whose name holds this")
+    ap.add_argument("--no-rg", action="store_true", help="leave ripgrep out (hits: scan's)")
+    ap.add_argument("--fresh-reps", type=int, default=5, help="0: no freshness figures")
     a = ap.parse_args()
     state = a.state or Path(tempfile.mkdtemp(prefix="trigram-bench-"))
     root = secure_root(a.tree, max_read_bytes=8 << 20)
@@ -129,13 +154,22 @@ def main() -> None:
           f"{100 * size / max(built.indexed_bytes, 1):.1f}% of the indexed bytes; "
           f"peak RSS after build {vmhwm_mib():.0f} MiB; watch "
           f"{'on' if idx.watched else 'off'}")
+    queries(a, root, narrow)
+    if a.fresh_reps:
+        freshness(a.tree, root, narrow, keeper, a.fresh_reps)
+    os.sync()
+
+
+def queries(a: argparse.Namespace, root: SecureRoot, narrow: object) -> None:
     print(f"{'query':28} {'rg -j1':>8} {'rg':>8} {'scan':>8} {'index':>8} {'×rg':>6} "
-          f"{'hits':>7}  equal")
+          f"{'÷scan':>6} {'hits':>7}  equal")
+    keys = ["scan", "index"] if a.no_rg else ["rg1", "rg", "scan", "index"]
+    unselective: list[float] = []
     for name, query, regex, case in [q for q in QUERIES if a.only in q[0]]:
-        times: dict[str, list[float]] = {"rg1": [], "rg": [], "scan": [], "index": []}
+        times: dict[str, list[float]] = {k: [] for k in keys}
         hits: dict[str, set[tuple[str, int]]] = {}
         for _ in range(a.runs):
-            for key in times:
+            for key in keys:
                 if key.startswith("rg"):
                     took, got = rg_hits(a.tree, query, regex, case, 1 if key == "rg1" else None)
                 else:
@@ -143,18 +177,126 @@ def main() -> None:
                 times[key].append(took)
                 hits[key] = got
         med = {k: statistics.median(v) * 1000 for k, v in times.items()}
+        hits.setdefault("rg", hits["scan"])
         same = hits["index"] == hits["scan"] == hits["rg"]
-        print(f"{name:28} {med['rg1']:8.0f} {med['rg']:8.0f} {med['scan']:8.0f} "
-              f"{med['index']:8.1f} {med['rg'] / max(med['index'], 1e-3):6.1f} "
-              f"{len(hits['rg']):7d}  {'yes' if same else _diff(hits)}")
-    print(f"ms, medians of {a.runs}; peak RSS {vmhwm_mib():.0f} MiB")
-    os.sync()
+        ratio = med["index"] / max(med["scan"], 1e-3)
+        if name.startswith("unselective"):
+            unselective.append(ratio)
+        print(f"{name:28} {med.get('rg1', 0):8.0f} {med.get('rg', 0):8.0f} {med['scan']:8.0f} "
+              f"{med['index']:8.1f} {med.get('rg', 0) / max(med['index'], 1e-3):6.1f} "
+              f"{ratio:6.2f} {len(hits['rg']):7d}  {'yes' if same else _diff(hits)}")
+    print(f"ms, medians of {a.runs}; peak RSS {vmhwm_mib():.0f} MiB"
+          + ("; ripgrep left out, hits compared with the scan's" if a.no_rg else ""))
+    if unselective:
+        print("unselective queries, index ms / scan ms: "
+              + ", ".join(f"{r:.2f}" for r in unselective)
+              + f" ({'no slower' if max(unselective) <= 1.0 else 'slower'} than the scan)")
 
 
 def _diff(hits: dict[str, set[tuple[str, int]]]) -> str:
     return (f"no: index-scan {len(hits['index'] ^ hits['scan'])}, "
             f"scan-rg {len(hits['scan'] - hits['rg'])}/{len(hits['rg'] - hits['scan'])} "
             f"e.g. {sorted(hits['scan'] ^ hits['rg'])[:2]}")
+
+
+class Scratch:
+    """What the freshness figures write in the tree, undone afterwards."""
+
+    def __init__(self, tree: Path) -> None:
+        self.tree = tree
+        self.made: list[Path] = []
+        self.saved: dict[Path, bytes] = {}
+        self.trash_was = (tree / TRASH).exists()
+        self.folder, self.victim = _spot(tree)
+
+    def new(self, tag: str) -> tuple[Path, str]:
+        path = self.folder / f"loomfs-fresh-{tag}-{uuid.uuid4().hex[:8]}.txt"
+        self.made.append(path)
+        return path, path.relative_to(self.tree).as_posix()
+
+    def undo(self) -> None:
+        for path in self.made:
+            path.unlink(missing_ok=True)
+        for path, data in self.saved.items():
+            path.write_bytes(data)
+        if not self.trash_was and (self.tree / TRASH).is_dir():
+            shutil.rmtree(self.tree / TRASH)
+
+
+def _spot(tree: Path) -> tuple[Path, Path]:
+    """A folder the build watches (no new folder: that breaks the watch) and a text file in it."""
+    skip = {*deny.FLOOR, *deny.BASE}
+    for dirpath, dirs, names in os.walk(tree):
+        dirs[:] = sorted(d for d in dirs if d not in skip and not d.startswith("."))
+        for n in sorted(names):
+            if n.endswith((".py", ".js", ".ts", ".md", ".txt")) and not n.startswith("."):
+                return Path(dirpath), Path(dirpath) / n
+    raise SystemExit("no text file to modify in the tree")
+
+
+def _outside_new(s: Scratch, token: str) -> None:
+    path, _ = s.new("outside")
+    with path.open("w") as f:
+        f.write(f"a line that holds {token}\n")
+
+
+def _outside_append(s: Scratch, token: str) -> None:
+    s.saved.setdefault(s.victim, s.victim.read_bytes())
+    with s.victim.open("a") as f:
+        f.write(f"\n# {token}\n")
+
+
+def _server_new(s: Scratch, root: SecureRoot, token: str) -> None:
+    _, rel = s.new("server")
+    write_file(root, rel, f"a line that holds {token}\n")
+
+
+def _server_overwrite(s: Scratch, root: SecureRoot, token: str) -> None:
+    _, rel = s.new("server-over")
+    write_file(root, rel, "a first version\n")
+    time.sleep(0.2)  # the first version's own events drained by a search before the token's
+    write_file(root, rel, f"a second version with {token}\n", overwrite=True)
+
+
+def freshness(tree: Path, root: SecureRoot, narrow: object, keeper: Keeper, reps: int) -> None:
+    s = Scratch(tree)
+    ways: list[tuple[str, Callable[[str], None]]] = [
+        ("new file, outside", lambda tok: _outside_new(s, tok)),
+        ("appended line, outside", lambda tok: _outside_append(s, tok)),
+        ("new file, write_file", lambda tok: _server_new(s, root, tok)),
+        ("overwrite, write_file", lambda tok: _server_overwrite(s, root, tok)),
+    ]
+    print(f"freshness, {reps} repetitions; per probe (s after the write): found / searches, "
+          "median ms of those searches")
+    print(f"{'way':24} " + " ".join(f"{f'{p:g} s':>14}" for p in PROBES) + "  first found ms")
+    try:
+        for name, write in ways:
+            found = {p: 0 for p in PROBES}
+            took: dict[float, list[float]] = {p: [] for p in PROBES}
+            first: list[float] = []
+            for _ in range(reps):
+                keeper.wait()  # each repetition from a settled index
+                token = f"loomfsfresh{uuid.uuid4().hex}"
+                write(token)
+                t0 = time.perf_counter()
+                seen = None
+                for probe in PROBES:
+                    time.sleep(max(0.0, t0 + probe - time.perf_counter()))
+                    ms, hits = ours(root, token, False, True, narrow)
+                    took[probe].append(ms * 1000)
+                    if hits:
+                        found[probe] += 1
+                        if seen is None:
+                            seen = (time.perf_counter() - t0) * 1000
+                if seen is not None:
+                    first.append(seen)
+            cells = " ".join(f"{f'{found[p]}/{reps} {statistics.median(took[p]):.0f}':>14}"
+                             for p in PROBES)
+            med = f"{statistics.median(first):.0f}" if first else "never"
+            print(f"{name:24} {cells}  {med}")
+    finally:
+        keeper.wait()
+        s.undo()
 
 
 if __name__ == "__main__":
