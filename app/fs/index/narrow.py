@@ -86,6 +86,12 @@ class Keeper:
         if self.thread is not None:
             self.thread.join()
 
+    def progress(self) -> str | None:
+        """What a note says of the build under way, or None when none runs."""
+        if self.thread is None or not self.thread.is_alive():
+            return None
+        return f"a build is under way: the index holds {len(self.idx.view)} files so far"
+
     def wait(self, timeout: float | None = None) -> BuildState:
         """The build under way finished (tests, `--check`)."""
         if self.thread is not None:
@@ -96,8 +102,9 @@ class Keeper:
 class _Filter:
     """One search's pass over the walk's folders, with the index's answer."""
 
-    def __init__(self, view: dict[str, Entry], ids: set[int], gen: int) -> None:
-        self.view, self.ids, self.gen = view, ids, gen
+    def __init__(self, view: dict[str, Entry], ids: set[int], gen: int,
+                 progress: Callable[[], str | None]) -> None:
+        self.view, self.ids, self.gen, self.progress = view, ids, gen, progress
         self.unindexed = 0  # files read because the index could not vouch for them
         self.left_out = 0
 
@@ -127,8 +134,10 @@ class _Filter:
     def note(self) -> str | None:
         if not self.unindexed:
             return None
+        building = self.progress()
         return (f"the search index did not yet cover {self.unindexed} of the files searched "
-                "(being built, or changed since): they were read in full")
+                "(being built, or changed since): they were read in full"
+                + (f" ({building})" if building else ""))
 
 
 def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
@@ -167,7 +176,7 @@ def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
             return None
         if idx.view is not view:  # rebuilt meanwhile: what the query saw is another index
             return None
-        f = _Filter(view, ids, gen)
+        f = _Filter(view, ids, gen, keeper.progress)
         return f.folders(dirs), f.note
 
     return narrow

@@ -23,6 +23,7 @@ import contextlib
 import os
 import threading
 import time
+import urllib.parse
 from typing import NamedTuple
 
 import apsw
@@ -113,8 +114,16 @@ def _open_db(path: str) -> apsw.Connection:
 
 def _schema(con: apsw.Connection) -> bool:
     """True when the file holds our layout (made here if the file is empty)."""
-    # In a write transaction from the start: two connections making the same file wait for
-    # each other, and neither reads a count the other is about to change.
+    # A file with tables is read as it is: a write lock would wait for a build's batch.
+    # An empty one is made in a write transaction from the start: two connections making
+    # the same file wait for each other, and neither reads a count the other will change.
+    if not con.execute("SELECT count(*) FROM sqlite_master").fetchall()[0][0]:
+        _make(con)
+    row = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchall()
+    return bool(row) and row[0][0] == SCHEMA
+
+
+def _make(con: apsw.Connection) -> None:
     con.execute("BEGIN IMMEDIATE")
     try:
         if not con.execute("SELECT count(*) FROM sqlite_master").fetchall()[0][0]:
@@ -125,8 +134,6 @@ def _schema(con: apsw.Connection) -> bool:
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    row = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchall()
-    return bool(row) and row[0][0] == SCHEMA
 
 
 class TrigramIndex:
@@ -226,12 +233,42 @@ class TrigramIndex:
             return {r[0] for r in rows}, gen
 
     def size(self) -> int:
-        """Bytes of the index on disk (the file and its log)."""
-        total = 0
-        for p in (self.path, self.path + "-wal"):
-            with contextlib.suppress(OSError):
-                total += os.stat(p).st_size
-        return total
+        return size_of(self.path)
+
+
+def size_of(path: str) -> int:
+    """Bytes of an index on disk (the file and its log)."""
+    total = 0
+    for p in (path, path + "-wal"):
+        with contextlib.suppress(OSError):
+            total += os.stat(p).st_size
+    return total
+
+
+class Summary(NamedTuple):
+    """What an index file says of itself (`--check`)."""
+
+    bytes: int
+    files: int  # rows: files indexed, with their text or without (too large)
+    complete: bool  # a build walked the whole tree since the rules last changed
+
+
+def summary(path: str) -> Summary | None:
+    """The index file's own account, read without writing (None: no file yet). Without a
+    log beside it (no server has it open) the file is opened `immutable`, which makes no
+    `-wal` or `-shm`; with one, read-only, as a reader beside the server."""
+    if not os.path.exists(path):
+        return None
+    flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+    mode = "ro" if os.path.exists(path + "-wal") else "ro&immutable=1"
+    uri = "file:" + urllib.parse.quote(path) + "?mode=" + mode
+    con = apsw.Connection(uri, flags=flags)
+    try:
+        files = con.execute("SELECT count(*) FROM files").fetchall()[0][0]
+        done = con.execute("SELECT value FROM meta WHERE key = 'complete'").fetchall()
+    finally:
+        con.close()
+    return Summary(size_of(path), int(files or 0), bool(done) and done[0][0] == "1")
 
 
 _open: dict[str, TrigramIndex] = {}

@@ -22,7 +22,7 @@ import re2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.fs.index import trigram
+from app.fs.index import trigram, trigram_build
 from app.fs.index.grams import MOST_PER_STRING, plan, string_grams
 from app.fs.index.trigram import GRAMS, open_db
 from app.fs.index.trigram_build import MOST_BYTES, Build
@@ -367,3 +367,40 @@ def test_with_the_index_on_hits_equal_ripgreps_across_edits(
             ix.build()
     ix.keeper.wait()
     os.sync()
+
+
+def test_a_search_during_a_build_says_how_far_the_build_has_come(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The build is held after its 3rd file (each file its own batch): a search answers
+    with every hit, and its note says a build is under way and what the index holds."""
+    top = tmp_path / "r"
+    top.mkdir()
+    for i in range(10):
+        (top / f"f{i}.txt").write_text(f"needle {i}\n")
+    release, held = threading.Event(), threading.Event()
+    real = trigram_build.read_at_most
+    seen: list[int] = []
+
+    def slow(fd: int, limit: int) -> bytes | None:
+        seen.append(fd)
+        if len(seen) > 3:
+            held.set()
+            release.wait(30)
+        return real(fd, limit)
+
+    monkeypatch.setattr(trigram_build, "read_at_most", slow)
+    monkeypatch.setattr(trigram_build, "COMMIT_BYTES", 0)
+    ix = Indexed(secure_root(top), tmp_path / "state")
+    ix.keeper.kick(ix.root, ix.identity)
+    try:
+        assert held.wait(30)
+        assert len(ix.search("needle")) == 10
+        assert ix.notes[-1] == (
+            "the search index did not yet cover 7 of the files searched (being built, or "
+            "changed since): they were read in full (a build is under way: the index holds "
+            "3 files so far)")
+    finally:
+        release.set()
+    assert ix.keeper.wait(30).complete
+    assert len(ix.search("needle")) == 10 and ix.notes[-1] is None
