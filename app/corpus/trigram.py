@@ -76,6 +76,16 @@ def keeper_of(path: str) -> Keeper:
         return k
 
 
+def close_all() -> None:
+    """The server stops: every build stopped between two files (what it committed stays:
+    the next server resumes it), every index's connection and watch closed."""
+    with _lock:
+        keepers = list(_keepers.values())
+        _keepers.clear()
+    for k in keepers:
+        k.close()
+
+
 def identity(snap: Snapshot, root: SecureRoot) -> str:
     base = ranked.identity(snap, root, 0)
     return hashlib.sha256(f"{trigram.SCHEMA}\0{base}".encode()).hexdigest()

@@ -14,6 +14,7 @@ left out without being read; a scan would read it and count it in `skipped_binar
 `Keeper` runs the builds (`trigram_build.Build`), one at a time, in a background thread: a
 search starts one when none is running, and never waits for it. `stop()` cancels one
 between two files; what it committed stays, and the next build resumes from there.
+`close()` does so when the server stops, and starts none again.
 """
 
 from __future__ import annotations
@@ -61,11 +62,12 @@ class Keeper:
         self.stop_flag = threading.Event()
         self.last = BuildState()
         self.lock = threading.Lock()
+        self.closed = False  # the server is stopping: no build starts again
 
     def kick(self, root: SecureRoot, identity: str) -> None:
         """Start a build unless one is running."""
         with self.lock:
-            if self.thread is not None and self.thread.is_alive():
+            if self.closed or (self.thread is not None and self.thread.is_alive()):
                 return
             self.stop_flag = threading.Event()
             build = Build(self.idx, root, identity, self.stop_flag, self.now)
@@ -85,6 +87,16 @@ class Keeper:
         self.stop_flag.set()
         if self.thread is not None:
             self.thread.join()
+
+    def close(self) -> None:
+        """For good (the server stops): the build under way stopped between two files,
+        what it committed kept; the index's reading connection and its watch closed."""
+        with self.lock:
+            self.closed = True
+        self.stop()
+        self.idx.close()
+        if self.idx.watch is not None:
+            self.idx.watch.close()
 
     def progress(self) -> str | None:
         """What a note says of the build under way, or None when none runs."""

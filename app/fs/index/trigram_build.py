@@ -143,6 +143,8 @@ class Build:
         walker = Walker(self.root, (), keep=filt if filt.active else None)
         deadline = time.monotonic() + COMMIT_SECONDS
         for d in walker.dirs():
+            if self.stop.is_set():  # a tree of folders without files stops as well
+                return False
             if self.watch is not None:
                 self.watch.add(d.fd, d.prefix)
             for entry in d.entries:
