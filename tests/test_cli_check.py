@@ -6,9 +6,11 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from app.cli import main
 from app.corpus import trigram as corpus_trigram
-from app.fs.index import trigram
+from app.fs.index import trigram, trigram_build
 from app.fs.index.trigram_build import Build
 from app.registry import Registry
 from tests.kit import roots_toml
@@ -42,18 +44,6 @@ def test_console_script_check_runs(tmp_path: Path, write_config) -> None:
     assert "docs" in proc.stdout
 
 
-class _StopAfter(threading.Event):
-    """A stop flag raised once the build has looked at `n` files."""
-
-    def __init__(self, n: int) -> None:
-        super().__init__()
-        self.left = n
-
-    def is_set(self) -> bool:
-        self.left -= 1
-        return self.left < 0
-
-
 def _check(cfg: Path) -> list[str]:
     exe = Path(sys.executable).parent / "loom-fs-mcp"
     proc = subprocess.run(
@@ -68,7 +58,7 @@ def _listing(folder: Path) -> dict[str, int]:
 
 
 def test_check_reports_each_roots_trigram_index_from_its_file(
-    tmp_path: Path, write_config
+    tmp_path: Path, write_config, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """`--check` says, per root, what the index file holds (files, bytes, complete or not),
     read without writing: no file made when there is none, none beside one that exists."""
@@ -86,7 +76,17 @@ def test_check_reports_each_roots_trigram_index_from_its_file(
     root = snap.roots["ws"]
     path = corpus_trigram.index_path(snap, root)
     idx = trigram.TrigramIndex(path)
-    built = Build(idx, root, corpus_trigram.identity(snap, root), _StopAfter(5)).run()
+    stop, real = threading.Event(), trigram_build.read_at_most
+    reads: list[int] = []
+
+    def read(fd: int, limit: int) -> bytes | None:  # the build stopped after 5 files
+        reads.append(fd)
+        if len(reads) == 5:
+            stop.set()
+        return real(fd, limit)
+
+    monkeypatch.setattr(trigram_build, "read_at_most", read)
+    built = Build(idx, root, corpus_trigram.identity(snap, root), stop).run()
     assert not built.complete and built.indexed == 5
     before = _listing(state / "index")
     assert _check(cfg) == [f"search index of root 'ws': 5 files, {before[Path(path).name]} "

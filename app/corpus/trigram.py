@@ -22,7 +22,7 @@ from app.config import LoadedConfig
 from app.config_checks import contains
 from app.corpus import ranked
 from app.fs.filters.glob import Glob
-from app.fs.index import trigram
+from app.fs.index import trigram, trigram_build
 from app.fs.index.narrow import Keeper, Scope, narrowing
 from app.fs.index.storage import file_name
 from app.fs.search.needs import Folder, Narrow, Narrowed, Needs
@@ -63,6 +63,8 @@ def check_lines(loaded: LoadedConfig) -> list[str]:
             lines.append(head + "not built yet (the first search_text call starts it)")
             continue
         done = "complete" if got.complete else "not complete (the next search resumes it)"
+        if got.files >= trigram_build.MOST_FILES:
+            done = "full (the most a root's index holds: searches read the other files)"
         lines.append(head + f"{got.files} files, {got.bytes} bytes on disk, {done}")
     return lines
 

@@ -28,7 +28,7 @@ from typing import NamedTuple
 
 import apsw
 
-from app.fs.index import direct
+from app.fs.index import direct, trigram_build
 from app.fs.index.grams import plan
 from app.fs.index.trigram import BINARY, WHOLE, Entry, TrigramIndex
 from app.fs.index.trigram_build import Build, BuildState
@@ -146,10 +146,13 @@ class _Filter:
     def note(self) -> str | None:
         if not self.unindexed:
             return None
-        building = self.progress()
+        why = [self.progress()]
+        if len(self.view) >= trigram_build.MOST_FILES:
+            why.append(f"the index holds at most {trigram_build.MOST_FILES} files of a root: "
+                       "the others are read by every search")
         return (f"the search index did not yet cover {self.unindexed} of the files searched "
                 "(being built, or changed since): they were read in full"
-                + (f" ({building})" if building else ""))
+                + "".join(f" ({w})" for w in why if w))
 
 
 def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str

@@ -404,3 +404,38 @@ def test_a_search_during_a_build_says_how_far_the_build_has_come(
         release.set()
     assert ix.keeper.wait(30).complete
     assert len(ix.search("needle")) == 10 and ix.notes[-1] is None
+
+
+def test_files_past_the_most_an_index_holds_are_read_by_every_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The index holds at most MOST_FILES files of a root (lowered to 5 here): the build
+    adds no more, is never complete (so no search trusts it without a walk), and every
+    search reads the others, its hits a scan's, its note saying how many it read."""
+    monkeypatch.setattr(trigram_build, "MOST_FILES", 5)
+    top = tmp_path / "r"
+    for i in range(12):
+        (top / f"d{i % 3}").mkdir(parents=True, exist_ok=True)
+        (top / f"d{i % 3}" / f"f{i}.txt").write_text(f"needle {i}\n" if i % 2 else "hay\n")
+    ix = Indexed(secure_root(top), tmp_path / "state")
+    state = ix.build()
+    assert not state.complete and state.past_most == 7 and len(ix.rows()) == 5
+    assert ix.idx.trusted_watch() is None
+    scan = Indexed(secure_root(top), tmp_path / "scan")
+    scan.narrow = lambda *a: None  # type: ignore[method-assign]  # a plain scan
+    kick = ix.keeper.kick
+    ix.keeper.kick = lambda *a: None  # type: ignore[method-assign]  # no build meanwhile
+    for query in ("needle", "hay", "needle 11"):
+        assert ix.search(query) == scan.search(query)
+        assert ix.notes[-1] == (
+            "the search index did not yet cover 7 of the files searched (being built, or "
+            "changed since): they were read in full (the index holds at most 5 files of a "
+            "root: the others are read by every search)")
+    ix.keeper.kick = kick  # type: ignore[method-assign]
+    assert ix.build().indexed == 0 and len(ix.rows()) == 5  # still 5: none added
+    gone = next(iter(ix.rows()))
+    (top / gone).unlink()
+    ix.build()  # swept at the end of its walk
+    ix.build()  # room for one more
+    assert len(ix.rows()) == 5 and gone not in ix.rows()
+    assert ix.search("needle") == scan.search("needle")
