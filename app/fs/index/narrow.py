@@ -29,8 +29,9 @@ from typing import NamedTuple
 import apsw
 
 from app.fs.index import direct, trigram_build
+from app.fs.index.entry import GEN_AT, ID_AT, ID_MASK, KEY_AT, KEY_MASK, STATE_MASK, Entry, key
 from app.fs.index.grams import plan
-from app.fs.index.trigram import BINARY, WHOLE, Entry, TrigramIndex
+from app.fs.index.trigram import BINARY, WHOLE, TrigramIndex
 from app.fs.index.trigram_build import Build, BuildState
 from app.security.resolve import SecureRoot
 
@@ -125,19 +126,22 @@ class _Filter:
         for fd, prefix, names in dirs:
             keep: list[str] = []
             for name in names:
+                # The entry's fields read from its packed int (`entry.py`), not as attributes:
+                # this loop runs once per file of the tree.
                 e = view.get(prefix + name)
-                if e is None or e.gen > gen or e.state == WHOLE:
+                if e is None or e >> GEN_AT > gen or e & STATE_MASK == WHOLE:
                     keep.append(name)
-                    self.unindexed += e is None or e.gen > gen
+                    self.unindexed += e is None or e >> GEN_AT > gen
                     continue
                 try:
                     st = os.stat(name, dir_fd=fd, follow_symlinks=False)
                 except OSError:
                     continue  # gone since the listing
-                if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != e.sig:
+                if key(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != (
+                        e >> KEY_AT & KEY_MASK):
                     keep.append(name)
                     self.unindexed += 1
-                elif e.state != BINARY and e.id in ids:
+                elif e & STATE_MASK != BINARY and e >> ID_AT & ID_MASK in ids:
                     keep.append(name)
                 else:
                     self.left_out += 1

@@ -20,6 +20,7 @@ that read generation G trusts only entries of G or before.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 import time
@@ -29,6 +30,7 @@ from typing import NamedTuple
 import apsw
 
 from app.fs.index.access import Signature
+from app.fs.index.entry import Entry
 from app.fs.index.storage import Unavailable, ensure_dir, private_file, remove
 from app.fs.index.watch import Watch
 
@@ -37,13 +39,6 @@ GRAMS = ("CREATE VIRTUAL TABLE grams USING fts5(body, tokenize='trigram', detail
          "content='', contentless_delete=1)")
 
 TEXT, BINARY, WHOLE = 0, 1, 2  # a file's text indexed; binary (never matches); not indexed
-
-
-class Entry(NamedTuple):
-    sig: Signature
-    id: int
-    state: int
-    gen: int  # the commit that wrote it
 
 
 def problem() -> str | None:
@@ -143,8 +138,7 @@ class TrigramIndex:
         self.path = path
         self.lock = threading.Lock()  # the view and the generation
         self.read_lock = threading.Lock()  # the reading connection
-        self.view: dict[str, Entry] = {}
-        self.by_id: dict[int, str] = {}  # the view's ids
+        self.view: dict[str, Entry] = {}  # each entry packed in one int (`entry.py`)
         self.whole: set[str] = set()  # the view's files held without their text
         self.gen = 0
         self.complete = False  # a build has seen every folder since the index was adopted
@@ -180,7 +174,6 @@ class TrigramIndex:
             self.gen += 1
             gen = self.gen
             self.view = {p: Entry((s, m, c, n), i, st, gen) for p, s, m, c, n, i, st in rows}
-            self.by_id = {e.id: p for p, e in self.view.items()}
             self.whole = {p for p, e in self.view.items() if e.state == WHOLE}
             done = con.execute("SELECT value FROM meta WHERE key = 'complete'").fetchall()
             self.complete = bool(done) and done[0][0] == "1"
@@ -190,33 +183,36 @@ class TrigramIndex:
         read the view before this sees it replaced, and scans (`narrow.py`)."""
         with self.lock:
             self.gen += 1
-            self.view, self.by_id, self.whole = {}, {}, set()
+            self.view, self.whole = {}, set()
             self.complete = False
 
     def publish(self, changed: dict[str, tuple[Signature, int, int] | None]) -> None:
         """After a commit: the paths it wrote (None: removed), stamped with a new generation."""
         with self.lock:
             self.gen += 1
-            view, gen, by_id, whole = self.view, self.gen, self.by_id, self.whole
+            view, gen, whole = self.view, self.gen, self.whole
             for path, row in changed.items():
-                old = view.pop(path, None)
-                if old is not None:
-                    by_id.pop(old.id, None)
+                view.pop(path, None)
                 whole.discard(path)
                 if row is not None:
                     view[path] = Entry(row[0], row[1], row[2], gen)
-                    by_id[row[1]] = path
                     if row[2] == WHOLE:
                         whole.add(path)
 
     def paths_of(self, view: dict[str, Entry], ids: set[int]) -> tuple[list[str], int] | None:
-        """The paths of `ids` and of every file held without its text, and how many files
-        the index holds; None when the view is no longer `view` (rebuilt meanwhile)."""
+        """The paths of `ids` (from the `files` table: a row's id is never given to another
+        path while the tables last) and of every file held without its text, and how many
+        files the index holds; None when the view is no longer `view`: the tables may
+        have been made anew (`forget` comes first), and ids with them."""
+        with self.read_lock:
+            rows = self.reader().execute(
+                "SELECT path FROM files WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(sorted(ids)),))
+            paths = [r[0] for r in rows]
         with self.lock:
             if self.view is not view:
                 return None
-            by_id = self.by_id
-            return [by_id[i] for i in ids if i in by_id] + list(self.whole), len(view)
+            return paths + list(self.whole), len(view)
 
     def matching(self, expr: str) -> tuple[set[int], int]:
         """The ids of the files whose indexed text holds the trigrams of `expr`, and the

@@ -22,7 +22,8 @@ import re2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.fs.index import trigram, trigram_build
+from app.fs.index import entry, trigram, trigram_build
+from app.fs.index.entry import Entry
 from app.fs.index.grams import MOST_PER_STRING, plan, string_grams
 from app.fs.index.trigram import GRAMS, open_db
 from app.fs.index.trigram_build import MOST_BYTES, Build
@@ -439,3 +440,25 @@ def test_files_past_the_most_an_index_holds_are_read_by_every_search(
     ix.build()  # room for one more
     assert len(ix.rows()) == 5 and gone not in ix.rows()
     assert ix.search("needle") == scan.search("needle")
+
+
+_FIELD = st.one_of(st.integers(-(1 << 63), (1 << 64) - 1), st.integers(-(1 << 70), 1 << 70),
+                   st.sampled_from([0, -1, (1 << 63) - 1, -(1 << 63), (1 << 64) - 1, 1 << 64]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(a=st.tuples(_FIELD, _FIELD, _FIELD, _FIELD), b=st.tuples(_FIELD, _FIELD, _FIELD, _FIELD),
+       fid=st.integers(0, (1 << 63) - 1), state=st.sampled_from([0, 1, 2]),
+       gen=st.integers(0, 1 << 40))
+def test_a_packed_entry_trusts_exactly_the_signature_it_was_given(
+    a: tuple[int, int, int, int], b: tuple[int, int, int, int], fid: int, state: int, gen: int,
+) -> None:
+    """An entry packed in one int gives back its fields; its signature's key equals another
+    signature's only when the two are equal, and one that cannot be packed equals none:
+    that file is read, never trusted."""
+    e = Entry(a, fid, state, gen)
+    assert (e.id, e.state, e.gen) == (fid, state, gen)
+    packable = entry.key(*a) >= 0
+    assert e.sig == (a if packable else entry.UNMATCHED)
+    stored = e >> entry.KEY_AT & entry.KEY_MASK  # as `narrow._Filter` reads it
+    assert (entry.key(*b) == stored) == (packable and a == b)
