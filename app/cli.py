@@ -120,6 +120,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         # The operator's own terminal: host paths are what they need to see here.
         sys.stdout.write(roots_table(loaded, with_paths=True))
+        from app.corpus.trigram import check_lines
+
+        for line in check_lines(loaded):
+            print(line)
         return 0
     if args.empty_trash is not None:
         return empty_trash_command(loaded, args.empty_trash, args.older_than, args.dry_run)

@@ -168,6 +168,13 @@ class LoomServer(MCPServer):
             log.info("config reloaded (generation %d, %d roots)", snap.generation, len(snap.roots))
             return snap
 
+    async def close(self) -> None:
+        """The server stops (HTTP lifespan end, stdin closed): the background work of the
+        search indexes stopped, in a worker thread (a build ends its file and batch)."""
+        from app.corpus import trigram
+
+        await anyio.to_thread.run_sync(trigram.close_all)
+
     async def _notify_tools_changed(self) -> None:
         for session in list(self._sessions):
             try:

@@ -210,7 +210,11 @@ def _serve_stdio(server) -> int:
 
     async def main() -> None:
         install_sighup(server)
-        await run_stdio(server)
+        try:
+            await run_stdio(server)
+        finally:
+            with anyio.CancelScope(shield=True):
+                await server.close()
 
     with contextlib.suppress(KeyboardInterrupt):
         anyio.run(main)

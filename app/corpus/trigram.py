@@ -16,9 +16,13 @@ import os
 import threading
 from collections.abc import Iterator
 
+import apsw
+
+from app.config import LoadedConfig
+from app.config_checks import contains
 from app.corpus import ranked
 from app.fs.filters.glob import Glob
-from app.fs.index import trigram
+from app.fs.index import trigram, trigram_build
 from app.fs.index.narrow import Keeper, Scope, narrowing
 from app.fs.index.storage import file_name
 from app.fs.search.needs import Folder, Narrow, Narrowed, Needs
@@ -31,8 +35,38 @@ _lock = threading.Lock()
 
 
 def index_path(snap: Snapshot, root: SecureRoot) -> str:
-    name = file_name(root.name, root.real).replace(".sqlite3", ".trigram.sqlite3")
-    return os.path.join(ranked.index_dir(snap), name)
+    return _file(ranked.index_dir(snap), root.name, root.real)
+
+
+def _file(where: str, name: str, real: str) -> str:
+    return os.path.join(where, file_name(name, real).replace(".sqlite3", ".trigram.sqlite3"))
+
+
+def check_lines(loaded: LoadedConfig) -> list[str]:
+    """`--check`: each root's index as its file tells it (read only; no build runs here)."""
+    if not loaded.model.search_index:
+        return []
+    where = os.path.join(os.path.dirname(loaded.audit_log), "index")
+    lines = []
+    for r in loaded.roots:
+        head = f"search index of root '{r.name}': "
+        inside = next((o.name for o in loaded.roots if contains(o.real, where)), None)
+        if inside is not None:
+            lines.append(head + f"none (the index directory would be inside root '{inside}')")
+            continue
+        try:
+            got = trigram.summary(_file(where, r.name, r.real))
+        except (OSError, apsw.Error) as exc:
+            lines.append(head + f"unreadable ({exc}); the next build replaces it")
+            continue
+        if got is None:
+            lines.append(head + "not built yet (the first search_text call starts it)")
+            continue
+        done = "complete" if got.complete else "not complete (the next search resumes it)"
+        if got.files >= trigram_build.MOST_FILES:
+            done = "full (the most a root's index holds: searches read the other files)"
+        lines.append(head + f"{got.files} files, {got.bytes} bytes on disk, {done}")
+    return lines
 
 
 def keeper_of(path: str) -> Keeper:
@@ -42,6 +76,16 @@ def keeper_of(path: str) -> Keeper:
         if k is None:
             k = _keepers[path] = Keeper(trigram.index_at(path))
         return k
+
+
+def close_all() -> None:
+    """The server stops: every build stopped between two files (what it committed stays:
+    the next server resumes it), every index's connection and watch closed."""
+    with _lock:
+        keepers = list(_keepers.values())
+        _keepers.clear()
+    for k in keepers:
+        k.close()
 
 
 def identity(snap: Snapshot, root: SecureRoot) -> str:

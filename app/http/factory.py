@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 
+import anyio
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -89,8 +90,12 @@ def _lifespan(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         if handle_sighup:
             install_sighup(server)
-        async with server.session_manager.run():
-            yield
+        try:
+            async with server.session_manager.run():
+                yield
+        finally:
+            with anyio.CancelScope(shield=True):  # a build never left running
+                await server.close()
 
     return lifespan
 

@@ -14,6 +14,7 @@ left out without being read; a scan would read it and count it in `skipped_binar
 `Keeper` runs the builds (`trigram_build.Build`), one at a time, in a background thread: a
 search starts one when none is running, and never waits for it. `stop()` cancels one
 between two files; what it committed stays, and the next build resumes from there.
+`close()` does so when the server stops, and starts none again.
 """
 
 from __future__ import annotations
@@ -27,9 +28,10 @@ from typing import NamedTuple
 
 import apsw
 
-from app.fs.index import direct
+from app.fs.index import direct, trigram_build
+from app.fs.index.entry import GEN_AT, ID_AT, ID_MASK, KEY_AT, KEY_MASK, STATE_MASK, Entry, key
 from app.fs.index.grams import plan
-from app.fs.index.trigram import BINARY, WHOLE, Entry, TrigramIndex
+from app.fs.index.trigram import BINARY, WHOLE, TrigramIndex
 from app.fs.index.trigram_build import Build, BuildState
 from app.security.resolve import SecureRoot
 
@@ -61,11 +63,12 @@ class Keeper:
         self.stop_flag = threading.Event()
         self.last = BuildState()
         self.lock = threading.Lock()
+        self.closed = False  # the server is stopping: no build starts again
 
     def kick(self, root: SecureRoot, identity: str) -> None:
         """Start a build unless one is running."""
         with self.lock:
-            if self.thread is not None and self.thread.is_alive():
+            if self.closed or (self.thread is not None and self.thread.is_alive()):
                 return
             self.stop_flag = threading.Event()
             build = Build(self.idx, root, identity, self.stop_flag, self.now)
@@ -86,6 +89,22 @@ class Keeper:
         if self.thread is not None:
             self.thread.join()
 
+    def close(self) -> None:
+        """For good (the server stops): the build under way stopped between two files,
+        what it committed kept; the index's reading connection and its watch closed."""
+        with self.lock:
+            self.closed = True
+        self.stop()
+        self.idx.close()
+        if self.idx.watch is not None:
+            self.idx.watch.close()
+
+    def progress(self) -> str | None:
+        """What a note says of the build under way, or None when none runs."""
+        if self.thread is None or not self.thread.is_alive():
+            return None
+        return f"a build is under way: the index holds {len(self.idx.view)} files so far"
+
     def wait(self, timeout: float | None = None) -> BuildState:
         """The build under way finished (tests, `--check`)."""
         if self.thread is not None:
@@ -96,8 +115,9 @@ class Keeper:
 class _Filter:
     """One search's pass over the walk's folders, with the index's answer."""
 
-    def __init__(self, view: dict[str, Entry], ids: set[int], gen: int) -> None:
-        self.view, self.ids, self.gen = view, ids, gen
+    def __init__(self, view: dict[str, Entry], ids: set[int], gen: int,
+                 progress: Callable[[], str | None]) -> None:
+        self.view, self.ids, self.gen, self.progress = view, ids, gen, progress
         self.unindexed = 0  # files read because the index could not vouch for them
         self.left_out = 0
 
@@ -106,40 +126,48 @@ class _Filter:
         for fd, prefix, names in dirs:
             keep: list[str] = []
             for name in names:
+                # The entry's fields read from its packed int (`entry.py`), not as attributes:
+                # this loop runs once per file of the tree.
                 e = view.get(prefix + name)
-                if e is None or e.gen > gen or e.state == WHOLE:
+                if e is None or e >> GEN_AT > gen or e & STATE_MASK == WHOLE:
                     keep.append(name)
-                    self.unindexed += e is None or e.gen > gen
+                    self.unindexed += e is None or e >> GEN_AT > gen
                     continue
                 try:
                     st = os.stat(name, dir_fd=fd, follow_symlinks=False)
                 except OSError:
                     continue  # gone since the listing
-                if (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != e.sig:
+                if key(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != (
+                        e >> KEY_AT & KEY_MASK):
                     keep.append(name)
                     self.unindexed += 1
-                elif e.state != BINARY and e.id in ids:
+                elif e & STATE_MASK != BINARY and e >> ID_AT & ID_MASK in ids:
                     keep.append(name)
                 else:
                     self.left_out += 1
             yield fd, prefix, keep
 
     def note(self) -> str | None:
-        return _note(self.unindexed)
+        return _note(self.unindexed, self.progress(), len(self.view))
 
 
-def _note(unindexed: int) -> str | None:
+def _note(unindexed: int, progress: str | None, held: int) -> str | None:
     if not unindexed:
         return None
+    why = [progress]
+    if held >= trigram_build.MOST_FILES:
+        why.append(f"the index holds at most {trigram_build.MOST_FILES} files of a root: "
+                   "the others are read by every search")
     return (f"the search index did not yet cover {unindexed} of the files searched "
-            "(being built, or changed since): they were read in full")
+            "(being built, or changed since): they were read in full"
+            + "".join(f" ({w})" for w in why if w))
 
 
 class _Counted:
     """A walk-less answer's folders, counting the files read because they changed."""
 
-    def __init__(self, dirs: Iterator[Folder], dirty: set[str]) -> None:
-        self.dirs, self.dirty, self.unindexed = dirs, dirty, 0
+    def __init__(self, dirs: Iterator[Folder], dirty: set[str], keeper: Keeper) -> None:
+        self.dirs, self.dirty, self.keeper, self.unindexed = dirs, dirty, keeper, 0
 
     def folders(self) -> Iterator[Folder]:
         for fd, prefix, names in self.dirs:
@@ -147,7 +175,7 @@ class _Counted:
             yield fd, prefix, names
 
     def note(self) -> str | None:
-        return _note(self.unindexed)
+        return _note(self.unindexed, self.keeper.progress(), len(self.keeper.idx.view))
 
 
 def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
@@ -170,7 +198,7 @@ def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
                 new = [p for p in dirty if p not in view]
             if len(new) <= direct.MOST_NEW:  # else the walk decides on them
                 dirty -= direct.unlisted(root, new)
-                got = _direct(idx, root, expr, view, dirty, scope)
+                got = _direct(keeper, root, expr, view, dirty, scope)
                 # The refresh of what changed starts once the candidates are known: started
                 # first, it could swap the view under the query and cost this call a walk.
                 if dirty:
@@ -187,14 +215,15 @@ def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
             return None
         if idx.view is not view:  # rebuilt meanwhile: what the query saw is another index
             return None
-        f = _Filter(view, ids, gen)
+        f = _Filter(view, ids, gen, keeper.progress)
         return f.folders(dirs), f.note
 
     return narrow
 
 
-def _direct(idx: TrigramIndex, root: SecureRoot, expr: str, view: dict[str, Entry],
+def _direct(keeper: Keeper, root: SecureRoot, expr: str, view: dict[str, Entry],
             dirty: set[str], scope: Scope) -> Answer | None:
+    idx = keeper.idx
     try:
         ids, _ = idx.matching(expr)
     except apsw.Error:
@@ -205,5 +234,5 @@ def _direct(idx: TrigramIndex, root: SecureRoot, expr: str, view: dict[str, Entr
     paths = direct.candidates(got[0], got[1], dirty, scope.start, scope.keep)
     if paths is None:
         return None
-    counted = _Counted(direct.folders(root, paths), dirty)
+    counted = _Counted(direct.folders(root, paths), dirty, keeper)
     return counted.folders(), counted.note

@@ -20,14 +20,17 @@ that read generation G trusts only entries of G or before.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import threading
 import time
+import urllib.parse
 from typing import NamedTuple
 
 import apsw
 
 from app.fs.index.access import Signature
+from app.fs.index.entry import Entry
 from app.fs.index.storage import Unavailable, ensure_dir, private_file, remove
 from app.fs.index.watch import Watch
 
@@ -36,13 +39,6 @@ GRAMS = ("CREATE VIRTUAL TABLE grams USING fts5(body, tokenize='trigram', detail
          "content='', contentless_delete=1)")
 
 TEXT, BINARY, WHOLE = 0, 1, 2  # a file's text indexed; binary (never matches); not indexed
-
-
-class Entry(NamedTuple):
-    sig: Signature
-    id: int
-    state: int
-    gen: int  # the commit that wrote it
 
 
 def problem() -> str | None:
@@ -113,8 +109,16 @@ def _open_db(path: str) -> apsw.Connection:
 
 def _schema(con: apsw.Connection) -> bool:
     """True when the file holds our layout (made here if the file is empty)."""
-    # In a write transaction from the start: two connections making the same file wait for
-    # each other, and neither reads a count the other is about to change.
+    # A file with tables is read as it is: a write lock would wait for a build's batch.
+    # An empty one is made in a write transaction from the start: two connections making
+    # the same file wait for each other, and neither reads a count the other will change.
+    if not con.execute("SELECT count(*) FROM sqlite_master").fetchall()[0][0]:
+        _make(con)
+    row = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchall()
+    return bool(row) and row[0][0] == SCHEMA
+
+
+def _make(con: apsw.Connection) -> None:
     con.execute("BEGIN IMMEDIATE")
     try:
         if not con.execute("SELECT count(*) FROM sqlite_master").fetchall()[0][0]:
@@ -125,8 +129,6 @@ def _schema(con: apsw.Connection) -> bool:
     except BaseException:
         con.execute("ROLLBACK")
         raise
-    row = con.execute("SELECT value FROM meta WHERE key = 'schema'").fetchall()
-    return bool(row) and row[0][0] == SCHEMA
 
 
 class TrigramIndex:
@@ -136,8 +138,7 @@ class TrigramIndex:
         self.path = path
         self.lock = threading.Lock()  # the view and the generation
         self.read_lock = threading.Lock()  # the reading connection
-        self.view: dict[str, Entry] = {}
-        self.by_id: dict[int, str] = {}  # the view's ids
+        self.view: dict[str, Entry] = {}  # each entry packed in one int (`entry.py`)
         self.whole: set[str] = set()  # the view's files held without their text
         self.gen = 0
         self.complete = False  # a build has seen every folder since the index was adopted
@@ -173,7 +174,6 @@ class TrigramIndex:
             self.gen += 1
             gen = self.gen
             self.view = {p: Entry((s, m, c, n), i, st, gen) for p, s, m, c, n, i, st in rows}
-            self.by_id = {e.id: p for p, e in self.view.items()}
             self.whole = {p for p, e in self.view.items() if e.state == WHOLE}
             done = con.execute("SELECT value FROM meta WHERE key = 'complete'").fetchall()
             self.complete = bool(done) and done[0][0] == "1"
@@ -183,33 +183,36 @@ class TrigramIndex:
         read the view before this sees it replaced, and scans (`narrow.py`)."""
         with self.lock:
             self.gen += 1
-            self.view, self.by_id, self.whole = {}, {}, set()
+            self.view, self.whole = {}, set()
             self.complete = False
 
     def publish(self, changed: dict[str, tuple[Signature, int, int] | None]) -> None:
         """After a commit: the paths it wrote (None: removed), stamped with a new generation."""
         with self.lock:
             self.gen += 1
-            view, gen, by_id, whole = self.view, self.gen, self.by_id, self.whole
+            view, gen, whole = self.view, self.gen, self.whole
             for path, row in changed.items():
-                old = view.pop(path, None)
-                if old is not None:
-                    by_id.pop(old.id, None)
+                view.pop(path, None)
                 whole.discard(path)
                 if row is not None:
                     view[path] = Entry(row[0], row[1], row[2], gen)
-                    by_id[row[1]] = path
                     if row[2] == WHOLE:
                         whole.add(path)
 
     def paths_of(self, view: dict[str, Entry], ids: set[int]) -> tuple[list[str], int] | None:
-        """The paths of `ids` and of every file held without its text, and how many files
-        the index holds; None when the view is no longer `view` (rebuilt meanwhile)."""
+        """The paths of `ids` (from the `files` table: a row's id is never given to another
+        path while the tables last) and of every file held without its text, and how many
+        files the index holds; None when the view is no longer `view`: the tables may
+        have been made anew (`forget` comes first), and ids with them."""
+        with self.read_lock:
+            rows = self.reader().execute(
+                "SELECT path FROM files WHERE id IN (SELECT value FROM json_each(?))",
+                (json.dumps(sorted(ids)),))
+            paths = [r[0] for r in rows]
         with self.lock:
             if self.view is not view:
                 return None
-            by_id = self.by_id
-            return [by_id[i] for i in ids if i in by_id] + list(self.whole), len(view)
+            return paths + list(self.whole), len(view)
 
     def matching(self, expr: str) -> tuple[set[int], int]:
         """The ids of the files whose indexed text holds the trigrams of `expr`, and the
@@ -226,12 +229,42 @@ class TrigramIndex:
             return {r[0] for r in rows}, gen
 
     def size(self) -> int:
-        """Bytes of the index on disk (the file and its log)."""
-        total = 0
-        for p in (self.path, self.path + "-wal"):
-            with contextlib.suppress(OSError):
-                total += os.stat(p).st_size
-        return total
+        return size_of(self.path)
+
+
+def size_of(path: str) -> int:
+    """Bytes of an index on disk (the file and its log)."""
+    total = 0
+    for p in (path, path + "-wal"):
+        with contextlib.suppress(OSError):
+            total += os.stat(p).st_size
+    return total
+
+
+class Summary(NamedTuple):
+    """What an index file says of itself (`--check`)."""
+
+    bytes: int
+    files: int  # rows: files indexed, with their text or without (too large)
+    complete: bool  # a build walked the whole tree since the rules last changed
+
+
+def summary(path: str) -> Summary | None:
+    """The index file's own account, read without writing (None: no file yet). Without a
+    log beside it (no server has it open) the file is opened `immutable`, which makes no
+    `-wal` or `-shm`; with one, read-only, as a reader beside the server."""
+    if not os.path.exists(path):
+        return None
+    flags = apsw.SQLITE_OPEN_READONLY | apsw.SQLITE_OPEN_URI
+    mode = "ro" if os.path.exists(path + "-wal") else "ro&immutable=1"
+    uri = "file:" + urllib.parse.quote(path) + "?mode=" + mode
+    con = apsw.Connection(uri, flags=flags)
+    try:
+        files = con.execute("SELECT count(*) FROM files").fetchall()[0][0]
+        done = con.execute("SELECT value FROM meta WHERE key = 'complete'").fetchall()
+    finally:
+        con.close()
+    return Summary(size_of(path), int(files or 0), bool(done) and done[0][0] == "1")
 
 
 _open: dict[str, TrigramIndex] = {}

@@ -10,11 +10,13 @@ passes over it), any other decoded as a search reads it (UTF-16/32 by its BOM, e
 bad bytes replaced, which keeps every valid character where it was) and given to SQLite,
 which keeps its trigrams only.
 
-Bounds: one file in memory at a time; a batch is committed every `COMMIT_BYTES` of text or
-`COMMIT_SECONDS`, and then published (`TrigramIndex.publish`), so a stopped build keeps
-what it did and the next one resumes (a file whose signature is unchanged is not read
-again). `stop` is looked at between files. Files the walk no longer sees are removed once a
-walk is complete, and so is everything when the rules changed (`adopt`).
+Bounds: one file in memory at a time; at most `MOST_FILES` files held (a file past them is
+not added, and the index is not complete: searches walk and read it); a batch is committed
+every `COMMIT_BYTES` of text or `COMMIT_SECONDS`, and then published
+(`TrigramIndex.publish`), so a stopped build keeps what it did and the next one resumes (a
+file whose signature is unchanged is not read again). `stop` is looked at between files.
+Files the walk no longer sees are removed once a walk is complete, and so is everything
+when the rules changed (`adopt`).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ from app.security.walk import Walker
 MOST_BYTES = 8 << 20  # a larger file is not indexed: searches read it (the largest default
 # max_read_bytes: below it, every file a search reads by default is indexed; one file of
 # this size and its text are all the build holds in memory)
+MOST_FILES = 200_000  # files one root's index holds at most: searches read the others
 COMMIT_BYTES = 16 << 20
 COMMIT_SECONDS = 1.0
 
@@ -56,6 +59,7 @@ class BuildState:
     indexed: int = 0  # files read and indexed by this build
     indexed_bytes: int = 0
     removed: int = 0
+    past_most: int = 0  # files left out: the index already held MOST_FILES
     complete: bool = False
     error: str | None = None
 
@@ -102,6 +106,7 @@ class Build:
         self.state = BuildState()
         self.changed: Changed = {}
         self.batch = 0
+        self.held = 0  # files the index holds, or will once swept: at most MOST_FILES
         self.con: apsw.Connection | None = None
         self.watch: Watch | None = None  # a new watch, given each folder the walk opens
 
@@ -120,17 +125,20 @@ class Build:
             adopt(con, idx, self.identity)
             known = dict(idx.view)
             seen: set[str] = set()
+            self.held = len(known)
             con.execute("BEGIN IMMEDIATE")
-            if self._walk(con, known, seen):
+            walked = self._walk(con, known, seen)
+            if walked:  # complete: the index holds every file (none left out at MOST_FILES)
                 self._sweep(con, known, seen)
-                con.execute("INSERT OR REPLACE INTO meta VALUES ('complete', '1')")
-                self.state.complete = True
+                self.state.complete = not self.state.past_most
+                con.execute("INSERT OR REPLACE INTO meta VALUES ('complete', ?)",
+                            ("1" if self.state.complete else "0",))
             self._commit(con, again=False)
             con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-            if self.state.complete:
+            if walked:
                 watch.settled(started)
                 with idx.lock:
-                    idx.complete = True
+                    idx.complete = self.state.complete
                     idx.watched = idx.watched or (fresh and not watch.broken)
         except BaseException:
             with contextlib.suppress(apsw.Error):
@@ -147,6 +155,8 @@ class Build:
         walker = Walker(self.root, (), keep=filt if filt.active else None)
         deadline = time.monotonic() + COMMIT_SECONDS
         for d in walker.dirs():
+            if self.stop.is_set():  # a tree of folders without files stops as well
+                return False
             if self.watch is not None:
                 self.watch.add(d.fd, d.prefix)
             for entry in d.entries:
@@ -166,6 +176,9 @@ class Build:
                 old = known.get(path)
                 sig = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
                 if old is not None and old.sig == sig:
+                    continue
+                if old is None and self.held >= MOST_FILES:
+                    self.state.past_most += 1
                     continue
                 self._index(con, path, entry.name, d.fd, None if old is None else old.id)
                 if self.batch >= COMMIT_BYTES or time.monotonic() >= deadline:
@@ -188,6 +201,7 @@ class Build:
         state, text = (WHOLE, "") if data is None else text_of(data)
         row = (*sig, state)
         if old is None:
+            self.held += 1
             con.execute("INSERT INTO files (path, size, mtime, ctime, ino, state) "
                         "VALUES (?, ?, ?, ?, ?, ?)", (path, *row))
             fid = con.last_insert_rowid()

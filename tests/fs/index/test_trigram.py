@@ -22,7 +22,8 @@ import re2
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.fs.index import trigram
+from app.fs.index import entry, trigram, trigram_build
+from app.fs.index.entry import Entry
 from app.fs.index.grams import MOST_PER_STRING, plan, string_grams
 from app.fs.index.trigram import GRAMS, open_db
 from app.fs.index.trigram_build import MOST_BYTES, Build
@@ -430,9 +431,10 @@ def test_a_new_file_is_judged_as_the_walk_judges_it_without_a_walk(
     got = {m["path"] for m in ix.search("needle one")}
     assert got == ({"src/a.py", path} if read else {"src/a.py"})
     assert len(calls) == 1 and not watch.broken  # no walk
-    assert ix.notes[-1] == (
+    note = ix.notes[-1]  # may go on to say a build (of the new file) is under way
+    assert (note or "").startswith(
         "the search index did not yet cover 1 of the files searched (being built, or "
-        "changed since): they were read in full" if read else None)
+        "changed since): they were read in full") if read else note is None
 
 
 # Folders made in walked folders: the walk never enters a denied or ignored one, so the
@@ -535,3 +537,97 @@ def test_with_the_index_on_hits_equal_ripgreps_across_edits(
             ix.build()
     ix.keeper.wait()
     os.sync()
+
+
+def test_a_search_during_a_build_says_how_far_the_build_has_come(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The build is held after its 3rd file (each file its own batch): a search answers
+    with every hit, and its note says a build is under way and what the index holds."""
+    top = tmp_path / "r"
+    top.mkdir()
+    for i in range(10):
+        (top / f"f{i}.txt").write_text(f"needle {i}\n")
+    release, held = threading.Event(), threading.Event()
+    real = trigram_build.read_at_most
+    seen: list[int] = []
+
+    def slow(fd: int, limit: int) -> bytes | None:
+        seen.append(fd)
+        if len(seen) > 3:
+            held.set()
+            release.wait(30)
+        return real(fd, limit)
+
+    monkeypatch.setattr(trigram_build, "read_at_most", slow)
+    monkeypatch.setattr(trigram_build, "COMMIT_BYTES", 0)
+    ix = Indexed(secure_root(top), tmp_path / "state")
+    ix.keeper.kick(ix.root, ix.identity)
+    try:
+        assert held.wait(30)
+        assert len(ix.search("needle")) == 10
+        assert ix.notes[-1] == (
+            "the search index did not yet cover 7 of the files searched (being built, or "
+            "changed since): they were read in full (a build is under way: the index holds "
+            "3 files so far)")
+    finally:
+        release.set()
+    assert ix.keeper.wait(30).complete
+    assert len(ix.search("needle")) == 10 and ix.notes[-1] is None
+
+
+def test_files_past_the_most_an_index_holds_are_read_by_every_search(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The index holds at most MOST_FILES files of a root (lowered to 5 here): the build
+    adds no more, is never complete (so no search trusts it without a walk), and every
+    search reads the others, its hits a scan's, its note saying how many it read."""
+    monkeypatch.setattr(trigram_build, "MOST_FILES", 5)
+    top = tmp_path / "r"
+    for i in range(12):
+        (top / f"d{i % 3}").mkdir(parents=True, exist_ok=True)
+        (top / f"d{i % 3}" / f"f{i}.txt").write_text(f"needle {i}\n" if i % 2 else "hay\n")
+    ix = Indexed(secure_root(top), tmp_path / "state")
+    state = ix.build()
+    assert not state.complete and state.past_most == 7 and len(ix.rows()) == 5
+    assert ix.idx.trusted_watch() is None
+    scan = Indexed(secure_root(top), tmp_path / "scan")
+    scan.narrow = lambda *a: None  # type: ignore[method-assign]  # a plain scan
+    kick = ix.keeper.kick
+    ix.keeper.kick = lambda *a: None  # type: ignore[method-assign]  # no build meanwhile
+    for query in ("needle", "hay", "needle 11"):
+        assert ix.search(query) == scan.search(query)
+        assert ix.notes[-1] == (
+            "the search index did not yet cover 7 of the files searched (being built, or "
+            "changed since): they were read in full (the index holds at most 5 files of a "
+            "root: the others are read by every search)")
+    ix.keeper.kick = kick  # type: ignore[method-assign]
+    assert ix.build().indexed == 0 and len(ix.rows()) == 5  # still 5: none added
+    gone = next(iter(ix.rows()))
+    (top / gone).unlink()
+    ix.build()  # swept at the end of its walk
+    ix.build()  # room for one more
+    assert len(ix.rows()) == 5 and gone not in ix.rows()
+    assert ix.search("needle") == scan.search("needle")
+
+
+_FIELD = st.one_of(st.integers(-(1 << 63), (1 << 64) - 1), st.integers(-(1 << 70), 1 << 70),
+                   st.sampled_from([0, -1, (1 << 63) - 1, -(1 << 63), (1 << 64) - 1, 1 << 64]))
+
+
+@settings(max_examples=500, deadline=None)
+@given(a=st.tuples(_FIELD, _FIELD, _FIELD, _FIELD), b=st.tuples(_FIELD, _FIELD, _FIELD, _FIELD),
+       fid=st.integers(0, (1 << 63) - 1), state=st.sampled_from([0, 1, 2]),
+       gen=st.integers(0, 1 << 40))
+def test_a_packed_entry_trusts_exactly_the_signature_it_was_given(
+    a: tuple[int, int, int, int], b: tuple[int, int, int, int], fid: int, state: int, gen: int,
+) -> None:
+    """An entry packed in one int gives back its fields; its signature's key equals another
+    signature's only when the two are equal, and one that cannot be packed equals none:
+    that file is read, never trusted."""
+    e = Entry(a, fid, state, gen)
+    assert (e.id, e.state, e.gen) == (fid, state, gen)
+    packable = entry.key(*a) >= 0
+    assert e.sig == (a if packable else entry.UNMATCHED)
+    stored = e >> entry.KEY_AT & entry.KEY_MASK  # as `narrow._Filter` reads it
+    assert (entry.key(*b) == stored) == (packable and a == b)

@@ -1,17 +1,30 @@
 """The trigram index through the real server: `search_index = true`, a live uvicorn and the
 MCP SDK client. A write through the server is found by the next call; a deny rule added by
-a reload leaves the file out of the answer and out of the index's rows."""
+a reload leaves the file out of the answer and out of the index's rows. A server that stops
+stops its build, which the next one resumes."""
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import apsw
+import pytest
 
 from app.corpus import trigram as corpus_trigram
+from app.fs.index import access, trigram, trigram_build
+from app.fs.index.trigram_build import Build
+from app.registry import Registry
 from tests.kit import roots_toml
-from tests.live import LiveServer, live_server
+from tests.live import INIT_REQUEST, LiveServer, live_server
+
+EXE = str(Path(sys.executable).parent / "loom-fs-mcp")
 
 
 def config(write_config: Any, tmp_path: Path, root: Path, deny: list[str]) -> Path:
@@ -72,3 +85,99 @@ async def test_writes_through_the_server_and_deny_rules_reach_the_indexed_search
         assert await found(srv, "needle_one") == {"src/a.py", "new.txt"}
     for keeper in corpus_trigram._keepers.values():
         keeper.stop()
+
+
+async def test_a_server_stopping_stops_its_build_which_the_next_resumes(
+    write_config: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A build that would run for 24 s more (each of 120 files slowed by 0.2 s, each its own
+    batch) is stopped by the server's shutdown between two files: no build thread is left,
+    the index file is whole, and a later build reads only the files not committed."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    for i in range(120):
+        (root / f"f{i:03}.txt").write_text(f"needle {i}\n")
+    cfg = config(write_config, tmp_path, root, [])
+    real = trigram_build.read_at_most
+
+    def slow(fd: int, limit: int) -> bytes | None:
+        time.sleep(0.2)
+        return real(fd, limit)
+
+    monkeypatch.setattr(trigram_build, "read_at_most", slow)
+    monkeypatch.setattr(trigram_build, "COMMIT_BYTES", 0)
+    monkeypatch.setattr(access, "RACY_NS", 0)  # files just written are trusted once read
+    corpus_trigram._keepers.clear()
+    srv = LiveServer(cfg).start()
+    try:
+        assert await found(srv, "needle 7\n") == {"f007.txt"}  # a scan; a build starts
+        [keeper] = corpus_trigram._keepers.values()
+        for _ in range(300):  # until a few batches are committed
+            if len(keeper.idx.view) >= 3:
+                break
+            time.sleep(0.05)
+    finally:
+        srv.stop()
+    assert keeper.thread is not None and not keeper.thread.is_alive()
+    assert corpus_trigram._keepers == {}
+    keeper.kick(srv.registry.current.roots["main"], "any")  # closed: starts nothing
+    assert not keeper.thread.is_alive()
+    con = apsw.Connection(keeper.idx.path)
+    assert con.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+    kept = int(con.execute("SELECT count(*) FROM files").fetchall()[0][0] or 0)
+    con.close()
+    assert 3 <= kept < 120
+    monkeypatch.setattr(trigram_build, "read_at_most", real)
+    snap = srv.registry.current
+    main = snap.roots["main"]
+    state = Build(trigram.TrigramIndex(keeper.idx.path), main,
+                  corpus_trigram.identity(snap, main), threading.Event()).run()
+    assert state.complete and state.indexed == 120 - kept
+
+
+def test_stdin_closing_stops_the_build_and_closes_the_index(
+    write_config: Any, tmp_path: Path,
+) -> None:
+    """The console script on stdio, a build under way on 100 MiB of text: stdin closes, the
+    process stops the build between two files and closes the index (its log checkpointed
+    and gone: a build killed with the process would leave it), and the next build reads
+    only the files the stopped one had not committed."""
+    root = tmp_path / "ws"
+    root.mkdir()
+    line = "word " * 50 + "\n"
+    for i in range(400):
+        (root / f"f{i:03}.txt").write_text(f"needle {i}\n" + line * (256 * 1024 // len(line)))
+    cfg = config(write_config, tmp_path, root, [])
+    snap = Registry(str(cfg)).current
+    main = snap.roots["main"]
+    path = corpus_trigram.index_path(snap, main)
+    calls = [INIT_REQUEST, {"jsonrpc": "2.0", "method": "notifications/initialized"},
+             {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+              "params": {"name": "search_text", "arguments": {"query": "needle 7"}}}]
+    proc = subprocess.Popen([EXE, "--config", str(cfg)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+    watchdog = threading.Timer(120, proc.kill)
+    watchdog.start()
+    try:
+        proc.stdin.write("".join(json.dumps(c) + "\n" for c in calls))
+        proc.stdin.flush()
+        answers = [json.loads(proc.stdout.readline()) for _ in range(2)]
+        matches = answers[1]["result"]["structuredContent"]["matches"]
+        assert "f007.txt" in {m["path"] for m in matches}
+        for _ in range(600):  # until the build has committed a batch
+            got = trigram.summary(path)
+            if got is not None and got.files:
+                break
+            time.sleep(0.05)
+        proc.stdin.close()
+        assert proc.wait(timeout=60) == 0
+    finally:
+        watchdog.cancel()
+        proc.stdout.close()
+    assert not os.path.exists(path + "-wal")
+    got = trigram.summary(path)
+    assert got is not None and 0 < got.files < 400 and not got.complete
+    state = Build(trigram.TrigramIndex(path), main, corpus_trigram.identity(snap, main),
+                  threading.Event()).run()
+    assert state.complete and state.indexed <= 400 - got.files + 2  # + files written racily
