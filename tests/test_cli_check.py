@@ -10,7 +10,7 @@ import pytest
 
 from app.cli import main
 from app.corpus import trigram as corpus_trigram
-from app.fs.index import trigram, trigram_build
+from app.fs.index import shards, trigram, trigram_build
 from app.fs.index.trigram_build import Build
 from app.registry import Registry
 from tests.kit import roots_toml
@@ -89,7 +89,9 @@ def test_check_reports_each_roots_trigram_index_from_its_file(
     built = Build(idx, root, corpus_trigram.identity(snap, root), stop).run()
     assert not built.complete and built.indexed == 5
     before = _listing(state / "index")
-    assert _check(cfg) == [f"search index of root 'ws': 5 files, {before[Path(path).name]} "
+    held = sum(before.get(Path(p).name, 0) for p in shards.paths(path))  # its shards' files
+    assert held > before[Path(path).name]
+    assert _check(cfg) == [f"search index of root 'ws': 5 files, {held} "
                            "bytes on disk, not complete (the next search resumes it)"]
     assert _listing(state / "index") == before  # nothing made, nothing changed
     assert Build(idx, root, corpus_trigram.identity(snap, root), threading.Event()).run().complete

@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 import apsw
 
+from app.fs.index import shards
 from app.fs.index.access import Signature
 from app.fs.index.entry import Entry
 from app.fs.index.storage import Unavailable, ensure_dir, private_file, remove
@@ -142,7 +143,7 @@ class TrigramIndex:
         self.whole: set[str] = set()  # the view's files held without their text
         self.gen = 0
         self.complete = False  # a build has seen every folder since the index was adopted
-        self._reader: apsw.Connection | None = None
+        self._readers: dict[int, apsw.Connection] = {}
         self.watch: Watch | None = None  # the changes since the last build walked the tree
         self.watched = False  # a complete build walked the tree under `watch` from its start
         self.identity: str | None = None  # the rules the tables were built for
@@ -155,17 +156,23 @@ class TrigramIndex:
         w.drain()
         return None if w.broken else w
 
-    def reader(self) -> apsw.Connection:
-        if self._reader is None:
-            self._reader = open_db(self.path)
-        return self._reader
+    def reader(self, k: int = 0) -> apsw.Connection:
+        """The reading connection of shard `k` (0: the index file, with `files`)."""
+        con = self._readers.get(k)
+        if con is not None and not con.getautocommit():  # a read left open: an old snapshot
+            with contextlib.suppress(apsw.Error):
+                con.close()
+            con = None
+        if con is None:
+            con = self._readers[k] = open_db(shards.shard_path(self.path, k))
+        return con
 
     def close(self) -> None:
         with self.read_lock:
-            if self._reader is not None:
+            for con in self._readers.values():
                 with contextlib.suppress(apsw.Error):
-                    self._reader.close()
-                self._reader = None
+                    con.close()
+            self._readers = {}
 
     def load(self, con: apsw.Connection) -> None:
         """The view as the file holds it (at start, or after the rules changed)."""
@@ -220,24 +227,24 @@ class TrigramIndex:
         with self.lock:
             gen = self.gen
         with self.read_lock:
-            con = self.reader()
-            if not con.getautocommit():  # a read left open would read an old snapshot
-                con.close()
-                self._reader = None
-                con = self.reader()
-            rows = con.execute("SELECT rowid FROM grams WHERE grams MATCH ?", (expr,))
-            return {r[0] for r in rows}, gen
+            ids: set[int] = set()
+            for k in range(shards.SHARDS):
+                rows = self.reader(k).execute("SELECT rowid FROM grams WHERE grams MATCH ?",
+                                              (expr,))
+                ids.update(r[0] for r in rows)
+            return ids, gen
 
     def size(self) -> int:
         return size_of(self.path)
 
 
 def size_of(path: str) -> int:
-    """Bytes of an index on disk (the file and its log)."""
+    """Bytes of an index on disk (its files and their logs)."""
     total = 0
-    for p in (path, path + "-wal"):
-        with contextlib.suppress(OSError):
-            total += os.stat(p).st_size
+    for shard in shards.paths(path):
+        for p in (shard, shard + "-wal"):
+            with contextlib.suppress(OSError):
+                total += os.stat(p).st_size
     return total
 
 

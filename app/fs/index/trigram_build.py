@@ -25,7 +25,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import partial
 
@@ -34,7 +34,8 @@ import apsw
 from app.fs.filters.ignore import Filter
 from app.fs.index.access import Signature, open_listed, storable
 from app.fs.index.direct import pruned
-from app.fs.index.trigram import BINARY, TEXT, WHOLE, TrigramIndex, _create, open_db
+from app.fs.index.shards import PENDING, SHARDS, Writer, shard_path
+from app.fs.index.trigram import BINARY, GRAMS, TEXT, WHOLE, TrigramIndex, _create, open_db
 from app.fs.index.watch import Watch
 from app.fs.text.textio import HEAD, WIDE_BOMS
 from app.security.handles import read_at_most
@@ -64,9 +65,11 @@ class BuildState:
     error: str | None = None
 
 
-def adopt(con: apsw.Connection, idx: TrigramIndex, identity: str) -> bool:
+def adopt(con: apsw.Connection, idx: TrigramIndex, identity: str,
+          others: Sequence[apsw.Connection] = ()) -> bool:
     """Start again when the index was built for other rules (`identity`): its tables are
-    dropped (their pages zeroed), not emptied row by row. True when it did."""
+    dropped (their pages zeroed), not emptied row by row; the other shards' (`others`)
+    first, so that no trigram outlives the rules it was indexed under. True when it did."""
     row = con.execute("SELECT value FROM meta WHERE key = 'identity'").fetchall()
     if row and row[0][0] == identity:
         if idx.gen == 0:
@@ -74,6 +77,12 @@ def adopt(con: apsw.Connection, idx: TrigramIndex, identity: str) -> bool:
         idx.identity = identity
         return False
     idx.forget()  # first: a query under way must not trust the old view on the new tables
+    for other in others:
+        with other:
+            other.execute("DROP TABLE IF EXISTS grams")
+            other.execute(GRAMS)
+            other.execute("INSERT INTO grams(grams, rank) VALUES ('secure-delete', 1)")
+        other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     with con:
         con.execute("DROP TABLE IF EXISTS grams")
         con.execute("DROP TABLE IF EXISTS files")
@@ -107,11 +116,31 @@ class Build:
         self.changed: Changed = {}
         self.batch = 0
         self.held = 0  # files the index holds, or will once swept: at most MOST_FILES
+        self.writers: list[Writer] = []  # shards 1.. (`shards.py`)
+        # Rows pending until their shard commits, as they will be; rows to remove then.
+        self.final: dict[str, tuple[Signature, int, int]] = {}
+        self.gone: list[int] = []
         self.con: apsw.Connection | None = None
         self.watch: Watch | None = None  # a new watch, given each folder the walk opens
 
     def run(self) -> BuildState:
         con = self.con = open_db(self.idx.path)
+        try:
+            others = [open_db(shard_path(self.idx.path, k)) for k in range(1, SHARDS)]
+        except BaseException:
+            con.close()
+            raise
+        self.writers = [Writer(o) for o in others]
+        try:
+            return self._run(con, others)
+        finally:
+            for w in self.writers:
+                if w.is_alive():
+                    w.finish(keep=False)
+                else:
+                    w.con.close()
+
+    def _run(self, con: apsw.Connection, others: list[apsw.Connection]) -> BuildState:
         idx = self.idx
         watch, fresh = idx.watch, False
         if watch is None or watch.broken:  # a new era: every folder watched as it is walked
@@ -122,7 +151,9 @@ class Build:
         started = watch.drain()
         self.watch = watch if fresh else None
         try:
-            adopt(con, idx, self.identity)
+            adopt(con, idx, self.identity, others)
+            for w in self.writers:
+                w.start()
             known = dict(idx.view)
             seen: set[str] = set()
             self.held = len(known)
@@ -134,6 +165,10 @@ class Build:
                 con.execute("INSERT OR REPLACE INTO meta VALUES ('complete', ?)",
                             ("1" if self.state.complete else "0",))
             self._commit(con, again=False)
+            for w in self.writers:
+                w.finish(keep=True)
+                if w.error is not None:
+                    raise w.error
             con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             if walked:
                 watch.settled(started)
@@ -199,35 +234,67 @@ class Build:
         finally:
             os.close(fd)
         state, text = (WHOLE, "") if data is None else text_of(data)
-        row = (*sig, state)
-        if old is None:
-            self.held += 1
-            con.execute("INSERT INTO files (path, size, mtime, ctime, ino, state) "
-                        "VALUES (?, ?, ?, ?, ?, ?)", (path, *row))
-            fid = con.last_insert_rowid()
+        fid = self._row(con, path, old, sig, state)
+        writer = self.writers[fid % SHARDS - 1] if fid % SHARDS else None
+        if writer is not None:  # its row pending until the shard has committed its trigrams
+            writer.put(fid, text, replace=old is not None)
+            self.final[path] = (sig, fid, state)
         else:
-            fid = old
-            con.execute("DELETE FROM grams WHERE rowid = ?", (fid,))
-            con.execute("UPDATE files SET size = ?, mtime = ?, ctime = ?, ino = ?, state = ? "
-                        "WHERE id = ?", (*row, fid))
-        if text:
-            con.execute("INSERT INTO grams (rowid, body) VALUES (?, ?)", (fid, text))
-        self.changed[path] = (sig, fid, state)
+            if old is not None:
+                con.execute("DELETE FROM grams WHERE rowid = ?", (fid,))
+            if text:
+                con.execute("INSERT INTO grams (rowid, body) VALUES (?, ?)", (fid, text))
         self.state.indexed += 1
         self.state.indexed_bytes += len(data or b"")
         self.batch += len(data or b"")
 
+    def _row(self, con: apsw.Connection, path: str, old: int | None, sig: Signature,
+             state: int) -> int:
+        """The file's row, as it will be trusted (shard 0) or pending (the others)."""
+        if old is None:
+            self.held += 1
+            con.execute("INSERT INTO files (path, size, mtime, ctime, ino, state) "
+                        "VALUES (?, ?, ?, ?, ?, ?)", (path, *PENDING, WHOLE))
+            fid = con.last_insert_rowid()
+        else:
+            fid = old
+        final = fid % SHARDS == 0
+        row = (*sig, state) if final else (*PENDING, WHOLE)
+        con.execute("UPDATE files SET size = ?, mtime = ?, ctime = ?, ino = ?, state = ? "
+                    "WHERE id = ?", (*row, fid))
+        self.changed[path] = (row[:4], fid, row[4])
+        return fid
+
     def _sweep(self, con: apsw.Connection, known: dict, seen: set[str]) -> None:
         for path in known.keys() - seen:
             fid = known[path].id
-            con.execute("DELETE FROM grams WHERE rowid = ?", (fid,))
-            con.execute("DELETE FROM files WHERE id = ?", (fid,))
+            if fid % SHARDS:  # pending, its trigrams dropped by the shard, then removed
+                con.execute("UPDATE files SET size = ?, mtime = ?, ctime = ?, ino = ?, state = ? "
+                            "WHERE id = ?", (*PENDING, WHOLE, fid))
+                self.writers[fid % SHARDS - 1].drop(fid)
+                self.gone.append(fid)
+            else:
+                con.execute("DELETE FROM grams WHERE rowid = ?", (fid,))
+                con.execute("DELETE FROM files WHERE id = ?", (fid,))
             self.changed[path] = None
             self.state.removed += 1
 
     def _commit(self, con: apsw.Connection, again: bool = True) -> None:
+        """The batch committed and published: the rows first (those of other shards
+        pending), then the other shards' trigrams, then those rows as trusted."""
         con.execute("COMMIT")
         self.idx.publish(self.changed)
         self.changed, self.batch = {}, 0
+        if self.final or self.gone:
+            for w in self.writers:
+                w.commit()
+            with con:
+                for sig, fid, state in self.final.values():
+                    con.execute("UPDATE files SET size = ?, mtime = ?, ctime = ?, ino = ?, "
+                                "state = ? WHERE id = ?", (*sig, state, fid))
+                for fid in self.gone:
+                    con.execute("DELETE FROM files WHERE id = ?", (fid,))
+            self.idx.publish(dict(self.final))
+            self.final, self.gone = {}, []
         if again:
             con.execute("BEGIN IMMEDIATE")

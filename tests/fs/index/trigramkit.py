@@ -11,7 +11,7 @@ import apsw
 
 from app.fs.control import NoControl
 from app.fs.filters.glob import Glob
-from app.fs.index import trigram
+from app.fs.index import shards, trigram
 from app.fs.index.narrow import Keeper, Scope, narrowing
 from app.fs.index.trigram_build import BuildState
 from app.fs.search.needs import Folder, Narrowed, Needs
@@ -77,15 +77,19 @@ class Indexed:
             con.close()
 
     def holding(self, gram: str) -> set[int]:
-        """The ids of the rows whose trigrams include `gram`, and whether the index's
-        vocabulary lists it at all (a term with no row left is dropped)."""
-        con = apsw.Connection(self.idx.path)
-        try:
-            ids = {r[0] for r in con.execute("SELECT rowid FROM grams WHERE grams MATCH ?",
-                                             ('"' + gram + '"',))}
-            con.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, grams, 'row')")
-            listed = con.execute("SELECT doc FROM temp.v WHERE term = ?", (gram,)).fetchall()
-            assert not listed or listed[0][0] == len(ids)
-            return ids | ({-1} if listed else set())
-        finally:
-            con.close()
+        """The ids of the rows whose trigrams include `gram`, in every shard, and whether
+        any shard's vocabulary lists it at all (a term with no row left is dropped)."""
+        got: set[int] = set()
+        for path in shards.paths(self.idx.path):
+            con = apsw.Connection(path)
+            try:
+                ids = {r[0] for r in con.execute(
+                    "SELECT rowid FROM grams WHERE grams MATCH ?", ('"' + gram + '"',))}
+                con.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, grams, 'row')")
+                listed = con.execute("SELECT doc FROM temp.v WHERE term = ?",
+                                     (gram,)).fetchall()
+                assert not listed or listed[0][0] == len(ids)
+                got |= ids | ({-1} if listed else set())
+            finally:
+                con.close()
+        return got

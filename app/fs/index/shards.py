@@ -1,0 +1,136 @@
+"""The trigram index's shards: its trigrams split over `SHARDS` files, written at once.
+
+SQLite's full-text table takes one writer per file, and cutting text into trigrams is the
+whole cost of a build (about 7 MB of text a second on one core here). So a file's
+trigrams go to shard `id % SHARDS`: shard 0 is the index file itself (beside the `files`
+table), each other shard a file beside it (`shard_path`) with the same layout, written by
+its own thread and connection (`Writer`) while the build reads the next files; SQLite
+works without Python's lock, so two shards take two cores.
+
+A row of a file whose trigrams live in another shard is never trusted before they are
+there: the build first commits the row as `PENDING` (held without its text, with a
+signature no file has: every search reads the file), then the shard commits the
+trigrams, and only then does the row get its signature and state. Stopped anywhere, the
+files hold either a trusted row over its trigrams or a pending row that the next build
+reads again (its signature differs from the file's), which first deletes whatever the
+shard holds for that id. A removed file's row goes pending first, then its trigrams,
+then the row.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+
+import apsw
+
+from app.fs.index.entry import UNMATCHED
+
+SHARDS = 2
+QUEUED = 4  # files handed to a writer and not yet written: the memory a shard may hold
+PENDING = UNMATCHED  # the signature of a row whose trigrams are not committed yet
+
+
+def shard_path(path: str, k: int) -> str:
+    """Shard `k`'s file: the index file itself for 0."""
+    if k == 0:
+        return path
+    stem = path[: -len(".sqlite3")] if path.endswith(".sqlite3") else path
+    return f"{stem}.{k}.sqlite3"
+
+
+def paths(path: str) -> list[str]:
+    return [shard_path(path, k) for k in range(SHARDS)]
+
+
+class Writer(threading.Thread):
+    """One shard's writer: a transaction open from start to end, committed on request."""
+
+    def __init__(self, con: apsw.Connection) -> None:
+        super().__init__(name="loomfs-trigram-shard", daemon=True)
+        self.con = con
+        self.jobs: queue.Queue[tuple] = queue.Queue(QUEUED)
+        self.error: BaseException | None = None
+
+    def put(self, fid: int, text: str, replace: bool) -> None:
+        """The trigrams of `text` for row `fid` (those it had dropped first if `replace`)."""
+        self.jobs.put(("put", fid, text, replace))
+
+    def drop(self, fid: int) -> None:
+        self.jobs.put(("put", fid, "", True))
+
+    def commit(self) -> None:
+        """Everything handed over so far committed (or the writer's error raised)."""
+        done = threading.Event()
+        self.jobs.put(("commit", done))
+        done.wait()
+        if self.error is not None:
+            raise self.error
+
+    def finish(self, keep: bool) -> None:
+        """Committed (`keep`) or rolled back, the connection closed, the thread ended."""
+        self.jobs.put(("end", keep))
+        self.join()
+
+    def run(self) -> None:
+        con = self.con
+        try:
+            con.execute("BEGIN IMMEDIATE")
+            while True:
+                job = self.jobs.get()
+                if job[0] == "end":
+                    self._end(job[1])
+                    return
+                if job[0] == "commit":
+                    self._commit(job[1])
+                elif self.error is None:
+                    self._write(job[1], job[2], job[3])
+        except BaseException as exc:  # the build raises it at its next commit
+            self.error = exc
+            self._drain()
+
+    def _write(self, fid: int, text: str, replace: bool) -> None:
+        try:
+            if replace:
+                self.con.execute("DELETE FROM grams WHERE rowid = ?", (fid,))
+            if text:
+                self.con.execute("INSERT INTO grams (rowid, body) VALUES (?, ?)", (fid, text))
+        except apsw.Error as exc:
+            self.error = exc
+
+    def _commit(self, done: threading.Event) -> None:
+        try:
+            if self.error is None:
+                self.con.execute("COMMIT")
+                self.con.execute("BEGIN IMMEDIATE")
+        except apsw.Error as exc:
+            self.error = exc
+        finally:
+            done.set()
+
+    def _end(self, keep: bool) -> None:
+        con = self.con
+        try:
+            if keep and self.error is None:
+                con.execute("COMMIT")
+                con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+        except apsw.Error as exc:
+            self.error = exc
+        finally:
+            with contextlib.suppress(apsw.Error):
+                if not con.getautocommit():
+                    con.execute("ROLLBACK")
+            con.close()
+
+    def _drain(self) -> None:
+        """After a failure: jobs taken and answered until the end, so the build never
+        waits on a writer that stopped."""
+        while True:
+            job = self.jobs.get()
+            if job[0] == "commit":
+                job[1].set()
+            elif job[0] == "end":
+                with contextlib.suppress(apsw.Error):
+                    self.con.close()
+                return
