@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import sys
 import threading
 
 import apsw
@@ -28,7 +29,7 @@ import apsw
 from app.fs.index.entry import UNMATCHED
 
 SHARDS = 2
-QUEUED = 4  # files handed to a writer and not yet written: the memory a shard may hold
+QUEUED_BYTES = 32 << 20  # text handed to a writer and not yet written (one file always)
 PENDING = UNMATCHED  # the signature of a row whose trigrams are not committed yet
 
 
@@ -50,21 +51,31 @@ class Writer(threading.Thread):
     def __init__(self, con: apsw.Connection) -> None:
         super().__init__(name="loomfs-trigram-shard", daemon=True)
         self.con = con
-        self.jobs: queue.Queue[tuple] = queue.Queue(QUEUED)
+        self.jobs: queue.SimpleQueue[tuple] = queue.SimpleQueue()
+        self.room = threading.Condition()
+        self.queued = 0  # bytes of text handed over and not yet written
         self.error: BaseException | None = None
 
     def put(self, fid: int, text: str, replace: bool) -> None:
-        """The trigrams of `text` for row `fid` (those it had dropped first if `replace`)."""
-        self.jobs.put(("put", fid, text, replace))
+        """The trigrams of `text` for row `fid` (those it had dropped first if `replace`),
+        once the texts waiting are under `QUEUED_BYTES` (one is always let through)."""
+        size = sys.getsizeof(text)
+        with self.room:
+            self.room.wait_for(lambda: self.queued == 0 or self.queued + size <= QUEUED_BYTES)
+            self.queued += size
+        self.jobs.put(("put", fid, text, replace, size))
 
     def drop(self, fid: int) -> None:
-        self.jobs.put(("put", fid, "", True))
+        self.put(fid, "", True)
 
-    def commit(self) -> None:
-        """Everything handed over so far committed (or the writer's error raised)."""
+    def commit(self) -> threading.Event:
+        """Everything handed over so far to be committed: the event is set once it is (or
+        the writer failed: `check`)."""
         done = threading.Event()
         self.jobs.put(("commit", done))
-        done.wait()
+        return done
+
+    def check(self) -> None:
         if self.error is not None:
             raise self.error
 
@@ -84,8 +95,10 @@ class Writer(threading.Thread):
                     return
                 if job[0] == "commit":
                     self._commit(job[1])
-                elif self.error is None:
+                    continue
+                if self.error is None:
                     self._write(job[1], job[2], job[3])
+                self._written(job[4])
         except BaseException as exc:  # the build raises it at its next commit
             self.error = exc
             self._drain()
@@ -98,6 +111,11 @@ class Writer(threading.Thread):
                 self.con.execute("INSERT INTO grams (rowid, body) VALUES (?, ?)", (fid, text))
         except apsw.Error as exc:
             self.error = exc
+
+    def _written(self, size: int) -> None:
+        with self.room:
+            self.queued -= size
+            self.room.notify_all()
 
     def _commit(self, done: threading.Event) -> None:
         try:
@@ -130,6 +148,8 @@ class Writer(threading.Thread):
             job = self.jobs.get()
             if job[0] == "commit":
                 job[1].set()
+            elif job[0] == "put":
+                self._written(job[4])
             elif job[0] == "end":
                 with contextlib.suppress(apsw.Error):
                     self.con.close()

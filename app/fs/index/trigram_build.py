@@ -120,6 +120,9 @@ class Build:
         # Rows pending until their shard commits, as they will be; rows to remove then.
         self.final: dict[str, tuple[Signature, int, int]] = {}
         self.gone: list[int] = []
+        self.shards_done: list[threading.Event] = []  # the shards' commits under way
+        self.trusted: dict[str, tuple[Signature, int, int]] = {}  # rows they hold
+        self.dropped: list[int] = []
         self.con: apsw.Connection | None = None
         self.watch: Watch | None = None  # a new watch, given each folder the walk opens
 
@@ -281,20 +284,37 @@ class Build:
 
     def _commit(self, con: apsw.Connection, again: bool = True) -> None:
         """The batch committed and published: the rows first (those of other shards
-        pending), then the other shards' trigrams, then those rows as trusted."""
+        pending), then the other shards' trigrams, then those rows as trusted. The shards
+        commit while the next batch is read: the rows they hold are made trusted in the
+        next batch's commit, once the shards' commits are done."""
+        self._settle(con)
         con.execute("COMMIT")
         self.idx.publish(self.changed)
         self.changed, self.batch = {}, 0
         if self.final or self.gone:
-            for w in self.writers:
-                w.commit()
-            with con:
-                for sig, fid, state in self.final.values():
-                    con.execute("UPDATE files SET size = ?, mtime = ?, ctime = ?, ino = ?, "
-                                "state = ? WHERE id = ?", (*sig, state, fid))
-                for fid in self.gone:
-                    con.execute("DELETE FROM files WHERE id = ?", (fid,))
-            self.idx.publish(dict(self.final))
-            self.final, self.gone = {}, []
-        if again:
-            con.execute("BEGIN IMMEDIATE")
+            self.shards_done = [w.commit() for w in self.writers]
+            self.trusted, self.final = self.final, {}
+            self.dropped, self.gone = self.gone, []
+        con.execute("BEGIN IMMEDIATE")
+        if not again:  # the last batch: its rows made trusted now
+            self._settle(con)
+            con.execute("COMMIT")
+            self.idx.publish(self.changed)
+            self.changed = {}
+
+    def _settle(self, con: apsw.Connection) -> None:
+        """Once the shards have committed the last batch's trigrams: its rows trusted (in
+        the transaction open on `con`), its removed rows gone."""
+        for done in self.shards_done:
+            done.wait()
+        for w in self.writers:
+            w.check()
+        self.shards_done = []
+        for path, (sig, fid, state) in self.trusted.items():
+            con.execute("UPDATE files SET size = ?, mtime = ?, ctime = ?, ino = ?, "
+                        "state = ? WHERE id = ?", (*sig, state, fid))
+            if path not in self.changed:  # else rewritten since: pending again
+                self.changed[path] = (sig, fid, state)
+        for fid in self.dropped:
+            con.execute("DELETE FROM files WHERE id = ?", (fid,))
+        self.trusted, self.dropped = {}, []
