@@ -1,7 +1,7 @@
 """search_text with the trigram index against a scan and ripgrep, on a large real tree.
 
     .venv/bin/python benchmarks/search_index.py --tree DIR [--runs 5] [--state DIR]
-        [--only NAME] [--no-rg] [--fresh-reps 5]
+        [--only NAME] [--no-rg] [--fresh-reps 5] [--shards N]
 
 DIR: any large real tree; `benchmarks/corpus.py --out DIR` builds the one the figures in
 `docs/measured.md` name (about 1.1 GB from pinned npm and PyPI packages).
@@ -50,6 +50,7 @@ if __package__ in (None, ""):
 
 from app.fs.change.write import write_file
 from app.fs.control import NoControl
+from app.fs.index import shards, trigram_build
 from app.fs.index.narrow import Keeper, Scope, narrowing
 from app.fs.index.trigram import TrigramIndex
 from app.fs.search import searcher
@@ -136,8 +137,12 @@ def main() -> None:
     ap.add_argument("--only", default="", help="the queries whose name holds this")
     ap.add_argument("--no-rg", action="store_true", help="leave ripgrep out (hits: scan's)")
     ap.add_argument("--fresh-reps", type=int, default=5, help="0: no freshness figures")
+    ap.add_argument("--shards", type=int, default=0,
+                    help="the trigram files written at once (default: the server's)")
     a = ap.parse_args()
     searcher.MAX_CPU_S = 600.0  # the 3 s a call would cut a scan of this tree short
+    if a.shards:  # e.g. 1: the build on one core, the baseline of the shards' gain
+        shards.SHARDS = trigram_build.SHARDS = a.shards
     state = a.state or Path(tempfile.mkdtemp(prefix="trigram-bench-"))
     root = secure_root(a.tree, max_read_bytes=FILE_LIMIT)
     idx = TrigramIndex(str(state / "index" / "bench.trigram.sqlite3"))
