@@ -13,8 +13,10 @@ without case keeps only the runs of its strings made of ASCII characters other t
 A string with no trigram left (under 3 such characters in a row) cannot narrow: `plan`
 answers None and the call scans every file.
 
-At most `MOST_PER_STRING` trigrams of one string are asked (spread over it): the index is a
-filter, and a few trigrams narrow as well as all of them while costing less.
+At most `MOST_PER_STRING` trigrams of one string are asked (spread over it), which bounds
+the query. Asking fewer costs little less and narrows much less: on the 1 GB corpus of
+docs/measured.md, 12 of the 25 trigrams of `object is not subscriptable` left 1,178
+candidate files, all 25 left 196, for 17 ms against 20 ms of SQLite.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
-MOST_PER_STRING = 12
+MOST_PER_STRING = 32
 _FOLD_BREAKS = re.compile(r"[^\x01-\x7f]|[kKsS]")  # where a folded string's trigrams stop
 
 

@@ -35,7 +35,9 @@ from app.fs.index.entry import Entry
 from app.fs.index.storage import Unavailable, ensure_dir, private_file, remove
 from app.fs.index.watch import Watch
 
-SCHEMA = "loomfs-trigram-2"  # 2: files up to 8 MiB indexed (were 1 MiB)
+# 2: files up to 8 MiB indexed (were 1 MiB); the shard count with it: an index split
+# another way holds each file's trigrams in another file, so it is made again.
+SCHEMA = f"loomfs-trigram-2/{shards.SHARDS}"
 GRAMS = ("CREATE VIRTUAL TABLE grams USING fts5(body, tokenize='trigram', detail='none', "
          "content='', contentless_delete=1)")
 

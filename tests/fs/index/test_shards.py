@@ -13,8 +13,9 @@ import time
 from pathlib import Path
 
 import apsw
+import pytest
 
-from app.fs.index import shards
+from app.fs.index import shards, trigram, trigram_build
 from app.fs.index.grams import plan
 from app.fs.index.trigram import TEXT
 from tests.fs.index.trigramkit import Indexed
@@ -122,3 +123,25 @@ def test_a_killed_build_never_leaves_a_trusted_row_without_its_trigrams(tmp_path
     assert _check(index) == len(names)  # every row trusted, each over its trigrams
     for name in rnd.sample(names, 12):
         assert [m["path"] for m in ix.search(token(int(name[1:5])))] == [name]
+
+
+def test_an_index_split_another_way_is_made_again(tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """The shard count is part of the layout's name: an index split over another number of
+    files (each file's trigrams in another shard) is replaced, never read as it is."""
+    rnd = random.Random(3)
+    top = tmp_path / "r"
+    top.mkdir()
+    for i in range(40):
+        _write(top, i, rnd)
+    index = str(tmp_path / "state" / "index" / "r.trigram.sqlite3")
+    assert Indexed(secure_root(top), tmp_path / "state").build().complete
+    assert _check(index) == 40
+    monkeypatch.setattr(shards, "SHARDS", 3)
+    monkeypatch.setattr(trigram_build, "SHARDS", 3)
+    monkeypatch.setattr(trigram, "SCHEMA", "loomfs-trigram-2/3")
+    ix = Indexed(secure_root(top), tmp_path / "state")
+    assert ix.build().complete
+    assert _check(index) == 40  # every row over its trigrams, in the shard its id names
+    for i in rnd.sample(range(40), 6):
+        assert [m["path"] for m in ix.search(token(i))] == [f"f{i:04d}.txt"]
