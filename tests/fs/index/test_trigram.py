@@ -27,6 +27,7 @@ from app.fs.index.entry import Entry
 from app.fs.index.grams import MOST_PER_STRING, plan, string_grams
 from app.fs.index.trigram import GRAMS, open_db
 from app.fs.index.trigram_build import MOST_BYTES, Build
+from app.fs.index.watch import Watch
 from app.fs.search.needs import needs_of
 from app.fs.search.options import TextOptions
 from app.security.resolve import SecureRoot
@@ -340,22 +341,28 @@ def test_connections_made_at_once_share_one_file_and_never_replace_it(
         assert n == 3
 
 
+def _spied(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The paths of every walk-less answer, in order."""
+    from app.fs.index import direct
+    calls: list[list[str]] = []
+    real = direct.folders
+
+    def spy(root: SecureRoot, paths: list[str]) -> Iterator[tuple[int, str, list[str]]]:
+        calls.append(paths)
+        return real(root, paths)
+
+    monkeypatch.setattr(direct, "folders", spy)
+    monkeypatch.setattr(direct, "SHARE", 1.0)
+    return calls
+
+
 def test_after_a_watched_build_searches_read_candidates_only_and_see_every_change(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """No walk once a build walked the tree under a watch: the index's candidates and the
     files the watch saw change are read, and a change made just before the search (here
     from outside the server) is in the answer, with no wait."""
-    from app.fs.index import direct
-    direct_calls: list[list[str]] = []
-    real = direct.folders
-
-    def spy(root: SecureRoot, paths: list[str]) -> Iterator[tuple[int, str, list[str]]]:
-        direct_calls.append(paths)
-        return real(root, paths)
-
-    monkeypatch.setattr(direct, "folders", spy)
-    monkeypatch.setattr(direct, "SHARE", 1.0)  # a tree of five files: every one may be read
+    direct_calls = _spied(monkeypatch)  # a tree of five files: every one may be read
     top = tmp_path / "r"
     _tree(top)
     ix = Indexed(secure_root(top, max_read_bytes=2 * MOST_BYTES), tmp_path / "state")
@@ -376,22 +383,11 @@ def test_after_a_watched_build_searches_read_candidates_only_and_see_every_chang
     assert "src/a.py" not in ix.rows()
 
 
-def _spied(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """The paths of every walk-less answer, in order."""
-    from app.fs.index import direct
-    calls: list[list[str]] = []
-    real = direct.folders
-
-    def spy(root: SecureRoot, paths: list[str]) -> Iterator[tuple[int, str, list[str]]]:
-        calls.append(paths)
-        return real(root, paths)
-
-    monkeypatch.setattr(direct, "folders", spy)
-    monkeypatch.setattr(direct, "SHARE", 1.0)
-    return calls
-
-
-def _watched(tmp_path: Path) -> tuple[Path, Indexed]:
+def _watched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+             ) -> tuple[Path, Indexed, list[list[str]], Watch]:
+    """A watched build of a small tree; the walk-less answers' paths; the build's watch
+    (a build after a search may start a new one)."""
+    calls = _spied(monkeypatch)
     top = tmp_path / "r"
     (top / "src" / "deep").mkdir(parents=True)
     (top / "src" / "a.py").write_text("needle one\n")
@@ -399,8 +395,8 @@ def _watched(tmp_path: Path) -> tuple[Path, Indexed]:
     (top / "src" / ".ignore").write_text("gen_*\n")
     (tmp_path / "outside.txt").write_text("needle one, outside\n")
     ix = Indexed(secure_root(top, deny=["private*"]), tmp_path / "state")
-    assert ix.build().complete
-    return top, ix
+    assert ix.build().complete and ix.idx.watch is not None
+    return top, ix, calls, ix.idx.watch
 
 
 # New files in folders the build walked, each judged as the walk would judge it.
@@ -420,14 +416,11 @@ NEW_FILES = [
 def test_a_new_file_is_judged_as_the_walk_judges_it_without_a_walk(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str, read: bool,
 ) -> None:
-    calls = _spied(monkeypatch)
-    top, ix = _watched(tmp_path)
+    top, ix, calls, watch = _watched(tmp_path, monkeypatch)
     if path == "link.txt":
         (top / path).symlink_to(tmp_path / "outside.txt")
     else:
         (top / path).write_text("needle one, new\n")
-    watch = ix.idx.watch
-    assert watch is not None
     got = {m["path"] for m in ix.search("needle one")}
     assert got == ({"src/a.py", path} if read else {"src/a.py"})
     assert len(calls) == 1 and not watch.broken  # no walk
@@ -454,10 +447,7 @@ NEW_FOLDERS = [
 def test_a_folder_the_walk_never_enters_does_not_break_the_watch(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, folder: str, breaks: bool,
 ) -> None:
-    calls = _spied(monkeypatch)
-    top, ix = _watched(tmp_path)
-    watch = ix.idx.watch  # a build after the search would start a new one
-    assert watch is not None
+    top, ix, calls, watch = _watched(tmp_path, monkeypatch)
     (top / folder).mkdir()
     (top / folder / "f.txt").write_text("needle one, in a new folder\n")
     got = {m["path"] for m in ix.search("needle one")}
