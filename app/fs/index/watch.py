@@ -89,7 +89,7 @@ class Watch:
             self.broken = True
             return
         prefix = self.folders.get(wd)
-        if prefix is None:
+        if prefix is None or self.broken:  # broken: nothing more to learn (nor to look up)
             return
         if mask & F.ISDIR and mask & _ENTRY_MOVED:
             made = bool(mask & (F.CREATE | F.MOVED_TO))

@@ -621,3 +621,25 @@ def test_a_packed_entry_trusts_exactly_the_signature_it_was_given(
     assert e.sig == (a if packable else entry.UNMATCHED)
     stored = e >> entry.KEY_AT & entry.KEY_MASK  # as `narrow._Filter` reads it
     assert (entry.key(*b) == stored) == (packable and a == b)
+
+
+def test_a_broken_watch_looks_nothing_more_up(tmp_path: Path) -> None:
+    """Once a folder the walk enters has come, the watch is broken: the events after it
+    (up to the kernel's 16,384) are not each judged by a look at the disk."""
+    looked: list[str] = []
+
+    def pruned(prefix: str, name: str, made: bool) -> bool:
+        looked.append(name)
+        return name.startswith("skip")
+
+    watch = Watch(pruned)
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        watch.add(fd, "")
+    finally:
+        os.close(fd)
+    for name in ("skip1", "keep", "skip2", "other"):
+        (tmp_path / name).mkdir()
+    watch.drain()
+    assert watch.broken and looked == ["skip1", "keep"]
+    watch.close()
