@@ -45,6 +45,14 @@ def paths(path: str) -> list[str]:
     return [shard_path(path, k) for k in range(SHARDS)]
 
 
+def write_grams(con: apsw.Connection, fid: int, text: str, replace: bool) -> None:
+    """Row `fid`'s trigrams: those it had dropped first (`replace`), those of `text` added."""
+    if replace:
+        con.execute("DELETE FROM grams WHERE rowid = ?", (fid,))
+    if text:
+        con.execute("INSERT INTO grams (rowid, body) VALUES (?, ?)", (fid, text))
+
+
 class Writer(threading.Thread):
     """One shard's writer: a transaction open from start to end, committed on request."""
 
@@ -105,10 +113,7 @@ class Writer(threading.Thread):
 
     def _write(self, fid: int, text: str, replace: bool) -> None:
         try:
-            if replace:
-                self.con.execute("DELETE FROM grams WHERE rowid = ?", (fid,))
-            if text:
-                self.con.execute("INSERT INTO grams (rowid, body) VALUES (?, ?)", (fid, text))
+            write_grams(self.con, fid, text, replace)
         except apsw.Error as exc:
             self.error = exc
 

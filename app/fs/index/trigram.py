@@ -48,8 +48,7 @@ def problem() -> str | None:
     """None when this machine's SQLite (apsw's) can hold the index, else why not."""
     try:
         con = apsw.Connection(":memory:")
-        con.execute(GRAMS)
-        con.execute("INSERT INTO grams(grams, rank) VALUES ('secure-delete', 1)")
+        make_grams(con)
         con.close()
     except apsw.Error as exc:
         return f"this SQLite cannot hold a trigram index ({exc})"
@@ -60,6 +59,11 @@ def _create(con: apsw.Connection) -> None:
     con.execute("CREATE TABLE files (id INTEGER PRIMARY KEY AUTOINCREMENT, path TEXT UNIQUE "
                 "NOT NULL, size INTEGER, mtime INTEGER, ctime INTEGER, ino INTEGER, "
                 "state INTEGER NOT NULL)")
+    make_grams(con)
+
+
+def make_grams(con: apsw.Connection) -> None:
+    """The full-text table of trigrams, deleting for real (`secure-delete`)."""
     con.execute(GRAMS)
     con.execute("INSERT INTO grams(grams, rank) VALUES ('secure-delete', 1)")
 

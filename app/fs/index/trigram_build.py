@@ -34,8 +34,16 @@ import apsw
 from app.fs.filters.ignore import Filter
 from app.fs.index.access import Signature, open_listed, storable
 from app.fs.index.direct import pruned
-from app.fs.index.shards import PENDING, SHARDS, Writer, shard_path
-from app.fs.index.trigram import BINARY, GRAMS, TEXT, WHOLE, TrigramIndex, _create, open_db
+from app.fs.index.shards import PENDING, SHARDS, Writer, shard_path, write_grams
+from app.fs.index.trigram import (
+    BINARY,
+    TEXT,
+    WHOLE,
+    TrigramIndex,
+    _create,
+    make_grams,
+    open_db,
+)
 from app.fs.index.watch import Watch
 from app.fs.text.textio import HEAD, WIDE_BOMS
 from app.security.handles import read_at_most
@@ -80,8 +88,7 @@ def adopt(con: apsw.Connection, idx: TrigramIndex, identity: str,
     for other in others:
         with other:
             other.execute("DROP TABLE IF EXISTS grams")
-            other.execute(GRAMS)
-            other.execute("INSERT INTO grams(grams, rank) VALUES ('secure-delete', 1)")
+            make_grams(other)
         other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
     with con:
         con.execute("DROP TABLE IF EXISTS grams")
@@ -243,10 +250,7 @@ class Build:
             writer.put(fid, text, replace=old is not None)
             self.final[path] = (sig, fid, state)
         else:
-            if old is not None:
-                con.execute("DELETE FROM grams WHERE rowid = ?", (fid,))
-            if text:
-                con.execute("INSERT INTO grams (rowid, body) VALUES (?, ?)", (fid, text))
+            write_grams(con, fid, text, replace=old is not None)
         self.state.indexed += 1
         self.state.indexed_bytes += len(data or b"")
         self.batch += len(data or b"")
@@ -277,7 +281,7 @@ class Build:
                 self.writers[fid % SHARDS - 1].drop(fid)
                 self.gone.append(fid)
             else:
-                con.execute("DELETE FROM grams WHERE rowid = ?", (fid,))
+                write_grams(con, fid, "", replace=True)
                 con.execute("DELETE FROM files WHERE id = ?", (fid,))
             self.changed[path] = None
             self.state.removed += 1
