@@ -31,6 +31,7 @@ import apsw
 from app.fs.index import direct, trigram_build
 from app.fs.index.entry import GEN_AT, ID_AT, ID_MASK, KEY_AT, KEY_MASK, STATE_MASK, Entry, key
 from app.fs.index.grams import plan
+from app.fs.index.storage import Unavailable
 from app.fs.index.trigram import BINARY, WHOLE, TrigramIndex
 from app.fs.index.trigram_build import Build, BuildState
 from app.security.resolve import SecureRoot
@@ -211,7 +212,7 @@ def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
             view, gen = idx.view, idx.gen
         try:
             ids, _ = idx.matching(expr)
-        except apsw.Error:
+        except (apsw.Error, Unavailable):
             return None
         if idx.view is not view:  # rebuilt meanwhile: what the query saw is another index
             return None
@@ -226,9 +227,12 @@ def _direct(keeper: Keeper, root: SecureRoot, expr: str, view: dict[str, Entry],
     idx = keeper.idx
     try:
         ids, _ = idx.matching(expr)
-    except apsw.Error:
+    except (apsw.Error, Unavailable):  # the index cannot answer: the call scans
         return None
-    got = idx.paths_of(view, ids)
+    try:
+        got = idx.paths_of(view, ids)
+    except (apsw.Error, Unavailable):
+        return None
     if got is None:  # rebuilt meanwhile: what the query saw is another index
         return None
     paths = direct.candidates(got[0], got[1], dirty, scope.start, scope.keep)

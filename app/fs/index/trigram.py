@@ -138,6 +138,13 @@ def _make(con: apsw.Connection) -> None:
         raise
 
 
+def _identity(con: apsw.Connection) -> str | None:
+    """The rules a file's trigrams were indexed under (every shard says the same, or the
+    index is made again: a shard file replaced, say, holds none of the rows' trigrams)."""
+    row = con.execute("SELECT value FROM meta WHERE key = 'identity'").fetchall()
+    return str(row[0][0]) if row else None
+
+
 class TrigramIndex:
     """One root's trigram index: a writer (the build, one thread) and readers (searches)."""
 
@@ -234,9 +241,12 @@ class TrigramIndex:
             gen = self.gen
         with self.read_lock:
             ids: set[int] = set()
+            ours = _identity(self.reader(0))
             for k in range(shards.SHARDS):
-                rows = self.reader(k).execute("SELECT rowid FROM grams WHERE grams MATCH ?",
-                                              (expr,))
+                con = self.reader(k)
+                if k and _identity(con) != ours:  # a shard made anew since: not the rows'
+                    raise Unavailable("the trigram index's files disagree: being made again")
+                rows = con.execute("SELECT rowid FROM grams WHERE grams MATCH ?", (expr,))
                 ids.update(r[0] for r in rows)
             return ids, gen
 

@@ -25,7 +25,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 
@@ -33,6 +33,7 @@ import apsw
 
 from app.fs.filters.ignore import Filter
 from app.fs.index.access import Signature, open_listed, storable
+from app.fs.index.adopt import adopt
 from app.fs.index.direct import pruned
 from app.fs.index.shards import PENDING, SHARDS, Writer, shard_path, write_grams
 from app.fs.index.trigram import (
@@ -40,8 +41,6 @@ from app.fs.index.trigram import (
     TEXT,
     WHOLE,
     TrigramIndex,
-    _create,
-    make_grams,
     open_db,
 )
 from app.fs.index.watch import Watch
@@ -71,36 +70,6 @@ class BuildState:
     past_most: int = 0  # files left out: the index already held MOST_FILES
     complete: bool = False
     error: str | None = None
-
-
-def adopt(con: apsw.Connection, idx: TrigramIndex, identity: str,
-          others: Sequence[apsw.Connection] = ()) -> bool:
-    """Start again when the index was built for other rules (`identity`): its tables are
-    dropped (their pages zeroed), not emptied row by row; the other shards' (`others`)
-    first, so that no trigram outlives the rules it was indexed under. True when it did."""
-    row = con.execute("SELECT value FROM meta WHERE key = 'identity'").fetchall()
-    if row and row[0][0] == identity:
-        if idx.gen == 0:
-            idx.load(con)
-        idx.identity = identity
-        return False
-    idx.forget()  # first: a query under way must not trust the old view on the new tables
-    for other in others:
-        with other:
-            other.execute("DROP TABLE IF EXISTS grams")
-            make_grams(other)
-        other.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-    with con:
-        con.execute("DROP TABLE IF EXISTS grams")
-        con.execute("DROP TABLE IF EXISTS files")
-        con.execute("DELETE FROM meta WHERE key IN ('identity', 'complete')")
-        _create(con)
-        con.execute("INSERT INTO meta VALUES ('identity', ?)", (identity,))
-    con.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
-    idx.close()  # a reader that knew the dropped tables may hold their structure: opened anew
-    idx.load(con)
-    idx.identity = identity
-    return True
 
 
 def text_of(data: bytes) -> tuple[int, str]:

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import apsw
@@ -144,4 +145,48 @@ def test_an_index_split_another_way_is_made_again(tmp_path: Path,
     assert ix.build().complete
     assert _check(index) == 40  # every row over its trigrams, in the shard its id names
     for i in rnd.sample(range(40), 6):
+        assert [m["path"] for m in ix.search(token(i))] == [f"f{i:04d}.txt"]
+
+
+def _removed(path: Path) -> None:
+    for p in (path, Path(f"{path}-wal"), Path(f"{path}-shm")):
+        p.unlink(missing_ok=True)
+
+
+def _not_private(path: Path) -> None:
+    path.chmod(0o644)  # the next open takes it for another's and makes a new one
+
+
+def _not_a_database(path: Path) -> None:
+    _removed(path)
+    path.write_bytes(b"not a database" * 100)
+    path.chmod(0o600)
+
+
+@pytest.mark.parametrize("damage", [_removed, _not_private, _not_a_database],
+                         ids=lambda f: f.__name__.strip("_"))
+def test_a_shard_file_made_anew_is_never_trusted_for_the_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, damage: Callable[[Path], None],
+) -> None:
+    """A shard file replaced under a built index holds none of its rows' trigrams: a search
+    must not take it at its word (it scans), and the next build makes the index again."""
+    from app.fs.index import direct
+    monkeypatch.setattr(direct, "SHARE", 1.0)  # a small tree: the walk-less answer may read all
+    rnd = random.Random(5)
+    top = tmp_path / "r"
+    top.mkdir()
+    for i in range(20):
+        _write(top, i, rnd)
+    ix = Indexed(secure_root(top), tmp_path / "state")
+    assert ix.build().complete
+    index = ix.idx.path
+    ix.idx.close()  # no reader holds the old file open
+    ix.keeper.kick = lambda *a: None  # type: ignore[method-assign]  # no build repairs it yet
+    damage(Path(shards.shard_path(index, 1)))
+    for i in range(20):  # half of them have their trigrams in the shard made anew
+        assert [m["path"] for m in ix.search(token(i))] == [f"f{i:04d}.txt"]
+    del ix.keeper.kick
+    assert ix.build().complete
+    assert _check(index) == 20
+    for i in range(20):
         assert [m["path"] for m in ix.search(token(i))] == [f"f{i:04d}.txt"]
