@@ -48,12 +48,13 @@ def candidates(found: list[str], total: int, dirty: set[str], start: tuple[str, 
     return sorted((p for p in chosen if keep(p[strip:], p.rsplit("/", 1)[-1])), key=_order)
 
 
-def unlisted(root: SecureRoot, paths: list[str]) -> set[str]:
+def unlisted(root: SecureRoot, paths: list[str]) -> set[str] | None:
     """Of new files the watch saw in folders the build walked, those the ignore files hide
     from a walk: the ignore files of each one's folders read as the walk reads them (their
-    changes break the watch, so they are the build's). A folder that cannot be opened or
-    listed hides its files (fail closed: they are not read). The deny rules, links and the
-    server's own files are `folders`' to refuse, as for every candidate."""
+    changes break the watch, so they are the build's). None when a folder cannot be opened
+    or listed: this cannot judge, and the call walks (which says what it could not read).
+    The deny rules, links and the server's own files are `folders`' to refuse, as for
+    every candidate."""
     by_folder: dict[str, list[str]] = {}
     for p in paths:
         parent, _, name = p.rpartition("/")
@@ -62,6 +63,8 @@ def unlisted(root: SecureRoot, paths: list[str]) -> set[str]:
     for parent, names in by_folder.items():
         prefix = parent + "/" if parent else ""
         kept = _listed(root, tuple(parent.split("/")) if parent else (), set(names))
+        if kept is None:
+            return None
         hidden.update(prefix + n for n in names if n not in kept)
     return hidden
 
@@ -73,23 +76,27 @@ def pruned(root: SecureRoot, prefix: str, name: str, made: bool) -> bool:
     parts = tuple(prefix.rstrip("/").split("/")) if prefix else ()
     if root.rules.path((*parts, name)) is not None:
         return True
-    return made and name not in _listed(root, parts, {name})
+    if not made:
+        return False
+    listed = _listed(root, parts, {name})
+    return listed is not None and name not in listed  # could not look: the watch breaks
 
 
-def _listed(root: SecureRoot, parts: tuple[str, ...], names: set[str]) -> set[str]:
-    """Which of `names` in the folder `parts` a walk would list, ignore files applied."""
+def _listed(root: SecureRoot, parts: tuple[str, ...], names: set[str]) -> set[str] | None:
+    """Which of `names` in the folder `parts` a walk would list, ignore files applied; None
+    when the folder cannot be opened or listed."""
     filt = Filter(root, parts, (), False)  # the ignore files of the folders above
     try:
         fd = root.open_subdir(parts)
     except OSError:
-        return set()
+        return None
     try:
         with os.scandir(fd) as it:
             entries = sorted((e for e in it if e.name in names or e.name in KINDS),
                              key=lambda e: e.name)
         return {e.name for e in filt(parts, fd, entries)} & names
     except OSError:
-        return set()
+        return None
     finally:
         os.close(fd)
 

@@ -197,8 +197,9 @@ def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
             with idx.lock:
                 view = idx.view
                 new = [p for p in dirty if p not in view]
-            if len(new) <= direct.MOST_NEW:  # else the walk decides on them
-                dirty -= direct.unlisted(root, new)
+            hidden = direct.unlisted(root, new) if len(new) <= direct.MOST_NEW else None
+            if hidden is not None:  # else the walk decides on the new files
+                dirty -= hidden
                 got = _direct(keeper, root, expr, view, dirty, scope)
                 # The refresh of what changed starts once the candidates are known: started
                 # first, it could swap the view under the query and cost this call a walk.

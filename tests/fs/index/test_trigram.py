@@ -643,3 +643,26 @@ def test_a_broken_watch_looks_nothing_more_up(tmp_path: Path) -> None:
     watch.drain()
     assert watch.broken and looked == ["skip1", "keep"]
     watch.close()
+
+
+@pytest.mark.parametrize("made", ["src/deep/new.py", "src/deep/sub/f.txt"],
+                         ids=["new-file", "new-folder"])
+def test_a_folder_that_cannot_be_looked_at_sends_the_call_to_the_walk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, made: str,
+) -> None:
+    """The walk-less answer judges a new file or folder by opening its folder; when that
+    fails it cannot judge and must not guess (a guess of "hidden" left the file out of the
+    answer, or left a new folder unwatched): the call walks."""
+    top, ix, calls, _ = _watched(tmp_path, monkeypatch)
+    real = ix.root.open_subdir
+
+    def failing(parts: tuple[str, ...]) -> int:
+        if parts == ("src", "deep"):
+            raise OSError(24, "Too many open files")
+        return real(parts)
+
+    monkeypatch.setattr(ix.root, "open_subdir", failing)
+    (top / made).parent.mkdir(exist_ok=True)
+    (top / made).write_text("needle one, new\n")
+    assert {m["path"] for m in ix.search("needle one")} == {"src/a.py", made}
+    assert calls == []  # walked
