@@ -279,7 +279,9 @@ def test_adversarial_patterns_match_in_bounded_time(pattern: str, name: str) -> 
     for _ in range(10):
         g.matches(name, name.rsplit("/", 1)[-1])
         linear_match(pattern[:1024])(name)
-    assert time.process_time() - t0 < 1.0  # ten of each; a backtracking regex: hours
+    # Ten of each. A backtracking regex takes hours; linear matching takes about 0.5 s of
+    # CPU for the largest case here, and 1.13 s on 4 parallel test workers sharing 2 cores.
+    assert time.process_time() - t0 < 3.0
 
 
 @settings(max_examples=150, deadline=None)
