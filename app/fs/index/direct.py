@@ -39,12 +39,14 @@ def _order(path: str) -> tuple[int, tuple[str, ...], str]:
 def candidates(found: list[str], total: int, dirty: set[str], start: tuple[str, ...],
                keep: Callable[[str, str], bool]) -> list[str] | None:
     """The paths to read (`found`: the index's, of `total` it holds; `dirty`: changed), in
-    walk order, under `start`, kept by the glob; None past SHARE of the files indexed."""
-    if len(found) + len(dirty) > SHARE * max(total, 1):
+    walk order, under `start`, kept by the glob; None when the files to read, each counted
+    once, pass SHARE of the files indexed."""
+    every = {*found, *dirty}  # a changed file the index holds is one file, counted once
+    if len(every) > SHARE * max(total, 1):
         return None
     under = "/".join(start) + "/" if start else ""
     strip = len(under)
-    chosen = {p for p in [*found, *dirty] if p.startswith(under)}
+    chosen = {p for p in every if p.startswith(under)}
     return sorted((p for p in chosen if keep(p[strip:], p.rsplit("/", 1)[-1])), key=_order)
 
 
