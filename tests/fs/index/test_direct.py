@@ -1,4 +1,4 @@
-"""The walk-less answer's choice of files (docs/search.md, "Without a walk")."""
+"""The walk-less answer's choice of files (docs/configuration.md, "The search index")."""
 
 from __future__ import annotations
 
