@@ -3,8 +3,10 @@
 Taken when the index may be trusted as it is (`TrigramIndex.trusted_watch`: a complete
 build walked the tree under a watch that has lost nothing since) and the call filters as
 the build did (ignore files honoured, no `exclude`). The files read are the index's
-candidates (`ids`), every file it holds without its text (larger than it reads), and every
-file the watch saw changed: in walk order (breadth-first, names sorted), under the call's
+candidates (`ids`), every file it holds without its text (larger than it reads), every
+file the watch saw changed, and every file with other links whose signature moved since
+the last walk (`changed`: the kernel reports a write to the folder of the name used only):
+in walk order (breadth-first, names sorted), under the call's
 start folder, kept by its `file_glob`. Each is reached through the choke point as the walk
 reaches it: its folder opened beneath the root with no link followed, the deny rules asked
 of its path, the server's own files left out by identity. The searcher then reads and
@@ -18,9 +20,10 @@ from __future__ import annotations
 
 import os
 import stat as stat_mod
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from app.fs.filters.ignore import KINDS, Filter
+from app.fs.index.entry import KEY_AT, KEY_MASK, Entry, key
 from app.security.deny import DenyRules
 from app.security.protected import Protected
 from app.security.resolve import SecureRoot
@@ -50,25 +53,78 @@ def candidates(found: list[str], total: int, dirty: set[str], start: tuple[str, 
     return sorted((p for p in chosen if keep(p[strip:], p.rsplit("/", 1)[-1])), key=_order)
 
 
+def _by_folder(paths: Iterable[str]) -> dict[str, list[str]]:
+    by_folder: dict[str, list[str]] = {}
+    for p in paths:
+        parent, _, name = p.rpartition("/")
+        by_folder.setdefault(parent, []).append(name)
+    return by_folder
+
+
 def unlisted(root: SecureRoot, paths: list[str]) -> set[str] | None:
     """Of new files the watch saw in folders the build walked, those the ignore files hide
     from a walk: the ignore files of each one's folders read as the walk reads them (their
     changes break the watch, so they are the build's). None when a folder cannot be opened
     or listed: this cannot judge, and the call walks (which says what it could not read).
-    The deny rules, links and the server's own files are `folders`' to refuse, as for
-    every candidate."""
-    by_folder: dict[str, list[str]] = {}
-    for p in paths:
-        parent, _, name = p.rpartition("/")
-        by_folder.setdefault(parent, []).append(name)
+    So too when a new file has another link: a hard link made to a file the index holds,
+    which then changes through either name with no event for the other (the walk compares
+    every file's signature). The deny rules, links and the server's own files are
+    `folders`' to refuse, as for every candidate."""
     hidden: set[str] = set()
-    for parent, names in by_folder.items():
+    for parent, names in _by_folder(paths).items():
         prefix = parent + "/" if parent else ""
         kept = _listed(root, tuple(parent.split("/")) if parent else (), set(names))
-        if kept is None:
+        if kept is None or any(kept.values()):
             return None
         hidden.update(prefix + n for n in names if n not in kept)
     return hidden
+
+
+def _linked(entry: os.DirEntry[str]) -> bool:
+    """A file with more than one name (or one that cannot be looked at: judged so). Its
+    folder must still be open: the entry is looked at from it."""
+    try:
+        st = entry.stat(follow_symlinks=False)
+    except OSError:
+        return True
+    return stat_mod.S_ISREG(st.st_mode) and st.st_nlink > 1
+
+
+def changed(root: SecureRoot, paths: Iterable[str], view: dict[str, Entry]) -> set[str] | None:
+    """Of `paths` (files the last walk found with more than one link: written through
+    another name, maybe outside the root, they change with no event in their folder),
+    those whose signature is no longer the one they were indexed at (or that are gone),
+    each looked at with one `stat` from its folder opened through the choke point. None
+    when a folder cannot be opened or a file cannot be looked at, or an ignore file
+    changed (what a walk lists may have changed with it): the call walks."""
+    out: set[str] = set()
+    for parent, names in _by_folder(paths).items():
+        prefix = parent + "/" if parent else ""
+        parts = tuple(parent.split("/")) if parent else ()
+        if root.rules.path(parts) is not None:
+            continue  # denied since: never read (`folders`)
+        try:
+            fd = root.open_subdir(parts)
+        except OSError:
+            return None
+        try:
+            for n in names:
+                try:
+                    st = os.stat(n, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    out.add(prefix + n)
+                    continue
+                e = view.get(prefix + n)
+                if e is None or key(st.st_size, st.st_mtime_ns, st.st_ctime_ns,
+                                    st.st_ino) != e >> KEY_AT & KEY_MASK:
+                    if n in KINDS:  # an ignore file: what the build walked may have changed
+                        return None
+                    out.add(prefix + n)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+    return out
 
 
 def pruned(root: SecureRoot, prefix: str, name: str, made: bool) -> bool:
@@ -84,9 +140,11 @@ def pruned(root: SecureRoot, prefix: str, name: str, made: bool) -> bool:
     return listed is not None and name not in listed  # could not look: the watch breaks
 
 
-def _listed(root: SecureRoot, parts: tuple[str, ...], names: set[str]) -> set[str] | None:
-    """Which of `names` in the folder `parts` a walk would list, ignore files applied; None
-    when the folder cannot be opened or listed."""
+def _listed(root: SecureRoot, parts: tuple[str, ...], names: set[str]
+            ) -> dict[str, bool] | None:
+    """Which of `names` in the folder `parts` a walk would list, ignore files applied, each
+    with whether it is a file with other links (`_linked`, looked at while the folder is
+    open); None when the folder cannot be opened or listed."""
     filt = Filter(root, parts, (), False)  # the ignore files of the folders above
     try:
         fd = root.open_subdir(parts)
@@ -96,7 +154,7 @@ def _listed(root: SecureRoot, parts: tuple[str, ...], names: set[str]) -> set[st
         with os.scandir(fd) as it:
             entries = sorted((e for e in it if e.name in names or e.name in KINDS),
                              key=lambda e: e.name)
-        return {e.name for e in filt(parts, fd, entries)} & names
+        return {e.name: _linked(e) for e in filt(parts, fd, entries) if e.name in names}
     except OSError:
         return None
     finally:

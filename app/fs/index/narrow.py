@@ -38,6 +38,12 @@ from app.security.resolve import SecureRoot
 
 log = logging.getLogger("loomfs.index")
 
+# Seconds a walk-less answer trusts the last walk before it starts a build that walks again
+# (in the background): what no watch reports (a file written through a hard link made from
+# outside the root since that walk, a network file system written by another machine) is
+# read by then.
+REWALK = 60.0
+
 Folder = tuple[int, str, list[str]]  # a folder's descriptor, its walk path prefix, file names
 Answer = tuple[Iterator[Folder], Callable[[], str | None]]  # the files to read, and a note
 
@@ -195,15 +201,17 @@ def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
             with watch.lock:
                 dirty = set(watch.dirty)
             with idx.lock:
-                view = idx.view
+                view, linked = idx.view, idx.linked
                 new = [p for p in dirty if p not in view]
+                due = time.monotonic() - idx.walked_at >= REWALK
             hidden = direct.unlisted(root, new) if len(new) <= direct.MOST_NEW else None
-            if hidden is not None:  # else the walk decides on the new files
-                dirty -= hidden
+            moved = direct.changed(root, linked - dirty, view) if hidden is not None else None
+            if hidden is not None and moved is not None:  # else the walk decides
+                dirty = (dirty - hidden) | moved
                 got = _direct(keeper, root, expr, view, dirty, scope)
                 # The refresh of what changed starts once the candidates are known: started
                 # first, it could swap the view under the query and cost this call a walk.
-                if dirty:
+                if dirty or due:
                     keeper.kick(root, identity)
                 return got
         keeper.kick(root, identity)

@@ -159,6 +159,8 @@ class TrigramIndex:
         self._readers: dict[int, apsw.Connection] = {}
         self.watch: Watch | None = None  # the changes since the last build walked the tree
         self.watched = False  # a complete build walked the tree under `watch` from its start
+        self.linked: frozenset[str] = frozenset()  # files with other links, at that walk
+        self.walked_at = 0.0  # when that walk began (`time.monotonic`)
         self.identity: str | None = None  # the rules the tables were built for
 
     def trusted_watch(self) -> Watch | None:

@@ -31,7 +31,7 @@ from functools import partial
 
 import apsw
 
-from app.fs.filters.ignore import Filter
+from app.fs.filters.ignore import KINDS, Filter
 from app.fs.index.access import Signature, open_listed, storable
 from app.fs.index.adopt import adopt
 from app.fs.index.direct import pruned
@@ -101,6 +101,7 @@ class Build:
         self.dropped: list[int] = []
         self.con: apsw.Connection | None = None
         self.watch: Watch | None = None  # a new watch, given each folder the walk opens
+        self.linked: set[str] = set()  # files with another link: the watch cannot vouch
 
     def run(self) -> BuildState:
         con = self.con = open_db(self.idx.path)
@@ -127,7 +128,7 @@ class Build:
                 watch.close()
             idx.watched, watch, fresh = False, Watch(partial(pruned, self.root)), True
             idx.watch = watch
-        started = watch.drain()
+        started, began = watch.drain(), time.monotonic()
         self.watch = watch if fresh else None
         try:
             adopt(con, idx, self.identity, others)
@@ -154,6 +155,7 @@ class Build:
                 with idx.lock:
                     idx.complete = self.state.complete
                     idx.watched = idx.watched or (fresh and not watch.broken)
+                    idx.linked, idx.walked_at = frozenset(self.linked), began
         except BaseException:
             with contextlib.suppress(apsw.Error):
                 if not con.getautocommit():
@@ -187,10 +189,14 @@ class Build:
                     continue
                 seen.add(path)
                 self.state.files += 1
+                if st.st_nlink > 1:  # written through another name, no event reaches us
+                    self.linked.add(path)
                 old = known.get(path)
                 sig = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
                 if old is not None and old.sig == sig:
                     continue
+                if entry.name in KINDS and self.watch is None and self.idx.watch is not None:
+                    self.idx.watch.broken = True  # rules changed with no event (a hard link)
                 if old is None and self.held >= MOST_FILES:
                     self.state.past_most += 1
                     continue

@@ -13,7 +13,7 @@ import random
 import re
 import subprocess
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import apsw
@@ -30,8 +30,7 @@ from app.fs.index.trigram_build import MOST_BYTES, Build
 from app.fs.index.watch import Watch
 from app.fs.search.needs import needs_of
 from app.fs.search.options import TextOptions
-from app.security.resolve import SecureRoot
-from tests.fs.index.trigramkit import Indexed
+from tests.fs.index.trigramkit import Indexed, spied_direct
 from tests.fs.readkit import small_root
 from tests.fs.search import rgkit
 from tests.kit import secure_root
@@ -341,28 +340,13 @@ def test_connections_made_at_once_share_one_file_and_never_replace_it(
         assert n == 3
 
 
-def _spied(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
-    """The paths of every walk-less answer, in order."""
-    from app.fs.index import direct
-    calls: list[list[str]] = []
-    real = direct.folders
-
-    def spy(root: SecureRoot, paths: list[str]) -> Iterator[tuple[int, str, list[str]]]:
-        calls.append(paths)
-        return real(root, paths)
-
-    monkeypatch.setattr(direct, "folders", spy)
-    monkeypatch.setattr(direct, "SHARE", 1.0)
-    return calls
-
-
 def test_after_a_watched_build_searches_read_candidates_only_and_see_every_change(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """No walk once a build walked the tree under a watch: the index's candidates and the
     files the watch saw change are read, and a change made just before the search (here
     from outside the server) is in the answer, with no wait."""
-    direct_calls = _spied(monkeypatch)  # a tree of five files: every one may be read
+    direct_calls = spied_direct(monkeypatch)  # a tree of five files: every one may be read
     top = tmp_path / "r"
     _tree(top)
     ix = Indexed(secure_root(top, max_read_bytes=2 * MOST_BYTES), tmp_path / "state")
@@ -387,7 +371,7 @@ def _watched(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
              ) -> tuple[Path, Indexed, list[list[str]], Watch]:
     """A watched build of a small tree; the walk-less answers' paths; the build's watch
     (a build after a search may start a new one)."""
-    calls = _spied(monkeypatch)
+    calls = spied_direct(monkeypatch)
     top = tmp_path / "r"
     (top / "src" / "deep").mkdir(parents=True)
     (top / "src" / "a.py").write_text("needle one\n")
@@ -491,11 +475,19 @@ def _edit(top: Path, rnd: random.Random) -> None:
         if what < 0.4 and files:
             p = rnd.choice(files)
             p.write_text(p.read_text(errors="replace") + rgkit._text(rnd))
-        elif what < 0.6 and files:
+        elif what < 0.55 and files:
             p = rnd.choice(files)
             if p.name not in (".gitignore", ".ignore"):
                 p.unlink()
                 files.remove(p)
+        elif what < 0.7 and files:  # another name in the root: written through, the
+            p = rnd.choice(files)  # other gets no event (docs/configuration.md)
+            link = top / f"hl{rnd.randint(0, 99)}.txt"
+            if not link.exists():
+                os.link(p, link)
+                files.append(link)
+                with open(rnd.choice([p, link]), "a") as f:
+                    f.write(rgkit._text(rnd))
         else:
             (top / f"new{rnd.randint(0, 99)}.txt").write_text(rgkit._text(rnd) or "foo\n")
 
@@ -522,9 +514,9 @@ def test_with_the_index_on_hits_equal_ripgreps_across_edits(
         for k, pattern in enumerate(PATTERNS):
             literal = k % 3 == 2 and not re.search(r"[\\|()?]", pattern)
             _check(ix, top, pattern, fold=k % 4 == 1, literal=literal)
-        _edit(top, rnd)
-        if round_ == 1:
+        if round_ == 1:  # the next edits meet a complete index under its watch
             ix.build()
+        _edit(top, rnd)
     ix.keeper.wait()
     os.sync()
 

@@ -8,10 +8,11 @@ from pathlib import Path
 from typing import Any
 
 import apsw
+import pytest
 
 from app.fs.control import NoControl
 from app.fs.filters.glob import Glob
-from app.fs.index import shards, trigram
+from app.fs.index import direct, shards, trigram
 from app.fs.index.narrow import Keeper, Scope, narrowing
 from app.fs.index.trigram_build import BuildState
 from app.fs.search.needs import Folder, Narrowed, Needs
@@ -93,3 +94,18 @@ class Indexed:
             finally:
                 con.close()
         return got
+
+
+def spied_direct(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The paths of every walk-less answer, in order (each candidate may be read: SHARE
+    lifted to every file)."""
+    calls: list[list[str]] = []
+    real = direct.folders
+
+    def spy(root: SecureRoot, paths: list[str]) -> Iterator[tuple[int, str, list[str]]]:
+        calls.append(paths)
+        return real(root, paths)
+
+    monkeypatch.setattr(direct, "folders", spy)
+    monkeypatch.setattr(direct, "SHARE", 1.0)
+    return calls

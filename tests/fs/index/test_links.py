@@ -1,0 +1,157 @@
+"""Hard links and the walk-less answer (docs/configuration.md, "The search index").
+
+The kernel reports a change to the folder of the name it was made through, and to no
+other: a file the index holds, written through another name (a hard link outside the root,
+or in another folder of it), changes with no event in its own folder. Such a file must
+still be read by the next search, as a scan reads it:
+- one with other links at the build's walk is looked at (one `stat`) by every walk-less
+  answer, and read when its signature moved;
+- a new file with another link (a link made since the build) sends the call through the
+  walk, which compares every file's signature;
+- a link made from outside since the build, which no event shows at all, is read by the
+  build a search starts once the last walk is `REWALK` seconds old.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from app.fs.index import narrow
+from tests.fs.index.trigramkit import Indexed, spied_direct
+from tests.kit import secure_root
+
+
+def _tree(tmp_path: Path) -> tuple[Path, Path]:
+    top, out = tmp_path / "r", tmp_path / "outside"
+    (top / "src").mkdir(parents=True)
+    (top / "docs").mkdir()
+    out.mkdir()
+    for i in range(12):
+        (top / "docs" / f"f{i}.txt").write_text(f"hay {i}\n")
+    (top / "src" / "a.txt").write_text("hello world\n")
+    return top, out
+
+
+def _outside(top: Path, out: Path) -> Path:
+    os.link(top / "src" / "a.txt", out / "b.txt")
+    return out / "b.txt"
+
+
+def _inside(top: Path, out: Path) -> Path:
+    os.link(top / "src" / "a.txt", top / "docs" / "b.txt")
+    return top / "docs" / "b.txt"
+
+
+def _append(p: Path) -> None:
+    with open(p, "a") as f:
+        f.write("needle here\n")
+
+
+# (where the other name is; the paths a search then finds)
+WHERE = [
+    pytest.param(_outside, ["src/a.txt"], id="outside-the-root"),
+    pytest.param(_inside, ["docs/b.txt", "src/a.txt"], id="in-another-folder"),
+]
+
+
+@pytest.mark.parametrize(("link", "found"), WHERE)
+def test_a_file_linked_at_the_build_and_written_through_its_other_name_is_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    link: Callable[[Path, Path], Path], found: list[str],
+) -> None:
+    calls = spied_direct(monkeypatch)
+    top, out = _tree(tmp_path)
+    other = link(top, out)
+    ix = Indexed(secure_root(top), tmp_path / "state")
+    assert ix.build().complete and ix.idx.linked
+    assert ix.search("needle") == []
+    assert calls and "src/a.txt" not in calls[-1]  # looked at, not read: unchanged
+    _append(other)
+    assert sorted(m["path"] for m in ix.search("needle")) == found
+    assert len(calls) == 2 and "src/a.txt" in calls[-1]  # without a walk
+
+
+def test_a_link_made_from_outside_since_the_build_is_read_once_a_search_walked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No event shows it: the build a search starts once the last walk is REWALK old reads
+    it (REWALK 0 here: every search starts one), and the searches after it find it."""
+    monkeypatch.setattr(narrow, "REWALK", 0.0)
+    top, out = _tree(tmp_path)
+    ix = Indexed(secure_root(top), tmp_path / "state")
+    assert ix.build().complete and not ix.idx.linked
+    _append(_outside(top, out))
+    ix.search("needle")  # answered by the index as the last walk left it; starts a build
+    ix.keeper.wait()
+    assert [m["path"] for m in ix.search("needle")] == ["src/a.txt"]
+    assert ix.idx.linked == frozenset({"src/a.txt"})
+
+
+def test_a_link_made_inside_since_the_build_is_read_by_the_very_next_search(
+    tmp_path: Path,
+) -> None:
+    top, out = _tree(tmp_path)
+    ix = Indexed(secure_root(top), tmp_path / "state")
+    assert ix.build().complete
+    _append(_inside(top, out))
+    assert sorted(m["path"] for m in ix.search("needle")) == ["docs/b.txt", "src/a.txt"]
+
+
+def test_without_searches_to_start_it_no_build_walks_again_before_rewalk(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A search of an unchanged tree within REWALK of the last walk starts no build."""
+    top, _ = _tree(tmp_path)
+    ix = Indexed(secure_root(top), tmp_path / "state")
+    assert ix.build().complete
+    walked = ix.idx.walked_at
+    assert ix.search("hello") and ix.keeper.progress() is None
+    monkeypatch.setattr(narrow, "REWALK", 0.0)
+    assert ix.search("hello")
+    ix.keeper.wait()
+    assert ix.idx.walked_at > walked  # a build walked again
+
+
+def _ignore_all(p: Path) -> None:
+    with open(p, "a") as f:
+        f.write("*.txt\n")
+
+
+def test_an_ignore_file_linked_at_the_build_and_changed_through_its_other_name_is_obeyed(
+    tmp_path: Path,
+) -> None:
+    """The ignore file's new rule hides a file the index holds: the call walks, as a scan."""
+    top, out = _tree(tmp_path)
+    (top / "src" / ".ignore").write_text("# nothing\n")
+    (top / "src" / "b.py").write_text("needle\n")
+    (top / "src" / "a.txt").write_text("needle\n")
+    os.link(top / "src" / ".ignore", out / "rules")
+    ix = Indexed(secure_root(top), tmp_path / "state")
+    assert ix.build().complete
+    assert sorted(m["path"] for m in ix.search("needle")) == ["src/a.txt", "src/b.py"]
+    _ignore_all(out / "rules")
+    assert [m["path"] for m in ix.search("needle")] == ["src/b.py"]
+
+
+def test_an_ignore_file_linked_since_the_build_is_obeyed_once_a_search_walked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The build that walks again finds the ignore file changed with no event: the watch is
+    broken (the folders it now lets the walk into were never watched), searches walk."""
+    monkeypatch.setattr(narrow, "REWALK", 0.0)
+    top, out = _tree(tmp_path)
+    (top / "src" / ".ignore").write_text("# nothing\n")
+    (top / "src" / "b.py").write_text("needle\n")
+    (top / "src" / "a.txt").write_text("needle\n")
+    ix = Indexed(secure_root(top), tmp_path / "state")
+    assert ix.build().complete
+    os.link(top / "src" / ".ignore", out / "rules")
+    _ignore_all(out / "rules")
+    ix.search("needle")  # starts the build that walks again
+    ix.keeper.wait()
+    assert ix.idx.trusted_watch() is None
+    assert [m["path"] for m in ix.search("needle")] == ["src/b.py"]
