@@ -1,5 +1,6 @@
 """The trigram index through the real server: `search_index = true`, a live uvicorn and the
-MCP SDK client. A write through the server is found by the next call; a deny rule added by
+MCP SDK client. A write through the server is found by the next call, and so is one through
+a hard link outside the root; a deny rule added by
 a reload leaves the file out of the answer and out of the index's rows. A server that stops
 stops its build, which the next one resumes."""
 
@@ -83,6 +84,33 @@ async def test_writes_through_the_server_and_deny_rules_reach_the_indexed_search
         rows = settle()
         assert "secret.txt" not in rows and {"src/a.py", "new.txt"} <= rows.keys()
         assert await found(srv, "needle_one") == {"src/a.py", "new.txt"}
+    for keeper in corpus_trigram._keepers.values():
+        keeper.stop()
+
+
+async def test_a_file_written_through_a_hard_link_outside_the_root_is_found_by_the_next_call(
+    write_config: Any, tmp_path: Path,
+) -> None:
+    """The kernel reports the write to the outside name's folder only: the index, trusted
+    without a walk, looks at the files the build found linked (docs/configuration.md)."""
+    root, outside = tmp_path / "ws", tmp_path / "outside"
+    (root / "src").mkdir(parents=True)
+    outside.mkdir()
+    for i in range(8):
+        (root / f"f{i}.txt").write_text(f"hay {i}\n")
+    (root / "src" / "a.py").write_text("x = 1\n")
+    os.link(root / "src" / "a.py", outside / "a.py")
+    time.sleep(access.RACY_NS / 1e9 + 0.1)  # old enough to trust once indexed
+    cfg = config(write_config, tmp_path, root, [])
+    corpus_trigram._keepers.clear()
+    with live_server(cfg) as srv:
+        assert await found(srv, "needle_two") == set()
+        settle()
+        (keeper,) = corpus_trigram._keepers.values()
+        assert keeper.idx.trusted_watch() is not None and keeper.idx.linked == {"src/a.py"}
+        with open(outside / "a.py", "a") as f:
+            f.write("needle_two = 2\n")
+        assert await found(srv, "needle_two") == {"src/a.py"}
     for keeper in corpus_trigram._keepers.values():
         keeper.stop()
 
