@@ -17,7 +17,8 @@ indexed, and this process's peak resident size (`VmHWM`) after the build and aft
 queries. Config: `max_search_bytes` raised to 4 GiB, `max_search_file_bytes` 8 MiB (the
 default 64 MiB budget stops a scan of a tree this size early), and the searcher's CPU
 limit (`MAX_CPU_S`, 3 s a call) to 600 s (an unselective scan of 1 GB on a loaded machine
-passes 3 s); content mode, every hit.
+passes 3 s); content mode, every hit. The search that walks once the last walk is a minute
+old (`narrow.REWALK`) is left out: `benchmarks/rewalk.py` measures what it costs.
 `÷scan` is the index's time over the scan's: the unselective queries' line says whether
 the index is no slower than a scan there.
 
@@ -50,6 +51,7 @@ if __package__ in (None, ""):
 
 from app.fs.change.write import write_file
 from app.fs.control import NoControl
+from app.fs.index import narrow as narrow_mod
 from app.fs.index import shards, trigram_build
 from app.fs.index.narrow import Keeper, Scope, narrowing
 from app.fs.index.trigram import TrigramIndex
@@ -141,6 +143,7 @@ def main() -> None:
                     help="the trigram files written at once (default: the server's)")
     a = ap.parse_args()
     searcher.MAX_CPU_S = 600.0  # the 3 s a call would cut a scan of this tree short
+    narrow_mod.REWALK = float("inf")  # the walk each minute: measured by benchmarks/rewalk.py
     if a.shards:  # e.g. 1: the build on one core, the baseline of the shards' gain
         shards.SHARDS = trigram_build.SHARDS = a.shards
     state = a.state or Path(tempfile.mkdtemp(prefix="trigram-bench-"))

@@ -38,10 +38,10 @@ from app.security.resolve import SecureRoot
 
 log = logging.getLogger("loomfs.index")
 
-# Seconds a walk-less answer trusts the last walk before it starts a build that walks again
-# (in the background): what no watch reports (a file written through a hard link made from
-# outside the root since that walk, a network file system written by another machine) is
-# read by then.
+# Seconds the index is trusted without a walk after a walk looked at every file: past them a
+# search walks (a `stat` per file) and starts a build that walks again. What no watch reports
+# (a file written through a hard link made from outside the root since that walk, a network
+# file system written by another machine) is so never older than this (and one build's walk).
 REWALK = 60.0
 
 Folder = tuple[int, str, list[str]]  # a folder's descriptor, its walk path prefix, file names
@@ -197,13 +197,14 @@ def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
             keeper.kick(root, identity)  # a build has started it again
             return None
         watch = idx.trusted_watch() if scope.plain and expr is not None else None
+        if watch is not None and time.monotonic() - idx.walked_at >= REWALK:
+            watch = None  # too long since a walk looked at every file: this call walks
         if watch is not None and expr is not None:
             with watch.lock:
                 dirty = set(watch.dirty)
             with idx.lock:
                 view, linked = idx.view, idx.linked
                 new = [p for p in dirty if p not in view]
-                due = time.monotonic() - idx.walked_at >= REWALK
             hidden = direct.unlisted(root, new) if len(new) <= direct.MOST_NEW else None
             moved = direct.changed(root, linked - dirty, view) if hidden is not None else None
             if hidden is not None and moved is not None:  # else the walk decides
@@ -211,7 +212,7 @@ def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
                 got = _direct(keeper, root, expr, view, dirty, scope)
                 # The refresh of what changed starts once the candidates are known: started
                 # first, it could swap the view under the query and cost this call a walk.
-                if dirty or due:
+                if dirty:
                     keeper.kick(root, identity)
                 return got
         keeper.kick(root, identity)

@@ -8,8 +8,8 @@ still be read by the next search, as a scan reads it:
   answer, and read when its signature moved;
 - a new file with another link (a link made since the build) sends the call through the
   walk, which compares every file's signature;
-- a link made from outside since the build, which no event shows at all, is read by the
-  build a search starts once the last walk is `REWALK` seconds old.
+- a link made from outside since the build, which no event shows at all, is read by every
+  search once the last walk is `REWALK` seconds old: such a search walks.
 """
 
 from __future__ import annotations
@@ -75,19 +75,20 @@ def test_a_file_linked_at_the_build_and_written_through_its_other_name_is_read(
     assert len(calls) == 2 and "src/a.txt" in calls[-1]  # without a walk
 
 
-def test_a_link_made_from_outside_since_the_build_is_read_once_a_search_walked_again(
+def test_a_link_made_from_outside_since_the_build_is_read_once_the_walk_is_rewalk_old(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """No event shows it: the build a search starts once the last walk is REWALK old reads
-    it (REWALK 0 here: every search starts one), and the searches after it find it."""
-    monkeypatch.setattr(narrow, "REWALK", 0.0)
+    """No event shows it: a search once the last walk is REWALK old walks, and finds it (REWALK
+    0 here: every search walks); the build it starts finds the file linked."""
+    calls = spied_direct(monkeypatch)
     top, out = _tree(tmp_path)
     ix = Indexed(secure_root(top), tmp_path / "state")
     assert ix.build().complete and not ix.idx.linked
     _append(_outside(top, out))
-    ix.search("needle")  # answered by the index as the last walk left it; starts a build
-    ix.keeper.wait()
+    monkeypatch.setattr(narrow, "REWALK", 0.0)
     assert [m["path"] for m in ix.search("needle")] == ["src/a.txt"]
+    assert calls == []  # walked
+    ix.keeper.wait()
     assert ix.idx.linked == frozenset({"src/a.txt"})
 
 
@@ -101,17 +102,19 @@ def test_a_link_made_inside_since_the_build_is_read_by_the_very_next_search(
     assert sorted(m["path"] for m in ix.search("needle")) == ["docs/b.txt", "src/a.txt"]
 
 
-def test_without_searches_to_start_it_no_build_walks_again_before_rewalk(
+def test_within_rewalk_of_the_last_walk_a_search_neither_walks_nor_starts_a_build(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A search of an unchanged tree within REWALK of the last walk starts no build."""
+    """A search of an unchanged tree within REWALK of the last walk answers without a walk
+    and starts no build; past it, the search walks and starts one that walks again."""
+    calls = spied_direct(monkeypatch)
     top, _ = _tree(tmp_path)
     ix = Indexed(secure_root(top), tmp_path / "state")
     assert ix.build().complete
     walked = ix.idx.walked_at
-    assert ix.search("hello") and ix.keeper.progress() is None
+    assert ix.search("hello") and ix.keeper.progress() is None and len(calls) == 1
     monkeypatch.setattr(narrow, "REWALK", 0.0)
-    assert ix.search("hello")
+    assert ix.search("hello") and len(calls) == 1
     ix.keeper.wait()
     assert ix.idx.walked_at > walked  # a build walked again
 
@@ -137,12 +140,12 @@ def test_an_ignore_file_linked_at_the_build_and_changed_through_its_other_name_i
     assert [m["path"] for m in ix.search("needle")] == ["src/b.py"]
 
 
-def test_an_ignore_file_linked_since_the_build_is_obeyed_once_a_search_walked_again(
+def test_an_ignore_file_linked_since_the_build_is_obeyed_once_the_walk_is_rewalk_old(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The build that walks again finds the ignore file changed with no event: the watch is
-    broken (the folders it now lets the walk into were never watched), searches walk."""
-    monkeypatch.setattr(narrow, "REWALK", 0.0)
+    """The search past REWALK walks (obeying it); the build it starts finds the ignore file
+    changed with no event and breaks the watch (the folders it now lets the walk into were
+    never watched): searches walk until a build with a new watch."""
     top, out = _tree(tmp_path)
     (top / "src" / ".ignore").write_text("# nothing\n")
     (top / "src" / "b.py").write_text("needle\n")
@@ -151,7 +154,7 @@ def test_an_ignore_file_linked_since_the_build_is_obeyed_once_a_search_walked_ag
     assert ix.build().complete
     os.link(top / "src" / ".ignore", out / "rules")
     _ignore_all(out / "rules")
-    ix.search("needle")  # starts the build that walks again
+    monkeypatch.setattr(narrow, "REWALK", 0.0)
+    assert [m["path"] for m in ix.search("needle")] == ["src/b.py"]
     ix.keeper.wait()
     assert ix.idx.trusted_watch() is None
-    assert [m["path"] for m in ix.search("needle")] == ["src/b.py"]
