@@ -161,9 +161,11 @@ def _listed(root: SecureRoot, parts: tuple[str, ...], names: set[str]
         os.close(fd)
 
 
-def folders(root: SecureRoot, paths: list[str]) -> Iterator[Folder]:
+def folders(root: SecureRoot, paths: list[str], unopened: list[str]) -> Iterator[Folder]:
     """Each candidate's folder, opened through the choke point, with the candidates in it
-    that the rules allow; each descriptor closed once the searcher has moved on."""
+    that the rules allow; each descriptor closed once the searcher has moved on. A folder
+    that cannot be opened is added to `unopened` (its files are not read: the answer says
+    so, as a walk says what it could not read)."""
     rules, ids = root.rules, root.rules.identities
     i = 0
     while i < len(paths):
@@ -179,6 +181,7 @@ def folders(root: SecureRoot, paths: list[str]) -> Iterator[Folder]:
         try:
             fd = root.open_subdir(parts)
         except OSError:
+            unopened.append(prefix)
             continue
         try:
             yield fd, prefix, [n for n in names if _allowed(rules, ids, parts, n, fd)]

@@ -34,6 +34,7 @@ from app.fs.index.grams import plan
 from app.fs.index.storage import Unavailable
 from app.fs.index.trigram import BINARY, WHOLE, TrigramIndex
 from app.fs.index.trigram_build import Build, BuildState
+from app.fs.reading.listing import unreadable_text
 from app.security.resolve import SecureRoot
 
 log = logging.getLogger("loomfs.index")
@@ -171,10 +172,14 @@ def _note(unindexed: int, progress: str | None, held: int) -> str | None:
 
 
 class _Counted:
-    """A walk-less answer's folders, counting the files read because they changed."""
+    """A walk-less answer's folders, counting the files read because they changed, and the
+    folders it could not open (`direct.folders` fills `unopened`)."""
 
-    def __init__(self, dirs: Iterator[Folder], dirty: set[str], keeper: Keeper) -> None:
-        self.dirs, self.dirty, self.keeper, self.unindexed = dirs, dirty, keeper, 0
+    def __init__(self, root: SecureRoot, paths: list[str], dirty: set[str], keeper: Keeper
+                 ) -> None:
+        self.unopened: list[str] = []
+        self.dirs = direct.folders(root, paths, self.unopened)
+        self.dirty, self.keeper, self.unindexed = dirty, keeper, 0
 
     def folders(self) -> Iterator[Folder]:
         for fd, prefix, names in self.dirs:
@@ -182,7 +187,9 @@ class _Counted:
             yield fd, prefix, names
 
     def note(self) -> str | None:
-        return _note(self.unindexed, self.keeper.progress(), len(self.keeper.idx.view))
+        notes = [_note(self.unindexed, self.keeper.progress(), len(self.keeper.idx.view)),
+                 unreadable_text(len(self.unopened))]
+        return "; ".join(n for n in notes if n) or None
 
 
 def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
@@ -248,5 +255,5 @@ def _direct(keeper: Keeper, root: SecureRoot, expr: str, view: dict[str, Entry],
     paths = direct.candidates(got[0], got[1], dirty, scope.start, scope.keep)
     if paths is None:
         return None
-    counted = _Counted(direct.folders(root, paths), dirty, keeper)
+    counted = _Counted(root, paths, dirty, keeper)
     return counted.folders(), counted.note

@@ -105,7 +105,11 @@ def entry_of(e: WalkEntry, path: str) -> dict[str, object]:
 
 
 def unreadable_note(walker: Walker) -> str | None:
-    n = walker.unreadable_dirs
+    return unreadable_text(walker.unreadable_dirs)
+
+
+def unreadable_text(n: int) -> str | None:
+    """What an answer says of the `n` folders it could not open or list."""
     if not n:
         return None
     return f"{n} director{'y' if n == 1 else 'ies'} could not be read and were skipped"

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from app.fs.index import direct
+from tests.fs.index.trigramkit import Indexed, spied_direct
+from tests.kit import secure_root
 
 
 def _all(rel: str, name: str) -> bool:
@@ -38,3 +42,28 @@ def test_the_files_to_read_come_in_walk_order_under_the_start_folder_kept_by_the
     got = direct.candidates(found, 100, {"src/a.py", "other/x.py"}, ("src",),
                             lambda rel, name: name.endswith(".py"))
     assert got == ["src/a.py", "src/z.py", "src/deep/a.py"]
+
+
+def test_a_candidates_folder_that_cannot_be_opened_is_said_in_the_note(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Its files cannot be read: the answer says so, as a walk says what it could not read,
+    rather than leave them out in silence."""
+    calls = spied_direct(monkeypatch)
+    top = tmp_path / "r"
+    (top / "src").mkdir(parents=True)
+    (top / "src" / "a.py").write_text("needle\n")
+    (top / "b.txt").write_text("needle\n")
+    ix = Indexed(secure_root(top), tmp_path / "state")
+    assert ix.build().complete
+    real = ix.root.open_subdir
+
+    def fails(parts: tuple[str, ...]) -> int:
+        if parts == ("src",):
+            raise PermissionError(13, "Permission denied")
+        return real(parts)
+
+    monkeypatch.setattr(ix.root, "open_subdir", fails)
+    assert [m["path"] for m in ix.search("needle")] == ["b.txt"]
+    assert calls == [["b.txt", "src/a.py"]]  # without a walk
+    assert ix.notes[-1] == "1 directory could not be read and were skipped"

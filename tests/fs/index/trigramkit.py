@@ -102,9 +102,10 @@ def spied_direct(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     calls: list[list[str]] = []
     real = direct.folders
 
-    def spy(root: SecureRoot, paths: list[str]) -> Iterator[tuple[int, str, list[str]]]:
+    def spy(root: SecureRoot, paths: list[str], unopened: list[str]
+            ) -> Iterator[tuple[int, str, list[str]]]:
         calls.append(paths)
-        return real(root, paths)
+        return real(root, paths, unopened)
 
     monkeypatch.setattr(direct, "folders", spy)
     monkeypatch.setattr(direct, "SHARE", 1.0)
