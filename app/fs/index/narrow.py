@@ -28,6 +28,7 @@ from typing import NamedTuple
 
 import apsw
 
+from app.fs.filters.ignore import KINDS
 from app.fs.index import direct, trigram_build
 from app.fs.index.entry import GEN_AT, ID_AT, ID_MASK, KEY_AT, KEY_MASK, STATE_MASK, Entry, key
 from app.fs.index.grams import plan
@@ -213,7 +214,10 @@ def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
                 view, linked = idx.view, idx.linked
                 new = [p for p in dirty if p not in view]
             hidden = direct.unlisted(root, new) if len(new) <= direct.MOST_NEW else None
-            moved = direct.changed(root, linked - dirty, view) if hidden is not None else None
+            under = "/".join(scope.start) + "/" if scope.start else ""
+            looked = [p for p in linked - dirty  # what this call reads, and ignore files
+                      if p.startswith(under) or p.rpartition("/")[2] in KINDS]
+            moved = direct.changed(root, looked, view) if hidden is not None else None
             if hidden is not None and moved is not None:  # else the walk decides
                 dirty = (dirty - hidden) | moved
                 got = _direct(keeper, root, expr, view, dirty, scope)

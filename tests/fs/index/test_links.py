@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from app.fs.index import narrow
+from app.fs.index import direct, narrow
+from app.security.resolve import SecureRoot
 from tests.fs.index.trigramkit import Indexed, spied_direct
 from tests.kit import secure_root
 
@@ -158,3 +159,38 @@ def test_an_ignore_file_linked_since_the_build_is_obeyed_once_the_walk_is_rewalk
     assert [m["path"] for m in ix.search("needle")] == ["src/b.py"]
     ix.keeper.wait()
     assert ix.idx.trusted_watch() is None
+
+
+@pytest.mark.parametrize(("path", "changed_read"), [
+    ("", True),  # the whole root: the linked file is looked at and read
+    ("docs", False),  # a folder that does not hold it: not looked at (the ignore file is)
+])
+def test_a_search_under_a_folder_looks_at_the_linked_files_it_reads_and_every_ignore_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str, changed_read: bool,
+) -> None:
+    """An ignore file above the start folder decides what the walk under it lists: one
+    linked and changed through its other name makes a search under `docs` walk."""
+    calls = spied_direct(monkeypatch)
+    looked: list[list[str]] = []
+    real = direct.changed
+
+    def spy(root: SecureRoot, paths: list[str], view: dict) -> set[str] | None:
+        looked.append(sorted(paths))
+        return real(root, paths, view)
+
+    monkeypatch.setattr(direct, "changed", spy)
+    top, out = _tree(tmp_path)
+    (top / ".ignore").write_text("# nothing\n")
+    (top / "docs" / "f0.txt").write_text("needle\n")
+    os.link(top / ".ignore", out / "rules")
+    _outside(top, out)
+    ix = Indexed(secure_root(top), tmp_path / "state")
+    assert ix.build().complete
+    _append(out / "b.txt")
+    hits = sorted(m["path"] for m in ix.search("needle", path=path))
+    assert hits == (["docs/f0.txt", "src/a.txt"] if changed_read else ["docs/f0.txt"])
+    assert len(calls) == 1 and ("src/a.txt" in calls[0]) == changed_read
+    assert looked == [[".ignore", "src/a.txt"] if changed_read else [".ignore"]]
+    _ignore_all(out / "rules")
+    assert [m["path"] for m in ix.search("needle", path="docs")] == []
+    assert len(calls) == 1  # walked: the ignore file above changed
