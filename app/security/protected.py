@@ -9,7 +9,7 @@ inode, so the check is on `(st_dev, st_ino)` as well as on the relative path
 
 An identity means the server's file only while that file exists: once its
 last link is gone, the file system hands the inode number to the next file
-created (ext4 and tmpfs do so at once), and an ordinary new file would be
+created (ext4 does so at once; tmpfs and btrfs count up), and an ordinary new file would be
 refused as the server's own. So each protected file is *held*: an open
 descriptor (`O_PATH` where the system has it) keeps its inode allocated, and
 the number cannot be handed out while it is held. `sweep` lets go of a file

@@ -71,7 +71,7 @@ def test_a_file_is_held_while_it_has_a_link_anywhere(tmp_path: Path) -> None:
 
 
 def test_a_held_inode_number_is_never_handed_to_a_new_file(tmp_path: Path) -> None:
-    """ext4 and tmpfs give a freed inode number to the next file made: while the server
+    """ext4 gives a freed inode number to the next file made: while the server
     holds its file, no new file gets that number; after the sweep, one that does is not
     refused."""
     (tmp_path / "cfg").write_text("x")
