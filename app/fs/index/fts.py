@@ -44,6 +44,7 @@ from app.fs.index.storage import (
     FILE_OF_ROW,
     SCHEMA,
     TOKENIZE,
+    OnePerFile,
     Unavailable,
     create_tables,
     ensure_dir,
@@ -288,14 +289,4 @@ def quote(term: str) -> str:
     return '"' + term.replace('"', '""') + '"'
 
 
-_open: dict[str, RootIndex] = {}
-_open_lock = threading.Lock()
-
-
-def index_at(path: str) -> RootIndex:
-    """The process's one `RootIndex` for an index file."""
-    with _open_lock:
-        idx = _open.get(path)
-        if idx is None:
-            idx = _open[path] = RootIndex(path)
-        return idx
+index_at = OnePerFile(RootIndex)  # the process's one `RootIndex` for an index file

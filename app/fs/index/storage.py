@@ -17,6 +17,29 @@ import hashlib
 import os
 import sqlite3
 import stat as stat_mod
+import threading
+from collections.abc import Callable
+from typing import Generic, TypeVar
+
+_T = TypeVar("_T")
+
+
+class OnePerFile(Generic[_T]):
+    """The process's one open index per index file: an index object owns its connections,
+    its build and its view, and two on one file would race."""
+
+    def __init__(self, make: Callable[[str], _T]) -> None:
+        self._make = make
+        self._open: dict[str, _T] = {}
+        self._lock = threading.Lock()
+
+    def __call__(self, path: str) -> _T:
+        with self._lock:
+            idx = self._open.get(path)
+            if idx is None:
+                idx = self._open[path] = self._make(path)
+            return idx
+
 
 SCHEMA = "loomfs-fts-2"
 TOKENIZE = "unicode61 remove_diacritics 2 tokenchars '_'"

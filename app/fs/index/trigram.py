@@ -32,7 +32,7 @@ import apsw
 from app.fs.index import shards
 from app.fs.index.access import Signature
 from app.fs.index.entry import Entry
-from app.fs.index.storage import Unavailable, ensure_dir, private_file, remove
+from app.fs.index.storage import OnePerFile, Unavailable, ensure_dir, private_file, remove
 from app.fs.index.watch import Watch
 
 # 2: files up to 8 MiB indexed (were 1 MiB); the shard count with it: an index split
@@ -292,14 +292,4 @@ def summary(path: str) -> Summary | None:
     return Summary(size_of(path), int(files or 0), bool(done) and done[0][0] == "1")
 
 
-_open: dict[str, TrigramIndex] = {}
-_open_lock = threading.Lock()
-
-
-def index_at(path: str) -> TrigramIndex:
-    """The process's one `TrigramIndex` for an index file."""
-    with _open_lock:
-        idx = _open.get(path)
-        if idx is None:
-            idx = _open[path] = TrigramIndex(path)
-        return idx
+index_at = OnePerFile(TrigramIndex)  # the process's one `TrigramIndex` for an index file
