@@ -28,8 +28,9 @@ class RawHttpSession:
         self.headers = {"Accept": "application/json, text/event-stream",
                         "Content-Type": "application/json"}
         self.next_id = 0
+        self.bench_pid: int | None = None  # the server whose CPU time a timed round charges
 
-    def _post(self, payload: dict[str, Any]) -> tuple[int, Any, bytes]:
+    def _post(self, payload: dict[str, Any]) -> tuple[int, http.client.HTTPMessage, bytes]:
         body = json.dumps(payload).encode()
         for attempt in (1, 2):
             try:
@@ -43,11 +44,11 @@ class RawHttpSession:
                     raise
         raise AssertionError("unreachable")
 
-    def _answer(self, headers: Any, body: bytes) -> dict[str, Any]:
+    def _answer(self, headers: http.client.HTTPMessage, body: bytes) -> dict[str, Any]:
         if headers.get("content-type", "").startswith("text/event-stream"):
             datas = [line[5:] for line in body.decode().splitlines() if line.startswith("data:")]
-            return json.loads([d for d in datas if d.strip()][-1])  # type: ignore[no-any-return]
-        return json.loads(body)  # type: ignore[no-any-return]
+            return json.loads([d for d in datas if d.strip()][-1])
+        return json.loads(body)
 
     def open(self) -> RawHttpSession:
         status, headers, body = self._post({

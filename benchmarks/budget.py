@@ -76,7 +76,7 @@ def pairs(
 
 
 async def tool_pairs(on: LoomServer, off: LoomServer, n: int) -> list[tuple[float, float]]:
-    out = []
+    out: list[tuple[float, float]] = []
     async with Client(on) as with_budget, Client(off) as without:
         for _ in range(n + 10):
             timed = {}

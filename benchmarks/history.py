@@ -27,11 +27,19 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 RARE = "docs/rare.md"
+Kind = TypeVar("Kind")
+
+
+def kind(obj: object, cls: type[Kind]) -> Kind:
+    """`obj` as the kind the question expects: both libraries type an object they look up
+    by id as any kind (a commit's parents are commits, a tree's folder entries trees)."""
+    assert isinstance(obj, cls), (type(obj).__name__, cls.__name__)
+    return obj
 
 
 def build(path: Path, n: int, files: int = 200) -> None:
@@ -112,16 +120,19 @@ def libraries(repo: Path, runs: int) -> dict[str, float]:
     are usually used; the server itself opens dulwich's files through handles)."""
     import pygit2
     from dulwich.diff_tree import tree_changes
+    from dulwich.objects import Blob, Commit, ObjectID, Tree
+    from dulwich.refs import HEADREF
     from dulwich.repo import Repo
 
     parts = RARE.encode().split(b"/")
 
     def d_log() -> int:
         r = Repo(str(repo))
-        c, n = r[r.refs[b"HEAD"]], 0
+        c: Commit | None = kind(r[r.refs[HEADREF]], Commit)
+        n = 0
         while c is not None and n < 20:
             n += 1
-            c = r[c.parents[0]] if c.parents else None
+            c = kind(r[c.parents[0]], Commit) if c.parents else None
         r.close()
         return n
 
@@ -129,19 +140,21 @@ def libraries(repo: Path, runs: int) -> dict[str, float]:
         r = Repo(str(repo))
         s = r.object_store
 
-        def chain(tree: bytes) -> bytes | None:
+        def chain(tree: ObjectID) -> ObjectID | None:
             cur = tree
             for name in parts:
                 try:
-                    _, cur = s[cur][name]
+                    _, cur = kind(s[cur], Tree)[name]
                 except KeyError:
                     return None
             return cur
 
-        c, found = r[r.refs[b"HEAD"]], 0
-        mine = chain(c.tree)
+        head = kind(r[r.refs[HEADREF]], Commit)
+        c: Commit | None = head
+        found = 0
+        mine = chain(head.tree)
         while c is not None:
-            p = s[c.parents[0]] if c.parents else None
+            p = kind(s[c.parents[0]], Commit) if c.parents else None
             theirs = chain(p.tree) if p is not None else None
             found += mine != theirs
             c, mine = p, theirs
@@ -150,28 +163,29 @@ def libraries(repo: Path, runs: int) -> dict[str, float]:
 
     def d_show() -> int:
         r = Repo(str(repo))
-        c = r[r.refs[b"HEAD"]]
-        n = len(list(tree_changes(r.object_store, r[c.parents[0]].tree, c.tree)))
+        c = kind(r[r.refs[HEADREF]], Commit)
+        n = len(list(tree_changes(r.object_store, kind(r[c.parents[0]], Commit).tree, c.tree)))
         r.close()
         return n
 
     def d_diff() -> int:
         r = Repo(str(repo))
         s = r.object_store
-        head = base = r[r.refs[b"HEAD"]]
+        head = base = kind(r[r.refs[HEADREF]], Commit)
         for _ in range(50):
-            base = s[base.parents[0]]
+            base = kind(s[base.parents[0]], Commit)
         n = 0
-        for ch in tree_changes(s, base.tree, head.tree):
-            a = s[ch.old.sha].data.decode().splitlines() if ch.old.sha else []
-            b = s[ch.new.sha].data.decode().splitlines() if ch.new.sha else []
+        for ch in tree_changes(s, base.tree, head.tree):  # old None: added; new None: removed
+            a = kind(s[ch.old.sha], Blob).data.decode().splitlines() if ch.old else []
+            b = kind(s[ch.new.sha], Blob).data.decode().splitlines() if ch.new else []
             n += sum(1 for _ in difflib.unified_diff(a, b, lineterm=""))
         r.close()
         return n
 
     def p_log() -> int:
         r = pygit2.Repository(str(repo))
-        c, n = r[r.head.target], 0
+        c: pygit2.Commit | None = kind(r[r.head.target], pygit2.Commit)
+        n = 0
         while c is not None and n < 20:
             n += 1
             c = c.parents[0] if c.parents else None
@@ -180,13 +194,14 @@ def libraries(repo: Path, runs: int) -> dict[str, float]:
     def p_path() -> int:
         r = pygit2.Repository(str(repo))
 
-        def entry(tree: Any) -> Any:
+        def entry(tree: pygit2.Tree) -> pygit2.Oid | None:
             try:
                 return tree[RARE].id
             except KeyError:
                 return None
 
-        c, found = r[r.head.target], 0
+        c: pygit2.Commit | None = kind(r[r.head.target], pygit2.Commit)
+        found = 0
         while c is not None:
             p = c.parents[0] if c.parents else None
             found += entry(c.tree) != (entry(p.tree) if p is not None else None)
@@ -195,13 +210,15 @@ def libraries(repo: Path, runs: int) -> dict[str, float]:
 
     def p_show() -> int:
         r = pygit2.Repository(str(repo))
-        c = r[r.head.target]
+        c = kind(r[r.head.target], pygit2.Commit)
         return len(list(r.diff(c.parents[0], c).deltas))
 
     def p_diff() -> int:
         r = pygit2.Repository(str(repo))
-        d = r.diff(r.revparse_single("HEAD~50"), r[r.head.target])
-        return sum(len(p.text.splitlines()) for p in d)
+        d = r.diff(kind(r.revparse_single("HEAD~50"), pygit2.Commit),
+                   kind(r[r.head.target], pygit2.Commit))
+        # pygit2 types a patch and its text as optional; here every change is to a text file
+        return sum(len(p.text.splitlines()) for p in d if p is not None and p.text is not None)
 
     out: dict[str, float] = {}
     for label, d, p in (("log first 20", d_log, p_log), (f"path-limited log {RARE}", d_path,

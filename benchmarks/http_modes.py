@@ -34,28 +34,40 @@ import subprocess
 import sys
 import tempfile
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make `app` and `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks._client import call, cpu_seconds, free_port, healthz_ok, http_session, write_config
 
+
+@dataclass(frozen=True)
+class Variant:
+    json: bool | None  # build_app's json_response (None: JSON unless the call asked for progress)
+    stateless: bool
+    http: str  # uvicorn's parser, or "limited" / "h11-capped" (below)
+    watch: bool = True  # build_app's watch_disconnects
+
+
 VARIANTS = {
-    "shipped": {"json": None, "stateless": False, "http": "limited"},
-    "bare": {"json": None, "stateless": False, "http": "httptools"},
-    "sse": {"json": False, "stateless": False, "http": "httptools"},
-    "json": {"json": True, "stateless": False, "http": "httptools"},
-    "stateless": {"json": True, "stateless": True, "http": "httptools"},
-    "h11": {"json": None, "stateless": False, "http": "h11"},
-    "h11-capped": {"json": None, "stateless": False, "http": "h11-capped"},
-    "no-watch": {"json": None, "stateless": False, "http": "httptools", "watch": False},
+    "shipped": Variant(json=None, stateless=False, http="limited"),
+    "bare": Variant(json=None, stateless=False, http="httptools"),
+    "sse": Variant(json=False, stateless=False, http="httptools"),
+    "json": Variant(json=True, stateless=False, http="httptools"),
+    "stateless": Variant(json=True, stateless=True, http="httptools"),
+    "h11": Variant(json=None, stateless=False, http="h11"),
+    "h11-capped": Variant(json=None, stateless=False, http="h11-capped"),
+    "no-watch": Variant(json=None, stateless=False, http="httptools", watch=False),
 }
 
 
 def serve(variant: str, port: int, config: str) -> None:
     """The subprocess side: one variant of the app under uvicorn."""
     import uvicorn
+    from starlette.applications import Starlette
 
     from app.http import build_app
     from app.registry import Registry
@@ -63,21 +75,23 @@ def serve(variant: str, port: int, config: str) -> None:
     from app.startup import listening_socket
 
     v = VARIANTS[variant]
-    server = LoomServer(Registry(config))
-    make = server.streamable_http_app
-    server.streamable_http_app = lambda **kw: make(**{**kw, "stateless_http": v["stateless"]})  # type: ignore[method-assign]
-    app = build_app(server, json_response=v["json"],  # type: ignore[arg-type]
-                    watch_disconnects=v.get("watch", True))  # type: ignore[arg-type]
+
+    class Server(LoomServer):
+        def streamable_http_app(self, **kw: Any) -> Starlette:
+            return super().streamable_http_app(**{**kw, "stateless_http": v.stateless})
+
+    server = Server(Registry(config))
+    app = build_app(server, json_response=v.json, watch_disconnects=v.watch)
     from app.http.limits import MAX_HEAD_BYTES, uvicorn_limits
 
-    options: dict[str, object] = {"http": v["http"]}
-    if v["http"] == "limited":
+    options: dict[str, Any] = {"http": v.http}  # uvicorn.Config's keywords
+    if v.http == "limited":
         options = uvicorn_limits()
-    elif v["http"] == "h11-capped":  # the alternative: h11's own cap on an incomplete head
+    elif v.http == "h11-capped":  # the alternative: h11's own cap on an incomplete head
         options = {**uvicorn_limits(), "http": "h11", "h11_max_incomplete_event_size":
                    MAX_HEAD_BYTES}
     uvicorn.Server(uvicorn.Config(app, log_config=None, access_log=False, lifespan="on",
-                                  **options)).run(  # type: ignore[arg-type]
+                                  **options)).run(
         sockets=[listening_socket("127.0.0.1", port)])
 
 

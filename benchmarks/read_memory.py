@@ -29,13 +29,33 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import TypedDict
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+
+
+class Window(TypedDict):
+    """read_text_file's window arguments."""
+
+    start: int
+    end: int
+    tail: int | None
+
+
+class Sample(TypedDict):
+    """What a child reports (the JSON line CHILD prints)."""
+
+    growth_kb: int
+    traced: int
+    lines: int
+    first: str
+
+
 BUDGET = 8 << 20
-CASES = {"window": {"start": 1000, "end": 1299, "tail": None},
-         "tail": {"start": 1, "end": 1, "tail": 300}}
+CASES: dict[str, Window] = {"window": {"start": 1000, "end": 1299, "tail": None},
+                            "tail": {"start": 1, "end": 1, "tail": 300}}
 
 CHILD = """
 import json, sys, tracemalloc
@@ -79,7 +99,7 @@ def make_file(folder: Path, size: int) -> None:
     (folder / "small.txt").write_text("a\nb\n")
 
 
-def measure(folder: Path, kwargs: dict[str, object]) -> dict[str, object]:
+def measure(folder: Path, kwargs: Window) -> Sample:
     repo = str(Path(__file__).resolve().parent.parent)
     code = CHILD.format(repo=repo, folder=str(folder), budget=BUDGET, kwargs=kwargs)
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -106,12 +126,12 @@ def main() -> int:
                           rules=DenyRules(), max_read_bytes=BUDGET)
         for name, kwargs in CASES.items():
             samples = [measure(folder, kwargs) for _ in range(runs)]
-            growth = statistics.median(int(s["growth_kb"]) * 1024 for s in samples)  # type: ignore[call-overload]
-            traced = statistics.median(int(s["traced"]) for s in samples)  # type: ignore[call-overload]
+            growth = statistics.median(s["growth_kb"] * 1024 for s in samples)
+            traced = statistics.median(s["traced"] for s in samples)
             times = []
             for _ in range(runs):
                 t0 = time.perf_counter()
-                read_text_file(root, "huge.log", cap=65536, **kwargs)  # type: ignore[arg-type]
+                read_text_file(root, "huge.log", cap=65536, **kwargs)
                 times.append(time.perf_counter() - t0)
             first = samples[0]
             print(f"{name}: {first['lines']} lines from {first['first']!r}")

@@ -26,38 +26,42 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.fs.control import NoControl
+from app.fs.filters.glob import Glob
 from app.fs.index import narrow as narrow_mod
 from app.fs.index.narrow import Keeper, Scope, narrowing
 from app.fs.index.trigram import TrigramIndex
 from app.fs.search import searcher
-from app.fs.search.needs import Narrowed
+from app.fs.search.needs import Folder, Narrow, Narrowed, Needs
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
+from app.fs.search.walk import Walk
+from app.security.resolve import SecureRoot
 from tests.kit import secure_root
 
 FILE_LIMIT = 8 << 20
 
 
-def timed_build(keeper: Keeper, root: object) -> tuple[float, float]:
+def timed_build(keeper: Keeper, root: SecureRoot) -> tuple[float, float]:
     wall, cpu = time.perf_counter(), time.process_time()
-    keeper.kick(root, "bench")  # type: ignore[arg-type]
+    keeper.kick(root, "bench")
     state = keeper.wait()
     assert state.error is None, state.error
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def search(root: object, narrow: object, query: str) -> float:
+def search(root: SecureRoot, narrow: Narrow, query: str) -> float:
     opts = TextOptions(query=query, regex=False, case_sensitive=True, path="", file_glob="*",
                        offset=0, limit=10_000, cap=1 << 30, file_limit=FILE_LIMIT,
                        budget=4 << 30)
     t = time.perf_counter()
-    search_text(root, opts, NoControl(), narrow)  # type: ignore[arg-type]
+    search_text(root, opts, NoControl(), narrow)
     return time.perf_counter() - t
 
 
@@ -89,7 +93,8 @@ def main() -> None:
     keeper = Keeper(idx)
     inner = narrowing(idx, keeper, root, "bench")
 
-    def narrow(needs, walk, glob, dirs, resumed):
+    def narrow(needs: Needs, walk: Walk, glob: Glob, dirs: Iterator[Folder], resumed: bool
+               ) -> Narrowed | None:
         filt = walk.filt
         scope = Scope(walk.walker.start, glob.matches,
                       filt.use_ignore and not filt.exclude and not resumed)
@@ -114,6 +119,7 @@ def main() -> None:
         linked = statistics.median(search(root, narrow, a.query) for _ in range(a.runs))
         # The same search with a walk (a stat per file), as unwatched, and no build beside it.
         idx.watched, kick = False, keeper.kick
+        # A stub over the method, put back after: mypy has no type for that but an ignore.
         keeper.kick = lambda *_: None  # type: ignore[method-assign]
         walked = statistics.median(search(root, narrow, a.query) for _ in range(a.runs))
         idx.watched, keeper.kick = True, kick  # type: ignore[method-assign]

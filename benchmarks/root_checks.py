@@ -62,6 +62,7 @@ def main() -> None:
 
         with_ids, without = root(protected), root(None)
         unchecked = root(protected)
+        # A stub over the method (the check left out): mypy has no type for that but an ignore.
         unchecked.check_alive = lambda: None  # type: ignore[method-assign]
 
         def opener(r: SecureRoot):

@@ -43,7 +43,7 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 if __package__ in (None, ""):
@@ -51,14 +51,16 @@ if __package__ in (None, ""):
 
 from app.fs.change.write import write_file
 from app.fs.control import NoControl
+from app.fs.filters.glob import Glob
 from app.fs.index import narrow as narrow_mod
 from app.fs.index import shards, trigram_build
 from app.fs.index.narrow import Keeper, Scope, narrowing
 from app.fs.index.trigram import TrigramIndex
 from app.fs.search import searcher
-from app.fs.search.needs import Narrowed
+from app.fs.search.needs import Folder, Narrow, Narrowed, Needs
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
+from app.fs.search.walk import Walk
 from app.security import deny
 from app.security.resolve import SecureRoot
 from tests.kit import secure_root
@@ -119,13 +121,13 @@ def rg_hits(tree: Path, query: str, regex: bool, case: bool, jobs: int | None
     return took, hits
 
 
-def ours(root: object, query: str, regex: bool, case: bool, narrow: object
+def ours(root: SecureRoot, query: str, regex: bool, case: bool, narrow: Narrow | None
          ) -> tuple[float, set[tuple[str, int]]]:
     opts = TextOptions(query=query, regex=regex, case_sensitive=case, path="", file_glob="*",
                        offset=0, limit=10_000_000, cap=1 << 40, file_limit=FILE_LIMIT,
                        budget=4 << 30)
     t = time.perf_counter()
-    r = search_text(root, opts, NoControl(), narrow)  # type: ignore[arg-type]
+    r = search_text(root, opts, NoControl(), narrow)
     took = time.perf_counter() - t
     assert not r.truncated, r.note
     return took, {(m["path"], m["line"]) for m in r.model_dump()["matches"]}
@@ -152,7 +154,8 @@ def main() -> None:
     keeper = Keeper(idx)
     inner = narrowing(idx, keeper, root, "bench")
 
-    def narrow(needs, walk, glob, dirs, resumed):  # type: ignore[no-untyped-def]
+    def narrow(needs: Needs, walk: Walk, glob: Glob, dirs: Iterator[Folder], resumed: bool
+               ) -> Narrowed | None:
         # As `app.corpus.trigram.narrow_for` does.
         filt = walk.filt
         plain = filt.use_ignore and not filt.exclude and not resumed
@@ -180,7 +183,7 @@ def main() -> None:
     os.sync()
 
 
-def queries(a: argparse.Namespace, root: SecureRoot, narrow: object) -> None:
+def queries(a: argparse.Namespace, root: SecureRoot, narrow: Narrow) -> None:
     print(f"{'query':28} {'rg -j1':>8} {'rg':>8} {'scan':>8} {'index':>8} {'×rg':>6} "
           f"{'÷scan':>6} {'hits':>7}  equal")
     keys = ["scan", "index"] if a.no_rg else ["rg1", "rg", "scan", "index"]
@@ -278,7 +281,7 @@ def _server_overwrite(s: Scratch, root: SecureRoot, token: str) -> None:
     write_file(root, rel, f"a second version with {token}\n", overwrite=True)
 
 
-def freshness(tree: Path, root: SecureRoot, narrow: object, index: tuple[TrigramIndex, Keeper],
+def freshness(tree: Path, root: SecureRoot, narrow: Narrow, index: tuple[TrigramIndex, Keeper],
               reps: int) -> None:
     idx, keeper = index
     s = Scratch(tree)

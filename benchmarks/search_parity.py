@@ -21,6 +21,7 @@ runs, interleaved, CPU seconds of this process:
 from __future__ import annotations
 
 import argparse
+import functools
 import shutil
 import statistics
 import subprocess
@@ -123,14 +124,14 @@ def main() -> int:
                 return 1
 
             def ascii_w(q: str = query) -> object:
-                regex_mod.unicode_pattern = lambda p: p  # type: ignore[assignment]
+                regex_mod.unicode_pattern = lambda p: p
                 try:
                     return hits(root, q)
                 finally:
                     regex_mod.unicode_pattern = unicode
 
-            t = median_cpu({"unicode": lambda q=query: hits(root, q), "ascii": ascii_w,
-                            "rg": lambda q=query: rg_hits(rg, folder, q)}, a.runs)
+            t = median_cpu({"unicode": functools.partial(hits, root, query), "ascii": ascii_w,
+                            "rg": functools.partial(rg_hits, rg, folder, query)}, a.runs)
             print(f"{query:24} unicode {t['unicode']:.3f} s  ascii {t['ascii']:.3f} s  "
                   f"rg -j1 {t['rg']:.3f} s  unicode/ascii {t['unicode'] / t['ascii']:.2f}  "
                   f"unicode/rg {t['unicode'] / t['rg']:.2f}")

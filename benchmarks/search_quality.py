@@ -63,7 +63,7 @@ SKIP_DIRS = {"site-packages", "test", "tests", "idle_test", "__pycache__"}
 
 
 def corpus_files(src: Path) -> list[Path]:
-    out = []
+    out: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(src):
         dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS)
         out.extend(Path(dirpath, f) for f in sorted(filenames) if f.endswith(".py"))

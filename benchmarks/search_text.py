@@ -28,6 +28,7 @@ matching lines, or the script fails.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import random
 import resource
@@ -53,6 +54,7 @@ from app.security import DenyRules, SecureRoot
 LITERAL = "zqxjvorpal"  # in 40 files; has rare bytes (z, q, j)
 COMMON = "the answer"  # in no file; only frequent bytes: the search's worst case
 FILE_LIMIT = 1 << 20
+Hits = dict[str, int] | set[tuple[str, int]]  # files and their counts, or (path, line) pairs
 WORDS = (  # noqa: SIM905 - a sentence reads better than a list of 55 strings
     "the of and to in is that for it as with was on be by this are from or have an they "
     "which one you were all we can her has there been if more when will would who so no "
@@ -131,7 +133,7 @@ REAL = [
 ]
 
 
-def ours(root: SecureRoot, case: Case) -> object:
+def ours(root: SecureRoot, case: Case) -> Hits:
     result = search_text(root, TextOptions(
         query=case.query, file_glob="*", case_sensitive=case.case_sensitive, offset=0,
         limit=100_000, cap=1 << 30, file_limit=FILE_LIMIT, budget=1 << 31,
@@ -143,7 +145,7 @@ def ours(root: SecureRoot, case: Case) -> object:
     return {(m.path, m.line) for m in result.matches or []}
 
 
-def rg(rg_bin: str, folder: Path, case: Case) -> object:
+def rg(rg_bin: str, folder: Path, case: Case) -> Hits:
     out = subprocess.run(
         [rg_bin, "-j1", "--no-ignore", "--max-filesize", "1M", "--no-heading", "-H",
          *case.rg_args(), "-e", case.query, "."],
@@ -152,7 +154,7 @@ def rg(rg_bin: str, folder: Path, case: Case) -> object:
     if case.count:
         return {p.removeprefix("./"): int(c) for p, c in
                 (row.rsplit(":", 1) for row in out.splitlines())}
-    found = set()
+    found: set[tuple[str, int]] = set()
     for row in out.splitlines():
         path, line, _ = row.split(":", 2)
         found.add((path.removeprefix("./"), int(line)))
@@ -208,15 +210,15 @@ def bench(rg_bin: str, folder: Path, cases: list[Case], runs: int) -> bool:
     for case in cases:
         mine, theirs = ours(root, case), rg(rg_bin, folder, case)  # warms the cache too
         if mine != theirs:
-            print(f"MISMATCH on {case.query!r}: ours {len(mine)}, rg {len(theirs)}",  # type: ignore[arg-type]
+            print(f"MISMATCH on {case.query!r}: ours {len(mine)}, rg {len(theirs)}",
                   file=sys.stderr)
             return False
         what = "files" if case.count else "matching lines"
-        print(f"  {case.label} {case.query!r}: both found {len(mine)} {what}")  # type: ignore[arg-type]
+        print(f"  {case.label} {case.query!r}: both found {len(mine)} {what}")
     fns: dict[str, Callable[[], object]] = {"spawn": lambda: spawn(rg_bin)}
     for k, case in enumerate(cases):
-        fns[f"ours{k}"] = lambda case=case: ours(root, case)  # type: ignore[misc]
-        fns[f"rg{k}"] = lambda case=case: rg(rg_bin, folder, case)  # type: ignore[misc]
+        fns[f"ours{k}"] = functools.partial(ours, root, case)
+        fns[f"rg{k}"] = functools.partial(rg, rg_bin, folder, case)
     got = timed(fns, runs)
     spawn_wall = got["spawn"][0]
     print(f"  median of {runs} interleaved runs (rg -j1; spawn {spawn_wall * 1e3:.1f} ms):")

@@ -214,7 +214,8 @@ def ours_and_theirs(
     ]
 
 
-async def report(args: argparse.Namespace, tree: Path, ours, theirs) -> None:  # type: ignore[no-untyped-def]
+async def report(args: argparse.Namespace, tree: Path, ours: tuple[Any, Any, Any], theirs: Any
+                 ) -> None:
     n, runs = args.calls, args.runs
     read = await run_op(
         f"small read_text_file ({runs} rounds x {n} calls)",
