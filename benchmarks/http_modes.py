@@ -13,7 +13,6 @@ hits every variant alike). Variants:
 - bare:      as shipped, on plain uvicorn httptools (no limits of ours);
 - sse:       every answer an SSE stream (the SDK's default);
 - json:      every answer JSON (progress notifications could not be sent);
-- stateless: JSON, no sessions (a transport per request; no list_changed);
 - h11:       as shipped, with uvicorn's pure-Python parser;
 - h11-capped: h11 with its own head cap (`h11_max_incomplete_event_size`), the
              other way to bound headers;
@@ -47,27 +46,24 @@ from benchmarks._client import call, cpu_seconds, free_port, healthz_ok, http_se
 @dataclass(frozen=True)
 class Variant:
     json: bool | None  # build_app's json_response (None: JSON unless the call asked for progress)
-    stateless: bool
     http: str  # uvicorn's parser, or "limited" / "h11-capped" (below)
     watch: bool = True  # build_app's watch_disconnects
 
 
 VARIANTS = {
-    "shipped": Variant(json=None, stateless=False, http="limited"),
-    "bare": Variant(json=None, stateless=False, http="httptools"),
-    "sse": Variant(json=False, stateless=False, http="httptools"),
-    "json": Variant(json=True, stateless=False, http="httptools"),
-    "stateless": Variant(json=True, stateless=True, http="httptools"),
-    "h11": Variant(json=None, stateless=False, http="h11"),
-    "h11-capped": Variant(json=None, stateless=False, http="h11-capped"),
-    "no-watch": Variant(json=None, stateless=False, http="httptools", watch=False),
+    "shipped": Variant(json=None, http="limited"),
+    "bare": Variant(json=None, http="httptools"),
+    "sse": Variant(json=False, http="httptools"),
+    "json": Variant(json=True, http="httptools"),
+    "h11": Variant(json=None, http="h11"),
+    "h11-capped": Variant(json=None, http="h11-capped"),
+    "no-watch": Variant(json=None, http="httptools", watch=False),
 }
 
 
 def serve(variant: str, port: int, config: str) -> None:
     """The subprocess side: one variant of the app under uvicorn."""
     import uvicorn
-    from starlette.applications import Starlette
 
     from app.http import build_app
     from app.registry import Registry
@@ -75,12 +71,7 @@ def serve(variant: str, port: int, config: str) -> None:
     from app.startup import listening_socket
 
     v = VARIANTS[variant]
-
-    class Server(LoomServer):
-        def streamable_http_app(self, **kw: Any) -> Starlette:
-            return super().streamable_http_app(**{**kw, "stateless_http": v.stateless})
-
-    server = Server(Registry(config))
+    server = LoomServer(Registry(config))
     app = build_app(server, json_response=v.json, watch_disconnects=v.watch)
     from app.http.limits import MAX_HEAD_BYTES, uvicorn_limits
 

@@ -67,7 +67,7 @@ def build(folder: Path, files: int) -> tuple[int, int]:
     rnd = random.Random(1234)
     lines = [" ".join(rnd.choice(WORDS) for _ in range(rnd.randint(3, 14))) + "\n"
              for _ in range(4000)]
-    marked = set(rnd.sample(range(files), 40))
+    marked = set(rnd.sample(range(files), min(40, files)))
     total = 0
     for i in range(files):
         # ~20 files a directory, 250 directories under 25 packages.
@@ -87,8 +87,10 @@ def build(folder: Path, files: int) -> tuple[int, int]:
         total += len(data)
     for i in range(200):
         blob = bytes(rnd.getrandbits(8) for _ in range(64)) + b"\0" + os.urandom(8_000)
-        (folder / f"pkg{i % 25:02d}" / f"blob{i:03d}.bin").write_bytes(blob)
-    for i in range(5):
+        pkg = folder / f"pkg{i % 25:02d}"  # a small tree may not have made it
+        pkg.mkdir(exist_ok=True)
+        (pkg / f"blob{i:03d}.bin").write_bytes(blob)
+    for i in range(5):  # the packages exist: the blobs made every one
         (folder / f"pkg{i:02d}" / f"huge{i}.log").write_bytes(
             (f"{LITERAL} in a file over the limit\n" * 60_000).encode()[: FILE_LIMIT * 2]
         )
