@@ -521,6 +521,81 @@ def test_with_the_index_on_hits_equal_ripgreps_across_edits(
     os.sync()
 
 
+def _restructure(top: Path, away: Path, rnd: random.Random) -> None:
+    """Moves of files and folders, by anyone: within the root, in from outside it (files
+    the index never read), out of it, an editor's save (a new file renamed over the old),
+    a folder made with files in it, an ignore file rewritten, a file swapped for a link."""
+    def pick(folders: bool) -> Path | None:
+        got = sorted(p for p in top.rglob("*") if ".git" not in p.relative_to(top).parts
+                     and not p.is_symlink() and (p.is_dir() if folders else p.is_file()))
+        return rnd.choice(got) if got else None
+
+    for _ in range(rnd.randint(1, 3)):
+        what, n = rnd.randrange(8), rnd.randint(0, 999)
+        folder, file = pick(True), pick(False)
+        if what == 0 and file:  # a file renamed into another folder
+            os.replace(file, (folder or top) / f"moved{n}.txt")
+        elif what == 1 and folder:  # a folder renamed, its files and folders with it
+            os.replace(folder, folder.parent / f"renamed{n}")
+        elif what == 2:  # a folder made outside, filled, moved in
+            made = away / f"in{n}"
+            (made / "sub").mkdir(parents=True)
+            (made / "a.txt").write_text(rgkit._text(rnd) or "foo\n")
+            (made / "sub" / "b.py").write_text(rgkit._text(rnd) or "bar\n")
+            os.replace(made, (folder or top) / f"in{n}")
+        elif what == 3 and folder:  # a folder moved out of the root
+            os.replace(folder, away / f"out{n}")
+        elif what == 4 and file:  # an editor's save
+            new = file.with_name(file.name + ".swp~")
+            new.write_text(file.read_text(errors="replace") + rgkit._text(rnd))
+            os.replace(new, file)
+        elif what == 5:  # a folder made in the root, then files in it
+            made = (folder or top) / f"new{n}"
+            made.mkdir(exist_ok=True)
+            (made / "c.txt").write_text(rgkit._text(rnd) or "foo bar\n")
+        elif what == 6:  # an ignore file rewritten (rules that now hide or show files)
+            at = folder or top
+            (at / rnd.choice([".gitignore", ".ignore"])).write_text(
+                rnd.choice(["*.py\n", "*.txt\n", "", "sub/\n", "!*.md\n"]))
+        elif what == 7 and file:  # a file swapped for a link to another (links are skipped)
+            other = pick(False)
+            file.unlink()
+            if other and other != file:
+                file.symlink_to(other)
+
+
+@pytest.mark.skipif(rgkit.RG is None, reason="ripgrep (rg) is not installed")
+@settings(max_examples=12, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(seed=st.integers(0, 10_000))
+def test_with_the_index_on_hits_equal_ripgreps_across_moves(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, seed: int,
+) -> None:
+    """As above, with files and folders moved between searches: the watch sees a folder
+    made, removed or moved and gives way to the walk; the index never answers for a path
+    that is no longer the file it read."""
+    from app.fs.index import direct
+    monkeypatch.setattr(direct, "SHARE", 1.0)
+    tmp = tmp_path_factory.mktemp("tri")
+    root = small_root(tmp, {}, max_read=1 << 20)
+    top, away = tmp / "r", tmp / "away"
+    away.mkdir()
+    rgkit.make_tree(top, seed)
+    ix = Indexed(root, tmp / "state")
+    ix.build()
+    rnd = random.Random(seed)
+    for round_ in range(4):
+        _restructure(top, away, rnd)
+        for k, pattern in enumerate(PATTERNS):
+            literal = k % 3 == 2 and not re.search(r"[\\|()?]", pattern)
+            _check(ix, top, pattern, fold=k % 4 == 1, literal=literal)
+        if round_ % 2 == 1:  # the next moves meet a complete index under a new watch
+            ix.keeper.wait()
+            ix.build()
+    ix.keeper.wait()
+    os.sync()
+
+
 def test_a_search_during_a_build_says_how_far_the_build_has_come(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
