@@ -121,6 +121,22 @@ class Keeper:
         return self.last
 
 
+class _Reached(list[str]):
+    """One folder's names for the searcher, counting in `owner.unindexed` those the index
+    could not vouch for as the searcher comes to each: a search that its page or a budget
+    stops in the folder counts only the files it reached, not the folder's."""
+
+    def __init__(self, names: list[str], unvouched: set[str], owner: _Filter | _Counted
+                 ) -> None:
+        super().__init__(names)
+        self.unvouched, self.owner = unvouched, owner
+
+    def __iter__(self) -> Iterator[str]:
+        for name in super().__iter__():
+            self.owner.unindexed += name in self.unvouched
+            yield name
+
+
 class _Filter:
     """One search's pass over the walk's folders, with the index's answer."""
 
@@ -134,13 +150,15 @@ class _Filter:
         view, ids, gen = self.view, self.ids, self.gen
         for fd, prefix, names in dirs:
             keep: list[str] = []
+            unvouched: set[str] = set()
             for name in names:
                 # The entry's fields read from its packed int (`entry.py`), not as attributes:
                 # this loop runs once per file of the tree.
                 e = view.get(prefix + name)
                 if e is None or e >> GEN_AT > gen or e & STATE_MASK == WHOLE:
                     keep.append(name)
-                    self.unindexed += e is None or e >> GEN_AT > gen
+                    if e is None or e >> GEN_AT > gen:
+                        unvouched.add(name)
                     continue
                 try:
                     st = os.stat(name, dir_fd=fd, follow_symlinks=False)
@@ -149,12 +167,12 @@ class _Filter:
                 if key(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != (
                         e >> KEY_AT & KEY_MASK):
                     keep.append(name)
-                    self.unindexed += 1
+                    unvouched.add(name)
                 elif e & STATE_MASK != BINARY and e >> ID_AT & ID_MASK in ids:
                     keep.append(name)
                 else:
                     self.left_out += 1
-            yield fd, prefix, keep
+            yield fd, prefix, _Reached(keep, unvouched, self) if unvouched else keep
 
     def note(self) -> str | None:
         return _note(self.unindexed, self.progress(), len(self.view))
@@ -184,8 +202,8 @@ class _Counted:
 
     def folders(self) -> Iterator[Folder]:
         for fd, prefix, names in self.dirs:
-            self.unindexed += sum(prefix + n in self.dirty for n in names)
-            yield fd, prefix, names
+            changed = {n for n in names if prefix + n in self.dirty}
+            yield fd, prefix, _Reached(names, changed, self) if changed else names
 
     def note(self) -> str | None:
         notes = [_note(self.unindexed, self.keeper.progress(), len(self.keeper.idx.view)),

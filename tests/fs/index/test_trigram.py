@@ -632,6 +632,44 @@ def test_a_search_during_a_build_says_how_far_the_build_has_come(
     assert ix.keeper.wait(30).complete
     assert len(ix.search("needle")) == 10 and ix.notes[-1] is None
 
+def test_a_page_counts_only_the_files_it_reached_that_the_index_did_not_cover(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The same held build (f0-f2 indexed), the search paged two hits at a time: each
+    page's note counts the files the index did not cover that this page reached, not the
+    rest of their folder. A page reads on to the next hit (so it knows there is more), and
+    the next page starts at that file again: f0-f2, then f1-f4 (f3, f4 not covered), f4-f6,
+    f6-f8, f8-f9."""
+    top = tmp_path / "r"
+    top.mkdir()
+    for i in range(10):
+        (top / f"f{i}.txt").write_text(f"needle {i}\n")
+    release, held = threading.Event(), threading.Event()
+    real = trigram_build.read_at_most
+    seen: list[int] = []
+
+    def slow(fd: int, limit: int) -> bytes | None:
+        seen.append(fd)
+        if len(seen) > 3:
+            held.set()
+            release.wait(30)
+        return real(fd, limit)
+
+    monkeypatch.setattr(trigram_build, "read_at_most", slow)
+    monkeypatch.setattr(trigram_build, "COMMIT_BYTES", 0)
+    ix = Indexed(secure_root(top), tmp_path / "state")
+    ix.keeper.kick(ix.root, ix.identity)
+    try:
+        assert held.wait(30)
+        assert len(ix.search("needle", limit=2)) == 10
+        counts = [int(m.group(1)) if (m := re.search(r"did not yet cover (\d+)", n or ""))
+                  else 0 for n in ix.notes]
+        assert counts == [0, 2, 3, 3, 2], ix.notes
+    finally:
+        release.set()
+    assert ix.keeper.wait(30).complete
+
+
 
 def test_files_past_the_most_an_index_holds_are_read_by_every_search(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
