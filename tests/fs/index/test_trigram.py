@@ -565,7 +565,7 @@ def _restructure(top: Path, away: Path, rnd: random.Random) -> None:
 
 
 @pytest.mark.skipif(rgkit.RG is None, reason="ripgrep (rg) is not installed")
-@settings(max_examples=12, deadline=None,
+@settings(max_examples=8, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000))
 def test_with_the_index_on_hits_equal_ripgreps_across_moves(
