@@ -41,7 +41,7 @@ class OnePerFile(Generic[_T]):
             return idx
 
 
-SCHEMA = "loomfs-fts-2"
+SCHEMA = "loomfs-fts-3"  # 3: identifiers split at case changes beyond ASCII
 TOKENIZE = "unicode61 remove_diacritics 2 tokenchars '_'"
 # A file's text is stored in parts, a row of `docs` each, so SQLite tokenizes a bounded
 # row at a time (`prepare.py`). Its first part's rowid is the file's id, as when a file was

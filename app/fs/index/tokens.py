@@ -23,6 +23,9 @@ from app.fs.text import textio
 WORD = re.compile(r"\w+")
 _PIECES = re.compile(r"(\w+)")  # split() keeps the words at odd positions
 _PART = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+|[^\W\d_]+")
+# The same split for a word with other letters, run over the word's classes: upper case
+# (and title case) A, lower case a, a digit 0, `_`, any other letter x (no case: 漢, ا).
+_CLASS_PART = re.compile(r"A+(?=Aa)|A?a+|A+|0+|[Aax]+")
 LONGEST_WORD = 256  # characters; a longer word is not indexed
 # The cache of words already split, bounded in words and in characters (a file of distinct
 # long identifiers must not grow it past a few MiB); full, it starts over.
@@ -34,9 +37,27 @@ _held = 0  # characters held by the two
 _lock = threading.Lock()  # searches of several roots run in several threads
 
 
+def _class(c: str) -> str:
+    if c.isdecimal():
+        return "0"
+    if c == "_":
+        return "_"
+    return "A" if c.isupper() or c.istitle() else "a" if c.islower() else "x"
+
+
+def _split(word: str) -> list[str]:
+    """`parseHTTPResponse` -> parse, HTTP, Response: by `_PART` in C for an ASCII word;
+    else by its classes, so `größeBerechnen` gives größe, Berechnen as
+    `sizeCompute` gives size, Compute."""
+    if word.isascii():
+        return _PART.findall(word)
+    classes = "".join(map(_class, word))
+    return [word[m.start():m.end()] for m in _CLASS_PART.finditer(classes)]
+
+
 def parts(word: str) -> list[str]:
     """The pieces of one identifier (a single piece when it does not split)."""
-    return _PART.findall(word) or [word]
+    return _split(word) or [word]
 
 
 def expand(text: str) -> str:
@@ -57,7 +78,7 @@ def expand(text: str) -> str:
             if len(w) > LONGEST_WORD:
                 expanded[w] = " "
             else:
-                ps = _PART.findall(w)
+                ps = _split(w)
                 if len(ps) > 1 or (ps and ps[0] != w):
                     expanded[w] = f"{w} {' '.join(ps)}"
                     _held += 2 * len(w)

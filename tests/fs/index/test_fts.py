@@ -88,6 +88,15 @@ def reg(write_config: WriteConfig, tree: Path) -> Registry:
         ("plain words stay", "plain words stay"),
         ("Title Case UPPER", "Title Case UPPER"),
         ("a.b(c_d)", "a.b(c_d c d)"),
+        # Case changes beyond ASCII split as they do in ASCII.
+        ("größeBerechnen", "größeBerechnen größe Berechnen"),
+        ("Straße", "Straße"),  # one word (it was Stra, ße)
+        ("ÉtéCamelÜBER", "ÉtéCamelÜBER Été Camel ÜBER"),
+        ("ΑβγΔεζ", "ΑβγΔεζ Αβγ Δεζ"),
+        ("naïveParser2", "naïveParser2 naïve Parser 2"),
+        ("abc漢字", "abc漢字 abc 漢字"),  # letters without case: one part
+        ("漢字", "漢字"),
+        ("x١٢٣y", "x١٢٣y x ١٢٣ y"),  # Arabic-Indic digits are digits
     ],
 )
 def test_compound_identifiers_are_kept_whole_and_split(text: str, expanded: str) -> None:
@@ -104,11 +113,14 @@ def test_compound_identifiers_are_kept_whole_and_split(text: str, expanded: str)
         ("decoder", "src/codec.py"),  # a part of utf8Decoder
         ("köln", "src/codec.py"),  # case and diacritics folded: Köln
         ("koln", "src/codec.py"),
+        ("größe berechnen", "src/maße.py"),  # the parts of größeBerechnen
+        ("berechnen", "src/maße.py"),
     ],
 )
 def test_code_aware_words_find_the_file(reg: Registry, tree: Path, query: str, hit: str) -> None:
     (tree / "src" / "client.py").write_text("def parse_http_response(raw):\n    pass\n")
     (tree / "src" / "codec.py").write_text("class utf8Decoder:  # Köln\n    pass\n")
+    (tree / "src" / "maße.py").write_text("def größeBerechnen(x):\n    pass\n")
     assert found(reg, query)[0] == f"main/{hit}"
 
 
