@@ -37,21 +37,32 @@ _held = 0  # characters held by the two
 _lock = threading.Lock()  # searches of several roots run in several threads
 
 
-def _class(c: str) -> str:
-    if c.isdecimal():
-        return "0"
-    if c == "_":
-        return "_"
-    return "A" if c.isupper() or c.istitle() else "a" if c.islower() else "x"
+class _Classes(dict[int, str]):
+    """Code point -> its class letter, for `str.translate`, each code point classed on
+    first sight and kept while fewer than `_MOST_CLASSED` are (then classed every time)."""
+
+    def __missing__(self, code: int) -> str:
+        c = chr(code)
+        got = ("0" if c.isdecimal() else "_" if c == "_" else
+               "A" if c.isupper() or c.istitle() else "a" if c.islower() else "x")
+        if len(self) < _MOST_CLASSED:
+            self[code] = got
+        return got
+
+
+_MOST_CLASSED = 1 << 16
+
+
+_CLASSES = _Classes()
 
 
 def _split(word: str) -> list[str]:
     """`parseHTTPResponse` -> parse, HTTP, Response: by `_PART` in C for an ASCII word;
     else by its classes, so `größeBerechnen` gives größe, Berechnen as
     `sizeCompute` gives size, Compute."""
-    if word.isascii():
+    if word.isascii() or word.lower() == word.upper():  # no case (漢字): `_PART` splits alike
         return _PART.findall(word)
-    classes = "".join(map(_class, word))
+    classes = word.translate(_CLASSES)
     return [word[m.start():m.end()] for m in _CLASS_PART.finditer(classes)]
 
 

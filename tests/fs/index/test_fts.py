@@ -103,6 +103,23 @@ def test_compound_identifiers_are_kept_whole_and_split(text: str, expanded: str)
     assert tokens.expand(text) == expanded
 
 
+_LETTERS = "aZq_09xyABéÉßΔδ漢字١ǅ"
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=_LETTERS, min_size=1, max_size=24))
+def test_the_split_by_classes_is_the_ascii_split_and_loses_nothing(word: str) -> None:
+    """The split by character classes gives what `_PART` gives wherever `_PART` reads case
+    right (a word of ASCII letters, or with no letter that has case), and every character
+    but `_` is in exactly one part."""
+    by_class = [word[m.start():m.end()]
+                for m in tokens._CLASS_PART.finditer(word.translate(tokens._CLASSES))]
+    assert "".join(tokens.parts(word)) in (word.replace("_", ""), word)
+    assert "".join(by_class) == word.replace("_", "")
+    if word.isascii() or word.lower() == word.upper():
+        assert by_class == tokens._PART.findall(word)
+
+
 @pytest.mark.parametrize(
     ("query", "hit"),
     [
