@@ -66,17 +66,18 @@ def unlisted(root: SecureRoot, paths: list[str]) -> set[str] | None:
     from a walk: the ignore files of each one's folders read as the walk reads them (their
     changes break the watch, so they are the build's). None when a folder cannot be opened
     or listed: this cannot judge, and the call walks (which says what it could not read).
-    So too when a new file has another link: a hard link made to a file the index holds,
-    which then changes through either name with no event for the other (the walk compares
-    every file's signature). The deny rules, links and the server's own files are
-    `folders`' to refuse, as for every candidate."""
+    So too when a new file has another link, listed or not (an ignored name is written
+    through as well): a hard link made to a file the index holds, which then changes through
+    either name with no event for the other (the walk compares every file's signature). The
+    deny rules, links and the server's own files are `folders`' to refuse, as for every
+    candidate."""
     hidden: set[str] = set()
     for parent, names in _by_folder(paths).items():
         prefix = parent + "/" if parent else ""
-        kept = _listed(root, tuple(parent.split("/")) if parent else (), set(names))
-        if kept is None or any(kept.values()):
+        got = _listed(root, tuple(parent.split("/")) if parent else (), set(names))
+        if got is None or got[1]:
             return None
-        hidden.update(prefix + n for n in names if n not in kept)
+        hidden.update(prefix + n for n in names if n not in got[0])
     return hidden
 
 
@@ -137,14 +138,14 @@ def pruned(root: SecureRoot, prefix: str, name: str, made: bool) -> bool:
     if not made:
         return False
     listed = _listed(root, parts, {name})
-    return listed is not None and name not in listed  # could not look: the watch breaks
+    return listed is not None and name not in listed[0]  # could not look: the watch breaks
 
 
 def _listed(root: SecureRoot, parts: tuple[str, ...], names: set[str]
-            ) -> dict[str, bool] | None:
-    """Which of `names` in the folder `parts` a walk would list, ignore files applied, each
-    with whether it is a file with other links (`_linked`, looked at while the folder is
-    open); None when the folder cannot be opened or listed."""
+            ) -> tuple[set[str], bool] | None:
+    """Which of `names` in the folder `parts` a walk would list, ignore files applied, and
+    whether any of `names`, listed or not, is a file with other links (`_linked`, looked at
+    while the folder is open); None when the folder cannot be opened or listed."""
     filt = Filter(root, parts, (), False)  # the ignore files of the folders above
     try:
         fd = root.open_subdir(parts)
@@ -154,7 +155,8 @@ def _listed(root: SecureRoot, parts: tuple[str, ...], names: set[str]
         with os.scandir(fd) as it:
             entries = sorted((e for e in it if e.name in names or e.name in KINDS),
                              key=lambda e: e.name)
-        return {e.name: _linked(e) for e in filt(parts, fd, entries) if e.name in names}
+        linked = any(_linked(e) for e in entries if e.name in names)
+        return {e.name for e in filt(parts, fd, entries) if e.name in names}, linked
     except OSError:
         return None
     finally:

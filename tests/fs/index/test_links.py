@@ -103,6 +103,28 @@ def test_a_link_made_inside_since_the_build_is_read_by_the_very_next_search(
     assert sorted(m["path"] for m in ix.search("needle")) == ["docs/b.txt", "src/a.txt"]
 
 
+# A new name in a watched folder that the walk does not list: the event is seen, and the
+# name is one no search reads, but writing through it changes the file it shares.
+HIDDEN_NAMES = [
+    pytest.param("docs/b.log", "*.log\n", id="ignored-by-a-gitignore"),
+    pytest.param("docs/.env", "", id="denied-by-the-floor"),
+    pytest.param("docs/node_modules", "", id="a-pruned-name-as-a-file"),
+]
+
+
+@pytest.mark.parametrize(("name", "ignore"), HIDDEN_NAMES)
+def test_a_link_made_since_the_build_under_a_name_no_search_reads_sends_the_call_walking(
+    tmp_path: Path, name: str, ignore: str,
+) -> None:
+    top, _ = _tree(tmp_path)
+    (top / ".gitignore").write_text(ignore)
+    ix = Indexed(secure_root(top), tmp_path / "state")
+    assert ix.build().complete and not ix.idx.linked
+    os.link(top / "src" / "a.txt", top / name)
+    _append(top / name)
+    assert [m["path"] for m in ix.search("needle")] == ["src/a.txt"]
+
+
 def test_within_rewalk_of_the_last_walk_a_search_neither_walks_nor_starts_a_build(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
