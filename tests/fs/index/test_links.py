@@ -14,6 +14,7 @@ still be read by the next search, as a scan reads it:
 
 from __future__ import annotations
 
+import mmap
 import os
 from collections.abc import Callable
 from pathlib import Path
@@ -91,6 +92,24 @@ def test_a_link_made_from_outside_since_the_build_is_read_once_the_walk_is_rewal
     assert calls == []  # walked
     ix.keeper.wait()
     assert ix.idx.linked == frozenset({"src/a.txt"})
+
+
+def test_a_write_through_a_memory_map_is_read_once_the_walk_is_rewalk_old(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """inotify reports no write made through a shared memory map (only the close of a file
+    opened for writing): the same rule as a link from outside. Within REWALK a search may
+    answer from the file as indexed; past it, the search walks and reads it (its
+    modification time moved)."""
+    top, _ = _tree(tmp_path)
+    with open(top / "src" / "a.txt", "r+b") as f, mmap.mmap(f.fileno(), 0) as m:
+        ix = Indexed(secure_root(top), tmp_path / "state")
+        assert ix.build().complete
+        m[:5] = b"needl"  # "hello world" -> "needl world", no size change
+        m.flush()
+        assert ix.search("needl") == []  # the documented window: nothing reported it
+        monkeypatch.setattr(narrow, "REWALK", 0.0)
+        assert [hit["path"] for hit in ix.search("needl")] == ["src/a.txt"]
 
 
 def test_a_link_made_inside_since_the_build_is_read_by_the_very_next_search(
