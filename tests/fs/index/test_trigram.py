@@ -8,12 +8,13 @@ whatever changed since. A file removed or newly denied must leave no row and no 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import random
 import re
 import subprocess
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import apsw
@@ -597,11 +598,10 @@ def test_with_the_index_on_hits_equal_ripgreps_across_moves(
     os.sync()
 
 
-def test_a_search_during_a_build_says_how_far_the_build_has_come(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """The build is held after its 3rd file (each file its own batch): a search answers
-    with every hit, and its note says a build is under way and what the index holds."""
+@contextlib.contextmanager
+def _held_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Indexed]:
+    """Ten files holding `needle`, a build held after its 3rd (each file its own batch)
+    for as long as the block runs; released and complete after it."""
     top = tmp_path / "r"
     top.mkdir()
     for i in range(10):
@@ -623,15 +623,25 @@ def test_a_search_during_a_build_says_how_far_the_build_has_come(
     ix.keeper.kick(ix.root, ix.identity)
     try:
         assert held.wait(30)
+        yield ix
+    finally:
+        release.set()
+    assert ix.keeper.wait(30).complete
+
+
+def test_a_search_during_a_build_says_how_far_the_build_has_come(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The build is held after its 3rd file: a search answers with every hit, and its note
+    says a build is under way and what the index holds."""
+    with _held_build(tmp_path, monkeypatch) as ix:
         assert len(ix.search("needle")) == 10
         assert ix.notes[-1] == (
             "the search index did not yet cover 7 of the files searched (being built, or "
             "changed since): they were read in full (a build is under way: the index holds "
             "3 files so far)")
-    finally:
-        release.set()
-    assert ix.keeper.wait(30).complete
     assert len(ix.search("needle")) == 10 and ix.notes[-1] is None
+
 
 def test_a_page_counts_only_the_files_it_reached_that_the_index_did_not_cover(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
@@ -641,35 +651,11 @@ def test_a_page_counts_only_the_files_it_reached_that_the_index_did_not_cover(
     rest of their folder. A page reads on to the next hit (so it knows there is more), and
     the next page starts at that file again: f0-f2, then f1-f4 (f3, f4 not covered), f4-f6,
     f6-f8, f8-f9."""
-    top = tmp_path / "r"
-    top.mkdir()
-    for i in range(10):
-        (top / f"f{i}.txt").write_text(f"needle {i}\n")
-    release, held = threading.Event(), threading.Event()
-    real = trigram_build.read_at_most
-    seen: list[int] = []
-
-    def slow(fd: int, limit: int) -> bytes | None:
-        seen.append(fd)
-        if len(seen) > 3:
-            held.set()
-            release.wait(30)
-        return real(fd, limit)
-
-    monkeypatch.setattr(trigram_build, "read_at_most", slow)
-    monkeypatch.setattr(trigram_build, "COMMIT_BYTES", 0)
-    ix = Indexed(secure_root(top), tmp_path / "state")
-    ix.keeper.kick(ix.root, ix.identity)
-    try:
-        assert held.wait(30)
+    with _held_build(tmp_path, monkeypatch) as ix:
         assert len(ix.search("needle", limit=2)) == 10
         counts = [int(m.group(1)) if (m := re.search(r"did not yet cover (\d+)", n or ""))
                   else 0 for n in ix.notes]
         assert counts == [0, 2, 3, 3, 2], ix.notes
-    finally:
-        release.set()
-    assert ix.keeper.wait(30).complete
-
 
 
 def test_files_past_the_most_an_index_holds_are_read_by_every_search(
