@@ -25,6 +25,7 @@ reads it as alternation).
 """
 from __future__ import annotations
 
+import errno
 import os
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -53,12 +54,13 @@ class Budget:
     """Bytes of ignore files one call may read (`MAX_CALL_IGNORE_BYTES`) and rules it may
     compile (`MAX_CALL_IGNORE_RULES`), then none."""
 
-    __slots__ = ("left", "rules", "short")
+    __slots__ = ("left", "rules", "short", "unread")
 
     def __init__(self, total: int, rules: int) -> None:
         self.left = total
         self.rules = rules
         self.short = 0  # ignore files left unread, or read in part, for want of budget
+        self.unread = 0  # ignore files that could not be read: a link (never followed), ...
 
 
 def read_level(dir_fd: int, prefix: bytes, names: Sequence[str], budget: Budget
@@ -77,9 +79,13 @@ def read_level(dir_fd: int, prefix: bytes, names: Sequence[str], budget: Budget
 
 
 def _read(dir_fd: int, name: str, budget: Budget) -> IgnoreFile | None:
+    """The ignore file `name` parsed; None, counted in `budget.unread`, when it cannot be
+    read: a symbolic link (ripgrep follows it; links are never followed here), a folder,
+    a file without read permission."""
     try:
         fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
-    except OSError:
+    except OSError as exc:
+        budget.unread += exc.errno != errno.ENOENT  # gone since the listing: not there
         return None
     try:
         want = min(MAX_IGNORE_BYTES, budget.left)
@@ -93,6 +99,7 @@ def _read(dir_fd: int, name: str, budget: Budget) -> IgnoreFile | None:
         budget.short += dropped
         return parsed
     except OSError:
+        budget.unread += 1
         return None
     finally:
         os.close(fd)
@@ -235,4 +242,8 @@ class Filter:
                          f"(over {MAX_CALL_IGNORE_BYTES} bytes or {MAX_CALL_IGNORE_RULES} rules "
                          f"of ignore files in one call, {MAX_RULES} rules in one file), so what "
                          "they would hide is included")
+        if self.budget.unread:
+            notes.append(f"{self.budget.unread} ignore file(s) could not be read (a symbolic "
+                         "link, which is never followed, or unreadable), so what they would "
+                         "hide is included")
         return "; ".join(notes) or None

@@ -5,6 +5,7 @@ call may read of them, and `exclude` globs. Whole trees against ripgrep are in
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from app.fs.filters.gitignore import IgnoreFile
 from app.fs.filters.ignore import Budget, Filter, Level, decide, in_order, read_level
 from app.security.walk import Walker
 from tests.fs.readkit import small_root
+from tests.fs.search import rgkit
 
 
 def one(text: bytes) -> IgnoreFile:
@@ -78,3 +80,48 @@ def test_the_call_budget_is_spent_by_what_is_read(tmp_path: Path, left: int, rul
     assert (level is None) == bool(short)
     if level is not None:
         assert budget.left == left - 12 and budget.rules == rules - 2
+
+
+def _link_inside(top: Path) -> None:
+    (top / "rules.txt").write_text("*.log\n")
+    (top / ".gitignore").symlink_to("rules.txt")
+
+
+def _link_outside(top: Path) -> None:
+    (top.parent / "outside-rules").write_text("*.log\n")
+    (top / ".gitignore").symlink_to(top.parent / "outside-rules")
+
+
+def _a_folder(top: Path) -> None:
+    (top / ".gitignore").mkdir()
+
+
+UNREADABLE = [
+    pytest.param(_link_inside, id="a-link-to-a-file-of-the-root"),
+    pytest.param(_link_outside, id="a-link-out-of-the-root"),
+    pytest.param(_a_folder, id="a-folder"),
+]
+
+
+@pytest.mark.parametrize("make", UNREADABLE)
+def test_an_ignore_file_that_cannot_be_read_hides_nothing_and_is_said(
+    tmp_path: Path, make: Callable[[Path], None],
+) -> None:
+    """A link is never followed, not even to an ignore file (ripgrep follows it: a tested
+    difference, below): what it would hide is listed, and the note says why."""
+    walked(tmp_path, {"a.log": "", "b.txt": ""})
+    make(tmp_path / "r")
+    seen, filt = walked(tmp_path, {})
+    assert "a.log" in seen and filt.hidden_files == 0
+    assert filt.note() == ("1 ignore file(s) could not be read (a symbolic link, which is "
+                           "never followed, or unreadable), so what they would hide is "
+                           "included")
+
+
+@pytest.mark.skipif(rgkit.RG is None, reason="ripgrep (rg) is not installed")
+def test_ripgrep_follows_a_linked_ignore_file(tmp_path: Path) -> None:
+    """The difference named above, as ripgrep shows it."""
+    small_root(tmp_path, {"a.log": "x\n", "b.txt": "x\n"})
+    (tmp_path / "r" / ".git").mkdir()  # ripgrep reads a .gitignore in a git work tree only
+    _link_inside(tmp_path / "r")
+    assert rgkit.rg_files(tmp_path / "r", "x") == {"b.txt"}
