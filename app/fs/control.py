@@ -8,7 +8,12 @@ callers (tests, benchmarks, the command line) pass `NoControl()`.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
+
+# Pays the byte budget for n bytes about to be written at rel, or raises BudgetSpent
+# (app.errors): a change calls it once it knows its size, before its first byte.
+Pay = Callable[[int, str], None]
 
 
 class Control(Protocol):

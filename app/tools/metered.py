@@ -7,8 +7,9 @@ rest (listings, stat, searches, diffs, index builds) is bounded by its own limit
 `metered` reserves a call's bound before the work starts, from every bucket covering its
 root, and settles with what the answer holds once it is made: text in bytes of UTF-8, a
 media file or a write in its bytes. A refusal comes before anything is read or written; a
-call that fails gives everything back. fs never sees the budget: charging happens here.
-A tool that knows its bytes up front (a copy, file by file) calls `Call.charge` instead.
+call that fails gives everything back. fs never sees the budget, only, where a change
+knows its size midway (a copy, file by file; an edit, once its new content is made), a
+`pay` callback the tool gives it, which takes those bytes before the first one is written.
 """
 
 from __future__ import annotations

@@ -13,7 +13,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import AfterValidator, ConfigDict, Field
 
-from app.budget import BYTES_PER_CHAR
+from app.budget import BYTES_PER_CHAR, Reservation
 from app.fs.change import copy as copy_mod
 from app.fs.change import edit as edit_mod
 from app.fs.change import move as move_mod
@@ -105,15 +105,21 @@ async def edit_file(
 
     def work(call: Call) -> EditResult:
         r = call.root(root)
-        # A dry run writes nothing and is free; the new content is at most max_read_bytes.
-        return metered(
-            call, r, 0 if dry_run else r.max_read_bytes, op="edit_file", rel=path,
-            work=lambda: edit_mod.edit_file(
+        held: list[Reservation] = []
+
+        def pay(nbytes: int, rel: str) -> None:  # the new content's size, before it is written
+            held.append(call.reserve(r.name, nbytes, op="edit_file", rel=rel))
+
+        try:  # a dry run writes nothing and is free
+            return edit_mod.edit_file(
                 r, path, edits, max_output_chars=call.snapshot.limits.max_output_chars,
                 dry_run=dry_run, expected_sha256=expected_sha256, control=call,
-            ),
-            used=lambda done: done.size if done.written else 0,
-        )
+                pay=None if dry_run else pay,
+            )
+        except BaseException:
+            for paid in held:  # nothing was written: given back
+                paid.settle(0)
+            raise
 
     return await run(ctx, work)
 

@@ -331,3 +331,37 @@ async def test_reads_at_once_never_spend_more_than_the_burst(tmp_path: Path) -> 
     through = sum(int((a.structured_content or {}).get("size", 0))
                   + utf8((a.structured_content or {}).get("text")) for a in paid)
     assert through <= BURST
+
+
+def test_an_edit_pays_its_new_size_not_the_roots_largest_file(tmp_path: Path) -> None:
+    """With less than max_read_bytes (16 KiB) left in the bucket, a small edit runs and
+    costs its new content's bytes; an edit that cannot be paid writes nothing."""
+    ws = workspace(tmp_path)
+    (ws / "small.txt").write_text("hello\n")
+    (ws / "big.txt").write_text("start " + "x" * 12000 + "\n")
+
+    async def go() -> tuple[Any, int, int, Any]:
+        budget = Budget(Clock())
+        server = LoomServer(Registry(str(config(tmp_path, ws)), budget=budget))
+        async with Client(server) as client:
+            for _ in range(2):  # about 14 KiB of the 24,000 spent
+                assert not (await client.call_tool("read_media_file", {"path": "pic.png"})
+                            ).is_error
+            left = level(budget)
+            small = await client.call_tool("edit_file", {"path": "small.txt", "edits": [
+                {"old_text": "hello", "new_text": "HELLO"}]})
+            after = level(budget)
+            big = await client.call_tool("edit_file", {"path": "big.txt", "edits": [
+                {"old_text": "start", "new_text": "begin"}]})
+            return small, left, after, big
+
+    def level(budget: Budget) -> int:
+        got = budget.levels()
+        assert got is not None
+        return got.available_bytes
+
+    small, left, after, big = asyncio.run(go())
+    assert left < 16384 and not small.is_error, text_of(small)
+    assert left - after == 6 and (ws / "small.txt").read_text() == "HELLO\n"
+    assert big.is_error and text_of(big).startswith("byte budget spent: ")
+    assert (ws / "big.txt").read_text() == "start " + "x" * 12000 + "\n"

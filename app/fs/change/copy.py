@@ -31,9 +31,9 @@ from pydantic import BaseModel
 
 from app.errors import IsSymlink, LoomError, NotFound, os_error
 from app.fs.change import copy_tree
-from app.fs.change.copying import Copied, Pay, copy_one
+from app.fs.change.copying import Copied, copy_one
 from app.fs.change.move import exists_error, open_destination
-from app.fs.control import Control, NoControl
+from app.fs.control import Control, NoControl, Pay
 from app.security.resolve import SecureRoot
 
 

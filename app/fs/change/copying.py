@@ -17,15 +17,12 @@ from app.fs.change.locks import changing
 from app.fs.change.move import refuse_destination
 from app.fs.change.versions import Keeper
 from app.fs.change.write import unchanged_guard
-from app.fs.control import Control
+from app.fs.control import Control, Pay
 from app.security.resolve import FILE_FLAGS, Parent, SecureRoot
 
 CHUNK = 1 << 20
 MAX_COPY_BYTES = 1 << 30  # one call copies at most this much, a file or a folder
 
-
-# Pays the byte budget for a file of n bytes at rel, or raises BudgetSpent (app.errors).
-Pay = Callable[[int, str], None]
 
 
 class Copied:

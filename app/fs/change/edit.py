@@ -32,7 +32,7 @@ from app.fs.change.edit_diff import COARSE_NOTE, Span, bounded_diff
 from app.fs.change.locks import changing
 from app.fs.change.versions import Keeper
 from app.fs.change.write import existing_target, read_current, unchanged_guard
-from app.fs.control import Control, NoControl
+from app.fs.control import Control, NoControl, Pay
 from app.fs.hashing import matches, sha256_bytes
 from app.fs.text import textio
 from app.security.resolve import Parent, SecureRoot
@@ -170,7 +170,10 @@ def edit_file(
     dry_run: bool = False,
     expected_sha256: str | None = None,
     control: Control | None = None,
+    pay: Pay | None = None,
 ) -> EditResult:
+    """`pay` is the byte budget: the new content's size, paid once it is known and before
+    a byte is written (a refusal raises, and nothing is written)."""
     control = control or NoControl()
     op = "edit_file"
     root.authorize(path, perm="write", op=op)
@@ -187,7 +190,7 @@ def edit_file(
     with parent:
         try:
             with keys:
-                done = _edit(root, parent, edits, dry_run, expected_sha256, control)
+                done = _edit(root, parent, edits, dry_run, expected_sha256, control, pay)
         except LoomError:
             raise
         except OSError as exc:
@@ -202,6 +205,7 @@ def _edit(
     dry_run: bool,
     expected_sha256: str | None,
     control: Control,
+    pay: Pay | None = None,
 ) -> _Edited:
     """Read, check, edit and (unless a dry run or nothing changes) write the file."""
     rel = parent.rel
@@ -222,6 +226,8 @@ def _edit(
             f"max_read_bytes ({root.max_read_bytes}); nothing written"
         )
     written = not dry_run and new_raw != raw
+    if written and pay is not None:
+        pay(len(new_raw), rel)
     keeper = Keeper(root, parent, seen) if written else None
     if keeper is not None:
         replace_file(parent.fd, parent.name, new_raw, replace=True, like=seen,
