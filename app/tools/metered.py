@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from app.budget import text_bound
+from app.budget import Reservation, text_bound
 from app.security.resolve import SecureRoot
 from app.tools.base import Call
 
@@ -52,3 +52,32 @@ def metered(
         result = work()
         paid.settle(used(result))
     return result
+
+
+class PaidAsItGoes:
+    """A call that learns its bytes midway: `pay`, handed to fs, reserves them when they
+    are known (an edit's new content before it is written, a media file's size before it is
+    read). Leaving the block by an exception gives them all back; `settle(used)` keeps
+    `used` and gives back the rest (a file that shrank while read); a call that neither
+    fails nor settles keeps what it paid."""
+
+    def __init__(self, call: Call, root: SecureRoot, op: str) -> None:
+        self.call, self.root, self.op = call, root, op
+        self.held: list[Reservation] = []
+
+    def pay(self, nbytes: int, rel: str) -> None:
+        self.held.append(self.call.reserve(self.root.name, nbytes, op=self.op, rel=rel))
+
+    def settle(self, used: int) -> None:
+        for paid in self.held:
+            keep = min(paid.reserved, used)
+            paid.settle(keep)
+            used -= keep
+
+    def __enter__(self) -> PaidAsItGoes:
+        return self
+
+    def __exit__(self, kind: object, exc: object, tb: object) -> None:
+        if kind is not None:
+            for paid in self.held:
+                paid.refund()

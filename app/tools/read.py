@@ -24,7 +24,7 @@ from app.tools.base import (
     run,
     tool,
 )
-from app.tools.metered import metered, text_cap, text_used
+from app.tools.metered import PaidAsItGoes, metered, text_cap, text_used
 
 DEFAULT_DEPTH = 2
 
@@ -135,10 +135,9 @@ async def read_media_file(
 
     def work(call: Call) -> CallToolResult:
         r = call.root(root)
-        info, data = metered(
-            call, r, r.max_read_bytes, op="read_media_file", rel=path,
-            work=lambda: media.read_media(r, path), used=lambda got: got[0].size,
-        )
+        with PaidAsItGoes(call, r, "read_media_file") as paid:  # its size, before it is read
+            info, data = media.read_media(r, path, pay=paid.pay)
+            paid.settle(info.size)
         block = (
             ImageContent(type="image", data=data, mime_type=info.mime_type)
             if info.kind == "image"

@@ -13,7 +13,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import AfterValidator, ConfigDict, Field
 
-from app.budget import BYTES_PER_CHAR, Reservation
+from app.budget import BYTES_PER_CHAR
 from app.fs.change import copy as copy_mod
 from app.fs.change import edit as edit_mod
 from app.fs.change import move as move_mod
@@ -25,7 +25,7 @@ from app.fs.change.write import DirectoryResult, WriteResult
 from app.fs.hashing import SHORT, is_hash_or_prefix
 from app.messages import shown
 from app.tools.base import Call, PathArg, RootArg, run, tool
-from app.tools.metered import metered
+from app.tools.metered import PaidAsItGoes, metered
 
 OtherRoot = Annotated[str | None, Field(default=None, max_length=64)]  # default: root
 
@@ -105,21 +105,13 @@ async def edit_file(
 
     def work(call: Call) -> EditResult:
         r = call.root(root)
-        held: list[Reservation] = []
-
-        def pay(nbytes: int, rel: str) -> None:  # the new content's size, before it is written
-            held.append(call.reserve(r.name, nbytes, op="edit_file", rel=rel))
-
-        try:  # a dry run writes nothing and is free
+        # The new content's size, paid before it is written; a dry run writes nothing.
+        with PaidAsItGoes(call, r, "edit_file") as paid:
             return edit_mod.edit_file(
                 r, path, edits, max_output_chars=call.snapshot.limits.max_output_chars,
                 dry_run=dry_run, expected_sha256=expected_sha256, control=call,
-                pay=None if dry_run else pay,
+                pay=None if dry_run else paid.pay,
             )
-        except BaseException:
-            for paid in held:  # nothing was written: given back
-                paid.settle(0)
-            raise
 
     return await run(ctx, work)
 

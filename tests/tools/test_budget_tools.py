@@ -365,3 +365,28 @@ def test_an_edit_pays_its_new_size_not_the_roots_largest_file(tmp_path: Path) ->
     assert left - after == 6 and (ws / "small.txt").read_text() == "HELLO\n"
     assert big.is_error and text_of(big).startswith("byte budget spent: ")
     assert (ws / "big.txt").read_text() == "start " + "x" * 12000 + "\n"
+
+
+def test_a_media_file_pays_its_size_not_the_roots_largest_file(tmp_path: Path) -> None:
+    """With less than max_read_bytes (16 KiB) left, an image of about 7 KiB is returned and
+    costs its size; the next one, which the bucket cannot pay, is refused whole."""
+    ws = workspace(tmp_path)
+
+    async def go() -> tuple[list[Any], list[int]]:
+        budget = Budget(Clock())
+        server = LoomServer(Registry(str(config(tmp_path, ws)), budget=budget))
+        got, levels = [], []
+        async with Client(server) as client:
+            for _ in range(4):
+                got.append(await client.call_tool("read_media_file", {"path": "pic.png"}))
+                level = budget.levels()
+                assert level is not None
+                levels.append(level.available_bytes)
+        return got, levels
+
+    got, levels = asyncio.run(go())
+    size = (ws / "pic.png").stat().st_size
+    assert [r.is_error for r in got] == [False, False, False, True], levels
+    assert levels[0] == BURST - size and levels[1] < 16384  # the third read ran on less
+    assert levels[2] == BURST - 3 * size == levels[3]
+    assert text_of(got[3]).startswith("byte budget spent: ")

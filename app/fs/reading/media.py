@@ -12,6 +12,7 @@ import base64
 from pydantic import BaseModel
 
 from app.errors import BadArgument, TooLarge
+from app.fs.control import Pay
 from app.fs.hashing import sha256_bytes
 from app.fs.text.textio import pread_all
 from app.security.resolve import SecureRoot
@@ -52,8 +53,10 @@ def media_type(head: bytes) -> str | None:
     return None
 
 
-def read_media(root: SecureRoot, path: str) -> tuple[MediaInfo, str]:
-    """The file's description and its bytes in base64."""
+def read_media(root: SecureRoot, path: str, pay: Pay | None = None) -> tuple[MediaInfo, str]:
+    """The file's description and its bytes in base64. `pay` is the byte budget: the
+    file's size, paid before it is read, and what it grew by while read, before it is
+    returned (a refusal raises: nothing is returned)."""
     with root.open_file(path, op="read_media_file") as f:
         size = f.st.st_size
         budget = root.max_read_bytes
@@ -62,9 +65,13 @@ def read_media(root: SecureRoot, path: str) -> tuple[MediaInfo, str]:
                 f"'{f.rel}' is {size} bytes, more than the {budget} bytes one call may read "
                 f"(max_read_bytes of root '{root.name}')"
             )
+        if pay is not None:
+            pay(size, f.rel)
         data = pread_all(f.fd, budget + 1)
         if len(data) > budget:
             raise TooLarge(f"'{f.rel}' grew past {budget} bytes while being read")
+        if pay is not None and len(data) > size:
+            pay(len(data) - size, f.rel)
         mime = media_type(data[:64])
         if mime is None:
             raise BadArgument(
