@@ -26,22 +26,20 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from app.corpus.trigram import narrow_of
 from app.fs.control import NoControl
-from app.fs.filters.glob import Glob
 from app.fs.index import narrow as narrow_mod
-from app.fs.index.narrow import Keeper, Scope, narrowing
+from app.fs.index.narrow import Keeper
 from app.fs.index.trigram import TrigramIndex
 from app.fs.search import searcher
-from app.fs.search.needs import Folder, Narrow, Narrowed, Needs
+from app.fs.search.needs import Narrow
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
-from app.fs.search.walk import Walk
 from app.security.resolve import SecureRoot
 from tests.kit import secure_root
 
@@ -91,15 +89,7 @@ def main() -> None:
     state = Path(tempfile.mkdtemp(prefix="rewalk-bench-"))
     idx = TrigramIndex(str(state / "index" / "bench.trigram.sqlite3"))
     keeper = Keeper(idx)
-    inner = narrowing(idx, keeper, root, "bench")
-
-    def narrow(needs: Needs, walk: Walk, glob: Glob, dirs: Iterator[Folder], resumed: bool
-               ) -> Narrowed | None:
-        filt = walk.filt
-        scope = Scope(walk.walker.start, glob.matches,
-                      filt.use_ignore and not filt.exclude and not resumed)
-        got = inner(needs.strings, needs.fold, dirs, scope)
-        return None if got is None else Narrowed(*got)
+    narrow = narrow_of(keeper, root, "bench")  # as the server narrows a call
 
     first = timed_build(keeper, root)
     timed_build(keeper, root)  # files too young to trust the first time

@@ -43,24 +43,23 @@ import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from app.corpus.trigram import narrow_of
 from app.fs.change.write import write_file
 from app.fs.control import NoControl
-from app.fs.filters.glob import Glob
 from app.fs.index import narrow as narrow_mod
 from app.fs.index import shards, trigram_build
-from app.fs.index.narrow import Keeper, Scope, narrowing
+from app.fs.index.narrow import Keeper
 from app.fs.index.trigram import TrigramIndex
 from app.fs.search import searcher
-from app.fs.search.needs import Folder, Narrow, Narrowed, Needs
+from app.fs.search.needs import Narrow
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
-from app.fs.search.walk import Walk
 from app.security import deny
 from app.security.resolve import SecureRoot
 from tests.kit import secure_root
@@ -152,16 +151,7 @@ def main() -> None:
     root = secure_root(a.tree, max_read_bytes=FILE_LIMIT)
     idx = TrigramIndex(str(state / "index" / "bench.trigram.sqlite3"))
     keeper = Keeper(idx)
-    inner = narrowing(idx, keeper, root, "bench")
-
-    def narrow(needs: Needs, walk: Walk, glob: Glob, dirs: Iterator[Folder], resumed: bool
-               ) -> Narrowed | None:
-        # As `app.corpus.trigram.narrow_for` does.
-        filt = walk.filt
-        plain = filt.use_ignore and not filt.exclude and not resumed
-        scope = Scope(walk.walker.start, glob.matches, plain)
-        got = inner(needs.strings, needs.fold, dirs, scope)
-        return None if got is None else Narrowed(*got)
+    narrow = narrow_of(keeper, root, "bench")  # as the server narrows a call
 
     t = time.perf_counter()
     keeper.kick(root, "bench")

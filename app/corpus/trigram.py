@@ -97,8 +97,13 @@ def narrow_for(snap: Snapshot, root: SecureRoot) -> Narrow | None:
     """What narrows a `search_text` call on `root`, or None (no index: a scan)."""
     if not snap.limits.search_index or ranked.dir_problem(snap) or trigram.problem():
         return None
-    keeper = keeper_of(index_path(snap, root))
-    inner = narrowing(keeper.idx, keeper, root, identity(snap, root))
+    return narrow_of(keeper_of(index_path(snap, root)), root, identity(snap, root))
+
+
+def narrow_of(keeper: Keeper, root: SecureRoot, rules: str) -> Narrow:
+    """`search_text`'s `Narrow` over the index `keeper` keeps for `root`, built under the
+    rules `rules` names (`identity`); benchmarks and tests use it with an index of their own."""
+    inner = narrowing(keeper.idx, keeper, root, rules)
 
     def narrow(needs: Needs, walk: Walk, glob: Glob, dirs: Iterator[Folder], resumed: bool
                ) -> Narrowed | None:

@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-# Pays the byte budget for n bytes about to be written at rel, or raises BudgetSpent
-# (app.errors): a change calls it once it knows its size, before its first byte.
+# Pays the byte budget for n bytes at rel, or raises BudgetSpent (app.errors): a change or a
+# media read calls it once it knows its size, before the first byte is written or read.
 Pay = Callable[[int, str], None]
 
 

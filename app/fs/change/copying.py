@@ -24,7 +24,6 @@ CHUNK = 1 << 20
 MAX_COPY_BYTES = 1 << 30  # one call copies at most this much, a file or a folder
 
 
-
 class Copied:
     """What one call copied so far: the byte budget's charge."""
 

@@ -37,6 +37,9 @@ _held = 0  # characters held by the two
 _lock = threading.Lock()  # searches of several roots run in several threads
 
 
+_MOST_CLASSED = 1 << 16
+
+
 class _Classes(dict[int, str]):
     """Code point -> its class letter, for `str.translate`, each code point classed on
     first sight and kept while fewer than `_MOST_CLASSED` are (then classed every time)."""
@@ -48,9 +51,6 @@ class _Classes(dict[int, str]):
         if len(self) < _MOST_CLASSED:
             self[code] = got
         return got
-
-
-_MOST_CLASSED = 1 << 16
 
 
 _CLASSES = _Classes()

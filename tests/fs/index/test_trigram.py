@@ -677,7 +677,7 @@ def test_files_past_the_most_an_index_holds_are_read_by_every_search(
     assert not state.complete and state.past_most == 7 and len(ix.rows()) == 5
     assert ix.idx.trusted_watch() is None
     scan = Indexed(secure_root(top), tmp_path / "scan")
-    scan.narrow = lambda *a: None  # type: ignore[method-assign]  # a plain scan
+    scan.narrow = lambda *a: None  # a plain scan
     kick = ix.keeper.kick
     ix.keeper.kick = lambda *a: None  # type: ignore[method-assign]  # no build meanwhile
     for query in ("needle", "hay", "needle 11"):

@@ -10,15 +10,13 @@ from typing import Any
 import apsw
 import pytest
 
+from app.corpus.trigram import narrow_of
 from app.fs.control import NoControl
-from app.fs.filters.glob import Glob
 from app.fs.index import direct, shards, trigram
-from app.fs.index.narrow import Keeper, Scope, narrowing
+from app.fs.index.narrow import Keeper
 from app.fs.index.trigram_build import BuildState
-from app.fs.search.needs import Folder, Narrowed, Needs
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
-from app.fs.search.walk import Walk
 from app.security.resolve import SecureRoot
 
 
@@ -36,15 +34,7 @@ class Indexed:
         self.idx = trigram.TrigramIndex(str(state / "index" / "r.trigram.sqlite3"))
         self.keeper = Keeper(self.idx, now=later)
         self.notes: list[str | None] = []
-
-    def narrow(self, needs: Needs, walk: Walk, glob: Glob, dirs: Iterator[Folder],
-               resumed: bool) -> Narrowed | None:
-        filt = walk.filt
-        plain = filt.use_ignore and not filt.exclude and not resumed
-        scope = Scope(walk.walker.start, glob.matches, plain)
-        got = narrowing(self.idx, self.keeper, self.root, self.identity)(
-            needs.strings, needs.fold, dirs, scope)
-        return None if got is None else Narrowed(*got)
+        self.narrow = narrow_of(self.keeper, root, identity)  # as the server narrows a call
 
     def build(self) -> BuildState:
         self.keeper.wait()
