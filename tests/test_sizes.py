@@ -1,6 +1,6 @@
 """The size rules of docs/architecture.md: small modules, functions that fit on a screen.
 
-No module in app/ over 320 lines, no function over 70 (decorators and docstring included), and no
+No module in app/ over 500 lines, no function over 70 (decorators and docstring included), and no
 run of six or more lines written twice in app/. A module or function still over its limit is listed
 below with why; an entry that no longer applies fails the test, so the list only shrinks.
 """
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 APP = Path(__file__).resolve().parent.parent / "app"
-MODULE_LINES = 320
+MODULE_LINES = 500
 FUNCTION_LINES = 70
 RUN = 6  # lines in a row that count as written twice
 
