@@ -122,6 +122,12 @@ class FileChanged(LoomError):
     default = "file changed since it was read"
 
 
+class TooDeep(LoomError):
+    """A path the server would make or move into place lies deeper than `MAX_DEPTH`."""
+
+    rule = "depth"
+
+
 class BadArgument(LoomError):
     rule = "argument"
 

@@ -17,11 +17,16 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from app.errors import EscapesRoot, InvalidPath
+from app.errors import EscapesRoot, InvalidPath, TooDeep
 from app.security.deny import IGNORABLE
 
 MAX_COMPONENT_BYTES = 255
 MAX_PATH_CHARS = 4096
+# The deepest path, in components below the root, that the server makes or moves into place
+# (create, write, move, copy, restore): walks carry one handle per level, so depth is what
+# bounds a walk's descriptors and the cost of every later call on what an agent has built.
+# Trees already deeper on disk are read as they are (listings stop at the same depth).
+MAX_DEPTH = 64
 
 _DRIVE = re.compile(r"^[A-Za-z]:")
 # C0 controls, DEL and C1 controls: none has a place in a file name an agent types.
@@ -69,6 +74,15 @@ def split_request(path: str) -> tuple[str, ...]:
             )
         parts.append(comp)
     return tuple(parts)
+
+
+def check_depth(depth: int) -> None:
+    """Refuse a path that would lie `depth` components below the root, past `MAX_DEPTH`."""
+    if depth > MAX_DEPTH:
+        raise TooDeep(
+            f"too deep: it would lie {depth} levels below the root; "
+            f"the server makes paths at most {MAX_DEPTH} levels deep"
+        )
 
 
 def _reads_as_dots(comp: str) -> bool:

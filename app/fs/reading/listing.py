@@ -21,11 +21,12 @@ from app.fs.control import Control
 from app.fs.hashing import sha256_fd
 from app.fs.text import textio
 from app.fs.text.paging import fit_page, page_note
-from app.security.paths import join
+from app.security.paths import MAX_DEPTH, join
 from app.security.resolve import FILE_FLAGS, SecureRoot, check_regular
 from app.security.walk import DIR, FILE, WalkEntry, Walker, kind_of_mode
 
-MAX_DEPTH = 64  # the deepest a recursive listing goes (`max_depth` is refused beyond)
+# A recursive listing goes at most MAX_DEPTH deep (`max_depth` is refused beyond): as deep as
+# anything the server makes.
 DEFAULT_LIMIT = 100  # entries a page holds unless the call asks otherwise
 
 
