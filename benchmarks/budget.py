@@ -16,7 +16,15 @@ the pairs' ratios (and of the times):
 - tool:    `read_text_file` of a 4 KiB file through the MCP SDK's in-process client on a
            server with a `[budget]` and a root budget large enough never to refuse, against
            a server without one (the whole call: SDK, thread hop, choke point, read,
-           answer); one call a pair, `--runs` x 40 pairs.
+           answer); one call a pair, `--runs` x 40 pairs;
+- runaway: a loop nobody watches, paging `search_text` for `.*` through a tree by cursor
+           (from the start again at the end) as fast as it can for `--seconds`, on a server
+           whose bucket holds 64 KiB and refills at 64 KiB a minute: the bytes of file
+           content its answers held against what the bucket allows over that time (burst +
+           rate x elapsed), on the real clock; `--runs` loops, each on a full bucket. The
+           ratio returned/allowed must stay at most 1.
+
+    .venv/bin/python benchmarks/budget.py --part runaway [--runs N] [--seconds S]
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 from mcp import Client
 
@@ -97,10 +106,86 @@ def report(name: str, timed: list[tuple[float, float]]) -> None:
           f"ratio {ratio:.3f} (median of {len(timed)} pairs)")
 
 
+RUNAWAY_RATE = RUNAWAY_BURST = 65536
+RUNAWAY_FILES = 64
+
+
+def runaway_config(folder: Path, root: Path) -> Path:
+    path = folder / "runaway.toml"
+    path.write_text("\n".join([
+        f'audit_log = "{folder / "audit.log"}"', "max_output_chars = 4096",
+        "[budget]", f"bytes_per_minute = {RUNAWAY_RATE}", f"burst_bytes = {RUNAWAY_BURST}",
+        "[[roots]]", 'name = "r"', f'path = "{root}"', 'role = "reference"',
+        "max_read_bytes = 16384",
+    ]) + "\n")
+    return path
+
+
+def shown(page: dict[str, Any]) -> int:
+    """The bytes of file content a search page holds: its lines and context lines."""
+    return sum(len(m["preview"].encode()) + sum(len(x.encode()) for x in m.get("before") or [])
+               + sum(len(x.encode()) for x in m.get("after") or [])
+               for m in page.get("matches") or [])
+
+
+async def runaway_loop(cfg: Path, seconds: float) -> tuple[int, float, int, int]:
+    """Bytes returned, seconds elapsed, calls answered and calls refused."""
+    server = LoomServer(Registry(str(cfg)))
+    returned = answered = refused = 0
+    cursor = ""
+    async with Client(server) as client:
+        t0 = time.monotonic()
+        while time.monotonic() - t0 < seconds:
+            res = await client.call_tool("search_text", {
+                "query": ".*", "regex": True, "limit": 1000, "cursor": cursor})
+            if res.is_error:
+                assert "byte budget spent" in str(res.content[0]), res.content
+                refused += 1
+                continue
+            page = res.structured_content or {}
+            returned += shown(page)
+            answered += 1
+            cursor = page.get("next_cursor") or ""
+        elapsed = time.monotonic() - t0
+    return returned, elapsed, answered, refused
+
+
+def runaway(runs: int, seconds: float) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        root = folder / "root"
+        root.mkdir()
+        for i in range(RUNAWAY_FILES):
+            (root / f"f{i:02}.txt").write_text(
+                "".join(f"line {j} of file {i}: {'é' * (j % 5)} words\n" for j in range(200)))
+        cfg = runaway_config(folder, root)
+        ratios, got, allowed_all = [], [], []
+        for _ in range(runs):
+            returned, elapsed, answered, refused = asyncio.run(runaway_loop(cfg, seconds))
+            allowed = RUNAWAY_BURST + RUNAWAY_RATE * elapsed / 60
+            ratios.append(returned / allowed)
+            got.append(returned)
+            allowed_all.append(allowed)
+            print(f"  run: {returned} bytes returned in {elapsed:.2f} s ({answered} pages, "
+                  f"{refused} refused); the bucket allows {allowed:.0f}")
+        ratio = statistics.median(ratios)
+        print(f"runaway {statistics.median(got):.0f} bytes returned, "
+              f"{statistics.median(allowed_all):.0f} allowed; ratio returned/allowed "
+              f"{ratio:.3f} (median of {runs} loops of {seconds} s; at most {max(ratios):.3f})")
+        assert max(ratios) <= 1, ratios
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--runs", type=int, default=7)
-    runs = ap.parse_args().runs
+    ap.add_argument("--seconds", type=float, default=5.0, help="each runaway loop's length")
+    ap.add_argument("--part", choices=["all", "cost", "runaway"], default="all")
+    args = ap.parse_args()
+    runs = args.runs
+    if args.part != "cost":
+        runaway(runs, args.seconds)
+    if args.part == "runaway":
+        return
 
     paying = Budget()
     paying.apply(Rate(BIG, BIG), {"r": Rate(BIG // 2, BIG // 2)})

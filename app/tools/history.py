@@ -109,10 +109,16 @@ async def git_diff(
 
     def work(call: Call) -> ops.DiffResult:
         limits = call.snapshot.limits
-        return ops.git_diff(
-            call.root(root), base=base, target=target, path=path, offset=offset,
-            cap=limits.max_output_chars, read_budget=limits.max_search_bytes, control=call,
-            cursor=cursor,
+        r = call.root(root)
+        # The diff text is file content, paid page by page; the paths and counts are free.
+        return metered(
+            call, r, text_cap(call), op="git_diff", rel=path,
+            work=lambda: ops.git_diff(
+                r, base=base, target=target, path=path, offset=offset,
+                cap=limits.max_output_chars, read_budget=limits.max_search_bytes, control=call,
+                cursor=cursor,
+            ),
+            used=lambda got: text_used(f.diff for f in got.files),
         )
 
     return await run(ctx, work)

@@ -1,15 +1,22 @@
 """Where tools pay the byte budget (`app.budget`, docs/configuration.md#budget).
 
 What counts: file content returned to the client (read_text_file, read_multiple_files,
-read_media_file, fetch, git_show of a file) and bytes written (write_file, edit_file). The
-rest (listings, stat, searches, diffs, index builds) is bounded by its own limits and free.
+read_media_file, fetch, git_show of a file, search_text's lines and their context, git_diff's
+diffs, edit_file's diff) and bytes written (write_file, edit_file, copy_file). The rest
+(names, sizes and counts: listings, stat, search_files, search_text's files and counts,
+search, git_log, a commit's list of files; index builds) is bounded by its own limits and
+free.
 
 `metered` reserves a call's bound before the work starts, from every bucket covering its
 root, and settles with what the answer holds once it is made: text in bytes of UTF-8, a
-media file or a write in its bytes. A refusal comes before anything is read or written; a
-call that fails gives everything back. fs never sees the budget, only, where a change
-knows its size midway (a copy, file by file; an edit, once its new content is made), a
-`pay` callback the tool gives it, which takes those bytes before the first one is written.
+media file or a write in its bytes. A paged call (a search, a diff) pays page by page, each
+page reserving the output cap. A refusal comes before anything is read or written; a
+call that fails gives everything back. An edit's diff is made after its write: it is paid
+then, and left out of the answer (the edit says so) when the buckets cannot pay it.
+
+fs never sees the budget, only, where a change knows its size midway (a copy, file by file;
+an edit, once its new content is made), a `pay` callback the tool gives it, which takes those
+bytes before the first one is written.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from app.budget import Reservation, text_bound
+from app.errors import BudgetSpent
 from app.security.resolve import SecureRoot
 from app.tools.base import Call
 
@@ -52,6 +60,17 @@ def metered(
         result = work()
         paid.settle(used(result))
     return result
+
+
+def paid_if_it_can(call: Call, root: SecureRoot, nbytes: int) -> str | None:
+    """Pay `nbytes` for good if every bucket covering `root` can, else pay nothing and answer
+    why: for content that follows a change already made (an edit's diff), which the answer
+    leaves out rather than refuse a call whose write is done. Not audited: nothing was denied."""
+    try:
+        call.snapshot.budget.charge(root.name, nbytes)
+    except BudgetSpent as exc:
+        return exc.message.removesuffix("; nothing was done")
+    return None
 
 
 class PaidAsItGoes:

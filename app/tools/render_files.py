@@ -239,10 +239,18 @@ def _root_line(r: Data) -> str:
             f"reads files up to {r['max_read_bytes']} bytes{own}")
 
 
+# What a byte budget counts (docs/configuration.md#budget), said once where there is one.
+BUDGET_COUNTS = ("a byte budget counts file content returned (reads, fetch, search_text's "
+                 "lines, diffs) and bytes written; names, sizes and counts are free")
+
+
 def list_roots(data: Data) -> str:
-    lines = [_root_line(r) for r in data.get("roots", [])]
+    roots = data.get("roots", [])
+    lines = [_root_line(r) for r in roots]
     if data.get("budget"):
         lines.append(f"byte budget (the server's): {_budget_text(data['budget'])}")
+    if data.get("budget") or any(r.get("budget") for r in roots):
+        lines.append(BUDGET_COUNTS)
     return "\n".join(lines)
 
 

@@ -31,7 +31,8 @@ class RootInfo(BaseModel):
 class ListRootsResult(BaseModel):
     roots: list[RootInfo]
     budget: BudgetInfo | None = Field(
-        default=None, description="The server's byte budget; null when there is none."
+        default=None, description="The server's byte budget, in bytes of file content returned "
+        "(reads, fetch, search_text's lines, diffs) and written; null when there is none."
     )
 
 

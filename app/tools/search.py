@@ -1,6 +1,7 @@
 """Search tools: search_files (names, by glob) and search_text (a literal or an RE2
 pattern in file contents). Thin handlers: the arguments and the call's limits become one
-options object, checked as it is built; the work is in `app.fs.search`."""
+options object, checked as it is built; the work is in `app.fs.search`. search_text's
+lines are file content, paid from the byte budget page by page (`app.tools.metered`)."""
 
 from __future__ import annotations
 
@@ -23,6 +24,7 @@ from app.fs.search.results import (
 from app.fs.search.text import search_text as find_text
 from app.fs.text.paging import clamp_limit
 from app.tools.base import Call, Offset, RootArg, run, tool
+from app.tools.metered import metered, text_cap, text_used
 
 GlobArg = Annotated[str, Field(max_length=1024)]
 ExcludeArg = Annotated[list[Annotated[str, Field(max_length=1024)]], Field(max_length=MAX_EXCLUDE)]
@@ -89,6 +91,18 @@ async def search_text(
             file_limit=limits.max_search_file_bytes or r.max_read_bytes,
             budget=limits.max_search_bytes,
         )
-        return find_text(r, opts, call, narrow_for(call.snapshot, r))
+        # The lines a page shows are paid, page by page; names and counts are free.
+        return metered(
+            call, r, text_cap(call) if output_mode == "content" else 0, op="search_text",
+            rel=path, work=lambda: find_text(r, opts, call, narrow_for(call.snapshot, r)),
+            used=lines_shown,
+        )
 
     return await run(ctx, work)
+
+
+def lines_shown(page: SearchTextResult) -> int:
+    """The bytes of file content a page holds: each hit's line and its context lines."""
+    return sum(
+        text_used([m.preview, *(m.before or ()), *(m.after or ())]) for m in page.matches or ()
+    )

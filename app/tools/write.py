@@ -22,10 +22,11 @@ from app.fs.change.copy import CopyResult
 from app.fs.change.edit import EditResult, TextEdit
 from app.fs.change.move import MoveResult
 from app.fs.change.write import DirectoryResult, WriteResult
+from app.fs.control import Pay
 from app.fs.hashing import SHORT, is_hash_or_prefix
 from app.messages import shown
 from app.tools.base import Call, PathArg, RootArg, run, tool
-from app.tools.metered import PaidAsItGoes, metered
+from app.tools.metered import PaidAsItGoes, metered, paid_if_it_can, text_cap, utf8_len
 
 OtherRoot = Annotated[str | None, Field(default=None, max_length=64)]  # default: root
 
@@ -105,13 +106,25 @@ async def edit_file(
 
     def work(call: Call) -> EditResult:
         r = call.root(root)
-        # The new content's size, paid before it is written; a dry run writes nothing.
-        with PaidAsItGoes(call, r, "edit_file") as paid:
+
+        def edit(pay: Pay | None) -> EditResult:
             return edit_mod.edit_file(
                 r, path, edits, max_output_chars=call.snapshot.limits.max_output_chars,
-                dry_run=dry_run, expected_sha256=expected_sha256, control=call,
-                pay=None if dry_run else paid.pay,
+                dry_run=dry_run, expected_sha256=expected_sha256, control=call, pay=pay,
             )
+
+        if dry_run:  # writes nothing; its diff is paid as a read is, bound first
+            return metered(call, r, text_cap(call), op="edit_file", rel=path,
+                           work=lambda: edit(None), used=lambda got: utf8_len(got.diff))
+        # The new content's size, paid before it is written; then the diff, once made.
+        with PaidAsItGoes(call, r, "edit_file") as paid:
+            done = edit(paid.pay)
+        spent = paid_if_it_can(call, r, utf8_len(done.diff))
+        if spent is None:
+            return done
+        note = "; ".join(filter(None, [done.note, f"the diff was left out: {spent}; "
+                                                  "the edit was written"]))
+        return done.model_copy(update={"diff": "", "diff_truncated": True, "note": note})
 
     return await run(ctx, work)
 

@@ -1,10 +1,11 @@
 """The byte budget through the tools (docs/configuration.md#budget).
 
-A hypothesis sequence of real tool calls (reads, media, fetch, git_show, writes, edits) on a
-server whose budget runs on a fake clock: what the answers hold and what was written never
-exceeds burst + rate x time, and every refusal left the disk as it was and returned no
-content. Then over HTTP (a live uvicorn): the refusal's words, its audit line, `list_roots`'
-budget fields, a reload that does not refill, and the config's refusals.
+A hypothesis sequence of real tool calls (reads, media, fetch, git_show, search_text's lines,
+git_diff, writes, edits and their diffs, copies) on a server whose budget runs on a fake
+clock: the content any tool returns and what was written never exceed burst + rate x time,
+and every refusal left the disk as it was and returned no content. Then over HTTP (a live
+uvicorn): the refusal's words, its audit line, `list_roots`' budget fields, a reload that
+does not refill, and the config's refusals.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, event, given, settings
+from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 from mcp import Client
 
@@ -58,8 +59,15 @@ def workspace(base: Path) -> Path:
     (ws / "a.txt").write_text(TEXT)
     (ws / "pic.png").write_bytes(png_bytes() + b"\0" * PADDING)
     env = git_env(base)
-    for args in (["init", "-q"], ["add", "a.txt"], ["commit", "-q", "-m", "one"]):
+
+    def git(*args: str) -> None:
         subprocess.run(["git", "-C", str(ws), *args], env=env, check=True, capture_output=True)
+
+    git("init", "-q")
+    for message, text in (("zero", TEXT.replace("some", "any")), ("one", TEXT)):
+        (ws / "a.txt").write_text(text)
+        git("add", "a.txt")
+        git("commit", "-q", "-m", message)
     return ws
 
 
@@ -86,6 +94,10 @@ CALLS: dict[str, Any] = {
     "media": lambda n: ("read_media_file", {"path": "pic.png"}),
     "fetch": lambda n: ("fetch", {"id": "ws/a.txt"}),
     "show": lambda n: ("git_show", {"commit": "HEAD", "path": "a.txt"}),
+    "search": lambda n: ("search_text", {"query": "line", "context": n % 4, "offset": n % 60}),
+    "diff": lambda n: ("git_diff", {"base": "HEAD~1", "target": "HEAD"} if n % 2 else {}),
+    "dry": lambda n: ("edit_file", {"path": "a.txt", "dry_run": True, "edits": [
+        {"old_text": f"line {n % 300}:", "new_text": f"LINE {n % 300}:"}]}),
     "write": lambda n: ("write_file", {"path": f"w{n % 3}.txt", "content": "é" * (n * 40),
                                        "overwrite": True}),
     "edit": lambda n: ("edit_file", {"path": "a.txt", "edits": [
@@ -107,11 +119,16 @@ def passed(name: str, args: dict[str, Any], got: dict[str, Any]) -> int:
         return utf8(got["text"])
     if name == "git_show":
         return utf8(got["file"]["content"])
+    if name == "search_text":
+        return sum(utf8(m["preview"]) + sum(map(utf8, m.get("before") or []))
+                   + sum(map(utf8, m.get("after") or [])) for m in got.get("matches") or [])
+    if name == "git_diff":
+        return sum(utf8(f.get("diff")) for f in got["files"])
     if name == "write_file":
         return utf8(args["content"])
     if name == "copy_file":
         return int(got["bytes"])
-    return int(got["size"]) if got["written"] else 0  # edit_file
+    return utf8(got.get("diff")) + (int(got["size"]) if got.get("written") else 0)  # edit_file
 
 
 # Calls more often than waits, so the bucket runs dry in most sequences.
@@ -153,6 +170,10 @@ async def drive(ws: Path, cfg: Path, steps: list[tuple[str, Any]]) -> int:
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(steps=st.lists(step_st, min_size=1, max_size=14))
+# Loops the draw may miss: a search paged on and on, diffs and dry runs over and over.
+@example(steps=[("search", n) for n in range(3, 60, 4)])  # context 3, offsets 3 to 59
+@example(steps=[("diff", 1)] * 12)  # HEAD~1..HEAD
+@example(steps=[("dry", n) for n in range(12)] + [("wait", 5.0), ("dry", 0)])
 def test_no_sequence_of_calls_gets_past_the_budget_and_a_refusal_changes_nothing(
     steps: list[tuple[str, Any]],
 ) -> None:
@@ -335,7 +356,7 @@ async def test_reads_at_once_never_spend_more_than_the_burst(tmp_path: Path) -> 
 
 def test_an_edit_pays_its_new_size_not_the_roots_largest_file(tmp_path: Path) -> None:
     """With less than max_read_bytes (16 KiB) left in the bucket, a small edit runs and
-    costs its new content's bytes; an edit that cannot be paid writes nothing."""
+    costs its new content's bytes and its diff's; an edit that cannot be paid writes nothing."""
     ws = workspace(tmp_path)
     (ws / "small.txt").write_text("hello\n")
     (ws / "big.txt").write_text("start " + "x" * 12000 + "\n")
@@ -362,7 +383,9 @@ def test_an_edit_pays_its_new_size_not_the_roots_largest_file(tmp_path: Path) ->
 
     small, left, after, big = asyncio.run(go())
     assert left < 16384 and not small.is_error, text_of(small)
-    assert left - after == 6 and (ws / "small.txt").read_text() == "HELLO\n"
+    diff = (small.structured_content or {})["diff"]
+    assert "+HELLO" in diff and left - after == 6 + utf8(diff)  # the new content and its diff
+    assert (ws / "small.txt").read_text() == "HELLO\n"
     assert big.is_error and text_of(big).startswith("byte budget spent: ")
     assert (ws / "big.txt").read_text() == "start " + "x" * 12000 + "\n"
 
