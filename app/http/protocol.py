@@ -80,7 +80,7 @@ HEAD_TIMEOUT = 10.0  # seconds to send a request's head
 BODY_TIMEOUT = 60.0  # seconds to send its body, once the head is in
 ANSWER_TIMEOUT = 60.0  # seconds an answer may sit unread before the connection closes
 MAX_CONNECTIONS = 256  # authenticated connections; /mcp requests past the token in flight
-MAX_UNAUTHENTICATED = 128  # connections without an authenticated request: the oldest closed
+MAX_UNAUTHENTICATED = 512  # connections without an authenticated request: the oldest closed
 UNAUTHENTICATED_HEAD_TIMEOUT = 5.0  # seconds to send a head, before an authenticated request
 UNAUTHENTICATED_KEEP_ALIVE = 2.0  # seconds idle between requests, before one
 
