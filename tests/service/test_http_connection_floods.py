@@ -84,45 +84,71 @@ def test_past_the_cap_the_oldest_connections_without_the_token_are_closed(small_
             s.close()
 
 
-def test_an_authenticated_connection_leaves_the_pool_and_stays_open(small_pool: int) -> None:
-    sid = open_session(small_pool, TOKEN)
-    with contextlib.closing(socket.create_connection(("127.0.0.1", small_pool))) as kept:
-        body = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
-        kept.sendall(
-            b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + TOKEN.encode()
-            + b"\r\nContent-Type: application/json\r\nAccept: application/json, "
-            b"text/event-stream\r\nmcp-session-id: " + sid.encode()
-            + b"\r\nmcp-protocol-version: 2025-11-25\r\nContent-Length: %d\r\n\r\n" % len(body)
-            + body)
-        kept.settimeout(10)
-        assert kept.recv(4096).startswith(b"HTTP/1.1 200 ")
-        with Flood(small_pool, 12, SHAPES["silent"]):  # three times the pool, never reopened
-            assert probe(small_pool, TOKEN, sid, 3) == 200
-            assert _first_answer(kept, 0.3) is None  # not closed for the newcomers
+@pytest.mark.parametrize("token", [TOKEN, None], ids=["token", "no-auth"])
+def test_an_authenticated_connection_leaves_the_pool_and_stays_open(
+    one_root_config: Callable[..., Path], token: str | None
+) -> None:
+    """With --no-auth there is no token to check: a request to /mcp is what authenticates."""
+    with live_server(one_root_config(), token=token,
+                     uvicorn_options=uvicorn_limits(_Small)) as srv:
+        port, bearer = srv.port, token or ""
+        sid = open_session(port, bearer)
+        with contextlib.closing(socket.create_connection(("127.0.0.1", port))) as kept:
+            body = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
+            kept.sendall(
+                b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer "
+                + bearer.encode() + b"\r\nContent-Type: application/json\r\nAccept: "
+                b"application/json, text/event-stream\r\nmcp-session-id: " + sid.encode()
+                + b"\r\nmcp-protocol-version: 2025-11-25\r\nContent-Length: %d\r\n\r\n"
+                % len(body) + body)
+            kept.settimeout(10)
+            assert kept.recv(4096).startswith(b"HTTP/1.1 200 ")
+            with Flood(port, 12, SHAPES["silent"]):  # three times the pool, never reopened
+                assert probe(port, bearer, sid, 3) == 200
+                assert _first_answer(kept, 0.3) is None  # not closed for the newcomers
 
 
-def test_the_uvicorn_names_the_protocol_relies_on_exist() -> None:
-    """app/http/protocol.py reads or sets these names of uvicorn's protocol and its cycle."""
-    import asyncio
+class _Loop:
+    def __init__(self) -> None:
+        self.later: list[tuple[Callable[..., None], tuple[object, ...]]] = []
 
-    import uvicorn
-    from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol, RequestResponseCycle
-    from uvicorn.server import ServerState
+    def call_later(self, delay: float, callback: Callable[..., None], *args: object) -> None:
+        assert delay == 0  # after the next poll of the sockets, not before
+        self.later.append((callback, args))
 
-    from app.http.protocol import RELIED_ON
+    def turn(self) -> None:
+        due, self.later = self.later, []
+        for callback, args in due:
+            callback(*args)
 
-    config = uvicorn.Config(app=lambda scope, receive, send: None, http="httptools")
-    config.load()
-    loop = asyncio.new_event_loop()
-    try:
-        protocol = HttpToolsProtocol(config, ServerState(), {}, _loop=loop)
-        cycle = RequestResponseCycle(
-            scope={}, transport=None, flow=None, logger=None, access_logger=None,  # type: ignore[arg-type,typeddict-item]
-            access_log=False, default_headers=[], message_event=asyncio.Event(),
-            expect_100_continue=False, keep_alive=True, on_response=lambda: None)
-        owners = {"cycle": cycle, "config": config}
-        for name in RELIED_ON:
-            owner, _, attribute = name.rpartition(".")
-            assert hasattr(owners[owner] if owner else protocol, attribute), name
-    finally:
-        loop.close()
+
+class _Connection:
+    max_unauthenticated = 1
+
+    def __init__(self, name: str, loop: _Loop, shed: list[str], answering: bool = False):
+        self.name, self.loop, self._shed, self._answering = name, loop, shed, answering
+
+    def answering(self) -> bool:
+        return self._answering
+
+    def shed(self) -> None:
+        self._shed.append(self.name)
+
+
+def test_the_sweep_closes_the_oldest_read_once_and_not_being_answered() -> None:
+    from app.http.protocol import _Doors
+
+    doors, loop, shed = _Doors(), _Loop(), list[str]()
+    c1, c2, c3, c4 = (_Connection(n, loop, shed, answering=n == "c2")
+                      for n in ("c1", "c2", "c3", "c4"))
+    for c in (c1, c2):
+        doors.arrive(c)  # type: ignore[arg-type]
+    assert shed == [] and len(loop.later) == 1  # over the cap: a sweep after the next poll
+    for c in (c3, c4):
+        doors.arrive(c)  # type: ignore[arg-type]  # came after the sweep was set: not read yet
+    assert len(loop.later) == 1
+    loop.turn()
+    assert shed == ["c1"]  # c2 is being answered; c3 and c4 wait for the next sweep
+    loop.turn()
+    assert shed == ["c1", "c3", "c4"]
+    assert list(doors.waiting) == [c2] and loop.later == []
