@@ -116,7 +116,6 @@ class _HeldFlow(FlowControl):
 
 SHED = _response(503, "Service Unavailable", "Service Unavailable: too many connections "
                  "without an authenticated request; the oldest are closed first")
-FULL = "Service Unavailable: too many authenticated connections or requests in flight"
 
 
 class _Doors:
