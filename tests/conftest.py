@@ -20,6 +20,7 @@ SERIAL: dict[str, str] = {
     "tests/service/test_healthz_under_worst_cases.py": "/healthz must answer within a second",
     "tests/service/test_cancel.py": "the work must stop within half a second of a cancel",
     "tests/service/test_http_limits.py": "slow clients are timed byte by byte",
+    "tests/service/test_http_connection_floods.py": "300 connections held by a racing thread",
     "tests/security/test_attacks.py::test_opening_a_fifo_returns_at_once": "a 1.8 s watchdog",
 }
 

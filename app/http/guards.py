@@ -5,6 +5,10 @@ Small pure-ASGI middlewares, outermost first (`app.http.factory.build_app` stack
    (421), a present Origin must be loopback or listed (403).
 2. `BearerAuth` - when a token is required, /mcp needs it (401); the token is read from
    its holder on every request, so a reload that read a rotated token file applies at once.
+   A request that passes tells its connection so (the `DOOR` extension of
+   `app.http.protocol`): the connection leaves the pool of connections without an
+   authenticated request, and the request counts as in flight until it is done (503 when
+   either cap is reached).
 3. `app.http.body.BodyLimit` - requests above the limit get 413 before anything
    reads them.
 4. `TrimMcpHeaders` - `Mcp-Method`/`Mcp-Name` without surrounding whitespace.
@@ -23,6 +27,11 @@ from urllib.parse import urlsplit
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app.security.tokenfile import TokenHolder
+
+# The ASGI extension `app.http.protocol.LimitedHttpToolsProtocol` puts in each request's
+# scope: a callable the token check calls once the request passed it, returning what to call
+# when the request is done, or None when no place is left (answer 503).
+DOOR = "loomfs.authenticated"
 
 
 def split_host(value: str) -> str:
@@ -124,18 +133,35 @@ class BearerAuth:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         expected = self.token.current  # once per request: a rotation never splits one
-        if expected is not None and scope["type"] == "http":
-            path = scope.get("path", "")
-            guarded = path == self.prefix or path.startswith(self.prefix + "/")
-            if guarded and not self.authorized(header(scope, b"authorization"), expected):
-                await plain(
-                    send,
-                    401,
-                    "Unauthorized: a valid bearer token is required",
-                    [(b"www-authenticate", b'Bearer realm="loom-fs-mcp"')],
-                )
-                return
-        await self.app(scope, receive, send)
+        path = scope.get("path", "")
+        guarded = scope["type"] == "http" and (
+            path == self.prefix or path.startswith(self.prefix + "/"))
+        if not guarded:
+            await self.app(scope, receive, send)
+            return
+        if expected is not None and not self.authorized(header(scope, b"authorization"),
+                                                        expected):
+            await plain(
+                send,
+                401,
+                "Unauthorized: a valid bearer token is required",
+                [(b"www-authenticate", b'Bearer realm="loom-fs-mcp"')],
+            )
+            return
+        door = scope.get("extensions", {}).get(DOOR)
+        done = door() if door is not None else _nothing
+        if done is None:
+            await plain(send, 503, "Service Unavailable: too many authenticated connections "
+                        "or requests in flight")
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            done()
+
+
+def _nothing() -> None:
+    return None
 
 
 class TrimMcpHeaders:

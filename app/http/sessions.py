@@ -15,10 +15,17 @@ session id of its own.
   never made a call after `initialize`, then the longest idle among those
   whose last call ended over `PROTECTED_FOR` ago. A session with a call in
   flight, or whose last call ended within `PROTECTED_FOR`, is never evicted;
-  when every session is such, the newcomer gets 503 with `Retry-After` (the
-  seconds until one can be evicted). A call is a POST in the session answered
-  200 (a JSON-RPC request; notifications are answered 202); an open GET stream
-  is not a call.
+  when every session is such, the newcomer gets 503 with `Retry-After`. A call
+  is a POST in the session answered 200 (a JSON-RPC request; notifications are
+  answered 202); an open GET stream is not a call.
+- `Retry-After` is a moment a retry can succeed, kept: the first refusal picks
+  the session whose protection ends soonest (the least recently used) and
+  promises its slot at that moment; calls it makes after that no longer
+  extend its protection past it, and every newcomer refused meanwhile is told
+  the same moment. (It was the protection's remaining time, recomputed at each
+  refusal: with every session used every 20 s it counted 60, 57, ... 39, then
+  57 again, and 25 of 25 tries over 75 s were refused.) Only a call in flight
+  at that moment keeps the promised session; the next refusal promises anew.
 
 The SDK's session table and admission hook are reached through `app.sdk`.
 """
@@ -64,6 +71,7 @@ class SessionPolicy:
         self.clock = clock
         self.uses: dict[str, _Use] = {}
         self.unrecorded: dict[str, float] = {}  # session id -> when first seen without a record
+        self.promise: tuple[float, str] | None = None  # (when, session): a slot told to a retry
         admit = sdk.admission(manager)
 
         def admit_or_evict(requestor: Any) -> Any:
@@ -112,20 +120,50 @@ class SessionPolicy:
         for pool in (never, idle):
             if pool:
                 return min(pool)[1]
-        return None
+        return self._promised(now, table)
+
+    def _promised(self, now: float, table: Any) -> str | None:
+        """The session whose slot a `Retry-After` promised, once that moment has come and
+        unless a call is in flight in it."""
+        if self.promise is None:
+            return None
+        when, sid = self.promise
+        if sid not in table:
+            self.promise = None  # gone on its own: its slot is free
+            return None
+        use = self.uses.get(sid)
+        if now < when or (use is not None and use.busy):
+            return None
+        self.promise = None
+        return sid
 
     def retry_after(self) -> int:
-        """Whole seconds until some session can be evicted (a call in flight: a full minute)."""
+        """Whole seconds until the promised slot can be had: the promise made by an earlier
+        refusal, else a new one on the session whose protection ends soonest (every session
+        with a call in flight: a full minute, promising nothing)."""
         now = self.clock()
-        uses = [self.uses.get(sid) for sid in sdk.session_table(self.manager)]
-        waits = [use.last_call + PROTECTED_FOR - now for use in uses
-                 if use is not None and not use.busy and use.last_call is not None]
-        return max(1, math.ceil(min(waits, default=PROTECTED_FOR)))
+        table = sdk.session_table(self.manager)
+        if self.promise is not None and self.promise[1] in table and self.promise[0] > now:
+            return max(1, math.ceil(self.promise[0] - now))
+        ends: list[tuple[float, str]] = []
+        for sid in table:
+            use = self.uses.get(sid)
+            if use is None:  # still opening: counts as never used after the grace
+                ends.append((self.unrecorded.get(sid, now) + OPENING_GRACE, sid))
+            elif not use.busy and use.last_call is not None:
+                ends.append((use.last_call + PROTECTED_FOR, sid))
+        if not ends:
+            self.promise = None
+            return math.ceil(PROTECTED_FOR)
+        self.promise = min(ends)
+        return max(1, math.ceil(self.promise[0] - now))
 
     def _evict(self, session_id: str) -> None:
         manager = self.manager
         transport = sdk.forget_session(manager, session_id)
         self.uses.pop(session_id, None)
+        if self.promise is not None and self.promise[1] == session_id:
+            self.promise = None
         # Its id answers 404 at once; ending its idle scope ends its server task, which
         # terminates the transport (the scope is set whenever there is an idle timeout).
         if transport is not None and transport.idle_scope is not None:

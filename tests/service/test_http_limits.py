@@ -25,8 +25,11 @@ from app.http.limits import (
     LimitedHttpToolsProtocol,
     uvicorn_limits,
 )
+from benchmarks._floods import open_session, probe
 from tests.live import INIT_REQUEST, MCP_POST_HEADERS, LiveServer, live_server
 from tests.service.test_cli_http import free_port, spawn_http, wait_healthy
+
+TOKEN = "limits-token"
 
 
 def _initialize(client: httpx.Client, url: str) -> str:
@@ -125,13 +128,15 @@ def test_headers_under_the_cap_are_served(live: LiveServer) -> None:
 
 class _Quick(LimitedHttpToolsProtocol):
     head_timeout = 0.5
+    unauthenticated_head_timeout = 0.5
     body_timeout = 0.5
+    max_connections = 2
 
 
 @pytest.fixture
 def quick(one_root_config: Callable[..., Path]) -> Iterator[LiveServer]:
-    options = {**uvicorn_limits(_Quick), "limit_concurrency": 6}
-    with live_server(one_root_config(), uvicorn_options=options) as srv:
+    with live_server(one_root_config(), token=TOKEN,
+                     uvicorn_options=uvicorn_limits(_Quick)) as srv:
         yield srv
 
 
@@ -163,7 +168,7 @@ def _dropped_within(s: socket.socket, drip: bytes, seconds: float) -> tuple[floa
         (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\n", b"X-Slow: 1\r\n"),
         # a head in full, then a body trickled
         (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-         b"Content-Length: 100000\r\n\r\n", b"{"),
+         b"Authorization: Bearer limits-token\r\nContent-Length: 100000\r\n\r\n", b"{"),
         # a connection that says nothing
         (b"", b""),
     ],
@@ -177,22 +182,31 @@ def test_slow_senders_are_dropped(quick: LiveServer, opening: bytes, drip: bytes
     assert answer == b"" or answer.startswith(b"HTTP/1.1 408 "), answer[:200]
 
 
-def test_the_connection_cap_holds_and_frees_as_slow_clients_are_dropped(
+def test_the_authenticated_cap_holds_and_frees_as_its_connections_close(
     quick: LiveServer,
 ) -> None:
-    held = [socket.create_connection(("127.0.0.1", quick.port)) for _ in range(8)]
+    sid = open_session(quick.port, TOKEN)
+    body = b'{"jsonrpc":"2.0","id":2,"method":"ping"}'
+    ping = (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + TOKEN.encode()
+            + b"\r\nContent-Type: application/json\r\nAccept: application/json, "
+            b"text/event-stream\r\nmcp-session-id: " + sid.encode()
+            + b"\r\nmcp-protocol-version: 2025-11-25\r\nContent-Length: %d\r\n\r\n" % len(body)
+            + body)
+    held = [socket.create_connection(("127.0.0.1", quick.port), timeout=10) for _ in range(2)]
     try:
-        time.sleep(0.1)
-        assert httpx.get(f"{quick.base}/healthz", timeout=5).status_code == 503
-        # Past the head timeout (0.5 s) the silent ones are gone; a loaded machine may
-        # fire the timers late, so wait for it up to a few seconds.
-        deadline = time.monotonic() + 5
-        while httpx.get(f"{quick.base}/healthz", timeout=5).status_code != 200:
-            assert time.monotonic() < deadline, "the silent connections were never dropped"
-            time.sleep(0.2)
+        for s in held:  # two authenticated keep-alive connections: the cap (2)
+            s.sendall(ping)
+            assert s.recv(4096).startswith(b"HTTP/1.1 200 ")
+        assert probe(quick.port, TOKEN, sid) == 503
+        assert probe(quick.port, "wrong", sid) == 401  # the token check comes first
     finally:
         for s in held:
             s.close()
+    # Their places free when they close (a loaded machine may notice late: wait a little).
+    deadline = time.monotonic() + 5
+    while probe(quick.port, TOKEN, sid) != 200:
+        assert time.monotonic() < deadline, "the closed connections kept their places"
+        time.sleep(0.1)
 
 
 def test_shipped_timeouts_are_seconds_not_minutes() -> None:

@@ -142,6 +142,40 @@ def test_when_every_session_was_used_within_a_minute_the_newcomer_gets_503_and_r
         assert all(_ping(c, srv, sid) == 200 for sid in used)
 
 
+@pytest.mark.parametrize("touch_every", [20.0, 5.0, 59.0])
+def test_the_retry_after_given_is_honoured_while_every_session_keeps_being_used(
+    one_root_config: Callable[..., Path], touch_every: float
+) -> None:
+    """Every session touched every `touch_every` s: the newcomer's retry, that many seconds
+    later, succeeds. It was a countdown that restarted (60, 57, ... 39, then 57 again) and
+    25 of 25 tries over 75 s were refused."""
+    with live_server(one_root_config(), max_sessions=3) as srv, httpx.Client(timeout=30) as c:
+        clock = _Clock()
+        session_policy(srv.app).clock = clock
+        used = []
+        for _ in range(3):
+            used.append(_open(c, srv))
+            _used(c, srv, used[-1])
+            clock.now += 1
+        touched = {sid: clock.now - 3 + n for n, sid in enumerate(used)}
+        r = c.post(srv.url, json=INIT_REQUEST, headers=MCP_POST_HEADERS)
+        assert r.status_code == 503, r.text
+        retry_at = clock.now + int(r.headers["retry-after"])
+        promised = [retry_at]
+        while clock.now < retry_at:  # every session keeps being used until the retry
+            clock.now = min(retry_at, clock.now + 1)
+            for sid in used:
+                if clock.now - touched[sid] >= touch_every:
+                    _used(c, srv, sid)
+                    touched[sid] = clock.now
+            if clock.now < retry_at:  # a newcomer meanwhile is told the same moment
+                again = c.post(srv.url, json=INIT_REQUEST, headers=MCP_POST_HEADERS)
+                assert again.status_code == 503, again.text
+                promised.append(clock.now + int(again.headers["retry-after"]))
+        assert set(promised) == {retry_at}, "Retry-After counted down to a moment that moved"
+        assert _open(c, srv) not in used  # the retry, on time, gets a session
+
+
 def test_the_order_of_eviction_never_used_first_then_longest_idle_over_a_minute(
     one_root_config: Callable[..., Path],
 ) -> None:

@@ -28,6 +28,7 @@ import pytest
 from mcp import ClientSession
 from mcp.client.streamable_http import streamable_http_client
 
+from benchmarks._floods import open_session, probe
 from benchmarks.worst_cases_http import TOKEN
 from benchmarks.worst_cases_http import server as _serving
 from tests.live import INIT_REQUEST, env_without_loomfs
@@ -65,11 +66,18 @@ def configured(key: str) -> int:
 HEAD = "request head (request line, headers, empty lines before it)"
 FRAMING = "framing of one request (its head, chunk-size lines, chunk extensions, trailers)"
 BODY = "request body"
-HEAD_DEADLINE = "head deadline (from the connection, or the first byte of a keep-alive request)"
+FIRST_HEAD_DEADLINE = ("head deadline before a request on the connection passed the token "
+                       "check (from the connection, or the first byte of the next request)")
+HEAD_DEADLINE = ("head deadline on an authenticated connection (from the first byte of a "
+                 "keep-alive request)")
 BODY_DEADLINE = "body deadline (from the end of its head)"
 UNREAD = "an answer left unread"
-KEEP_ALIVE = "idle keep-alive connection"
-CONNECTIONS = "open connections (a request's own included) or requests in flight"
+KEEP_ALIVE = "idle keep-alive connection, authenticated"
+FIRST_KEEP_ALIVE = "idle keep-alive connection, before an authenticated request"
+CONNECTIONS = ("authenticated connections (a request on them passed the token check), and "
+               "`/mcp` requests past it in flight")
+UNAUTHENTICATED = ("connections before an authenticated request (silent, trickling, or "
+                   "refused with 401)")
 SESSIONS = "sessions"
 SESSION_IDLE = "session without a request in flight (an open GET stream counts as one)"
 PROTECTED = "a session whose last call ended within"
@@ -78,8 +86,9 @@ STDIO_OWED = "stdio requests taken and not yet answered"
 
 
 def test_every_row_of_the_table_is_checked_here() -> None:
-    checked = {HEAD, FRAMING, BODY, HEAD_DEADLINE, BODY_DEADLINE, UNREAD, KEEP_ALIVE,
-               CONNECTIONS, SESSIONS, SESSION_IDLE, PROTECTED, STDIO_LINE, STDIO_OWED}
+    checked = {HEAD, FRAMING, BODY, FIRST_HEAD_DEADLINE, HEAD_DEADLINE, BODY_DEADLINE, UNREAD,
+               KEEP_ALIVE, FIRST_KEEP_ALIVE, CONNECTIONS, UNAUTHENTICATED, SESSIONS,
+               SESSION_IDLE, PROTECTED, STDIO_LINE, STDIO_OWED}
     assert set(SERVICE) - {"limit", "---"} == checked
     assert SERVICE[BODY] == "twice the largest `max_read_bytes` plus 1 MiB"
     assert SERVICE[STDIO_LINE] == "the request body limit"
@@ -195,17 +204,43 @@ async def test_the_body_limit_as_shipped(shipped: tuple[subprocess.Popen[bytes],
     assert _status(_answers(port, whole)) == 400
 
 
-def test_the_connection_cap_as_shipped(shipped: tuple[subprocess.Popen[bytes], int]) -> None:
+def _ping(sid: str, request_id: int) -> bytes:
+    body = b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % request_id
+    return (b"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer " + TOKEN.encode()
+            + b"\r\nContent-Type: application/json\r\nAccept: application/json, "
+            b"text/event-stream\r\nmcp-session-id: " + sid.encode()
+            + b"\r\nmcp-protocol-version: 2025-11-25\r\nContent-Length: %d\r\n\r\n" % len(body)
+            + body)
+
+
+def test_the_authenticated_connection_cap_as_shipped(
+    shipped: tuple[subprocess.Popen[bytes], int],
+) -> None:
     _, port = shipped
     cap = int(documented(CONNECTIONS))
-    probe = b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
-    held = [socket.create_connection(("127.0.0.1", port)) for _ in range(cap - 2)]
+    sid = open_session(port, TOKEN)
+    held = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(cap)]
     try:
-        time.sleep(0.3)
-        assert _status(_answers(port, probe)) == 200  # cap - 1 open, this one included
-        held.append(socket.create_connection(("127.0.0.1", port)))
-        time.sleep(0.3)
-        assert _status(_answers(port, probe)) == 503  # cap open, this one included
+        for n, s in enumerate(held):  # all sent first: each answer starts a 5 s keep-alive
+            s.sendall(_ping(sid, 10 + n))
+        assert all(s.recv(4096).startswith(b"HTTP/1.1 200 ") for s in held)
+        assert probe(port, TOKEN, sid) == 503  # cap authenticated, kept alive
+    finally:
+        for s in held:
+            s.close()
+
+
+def test_the_cap_before_an_authenticated_request_as_shipped(
+    shipped: tuple[subprocess.Popen[bytes], int],
+) -> None:
+    _, port = shipped
+    cap = int(documented(UNAUTHENTICATED))
+    held = [socket.create_connection(("127.0.0.1", port), timeout=30) for _ in range(cap + 3)]
+    try:
+        for s in held[:3]:  # the oldest three make room: told why, then closed
+            assert _status(s.recv(4096)) == 503
+        sid = open_session(port, TOKEN)  # a newcomer with the token gets in
+        assert probe(port, TOKEN, sid) == 200
     finally:
         for s in held:
             s.close()
@@ -223,19 +258,53 @@ def _closed_after(port: int, opening: bytes) -> tuple[float, bytes]:
         return time.monotonic() - t0, answer
 
 
-def test_the_head_deadline_as_shipped(shipped: tuple[subprocess.Popen[bytes], int]) -> None:
+def _authenticated_then(port: int, then: bytes) -> tuple[float, bytes]:
+    """A ping with the token on a new connection, then `then`; (seconds from the ping's
+    answer until the server closed, what it answered after the ping)."""
+    sid = open_session(port, TOKEN)
+    with socket.create_connection(("127.0.0.1", port), timeout=60) as s:
+        s.sendall(_ping(sid, 2))
+        got = b""
+        while b"\r\n\r\n" not in got:
+            got += s.recv(4096)
+        head, _, body = got.partition(b"\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 "), head
+        length = re.search(rb"content-length: (\d+)", head, re.IGNORECASE)
+        assert length, head  # a JSON answer, its length given
+        while len(body) < int(length.group(1)):
+            body += s.recv(4096)
+        t0 = time.monotonic()
+        s.sendall(then)
+        answer = b""
+        with contextlib.suppress(OSError):
+            while chunk := s.recv(1 << 16):
+                answer += chunk
+        return time.monotonic() - t0, answer
+
+
+def test_the_head_deadlines_as_shipped(shipped: tuple[subprocess.Popen[bytes], int]) -> None:
     _, port = shipped
-    deadline = documented(HEAD_DEADLINE)
+    first = documented(FIRST_HEAD_DEADLINE)
     took, answer = _closed_after(port, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
-    assert deadline - 1 <= took <= deadline + 5, took
+    assert first - 1 <= took <= first + 3, took
+    assert _status(answer) == 408
+    later = documented(HEAD_DEADLINE)
+    took, answer = _authenticated_then(port, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n")
+    assert later - 1 <= took <= later + 5, took
     assert _status(answer) == 408
 
 
-def test_the_keep_alive_timeout_as_shipped(shipped: tuple[subprocess.Popen[bytes], int]) -> None:
+def test_the_keep_alive_timeouts_as_shipped(
+    shipped: tuple[subprocess.Popen[bytes], int],
+) -> None:
     _, port = shipped
-    idle = documented(KEEP_ALIVE)
+    first = documented(FIRST_KEEP_ALIVE)
     took, answer = _closed_after(port, b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
     assert _status(answer) == 200
+    assert first - 1 <= took <= first + 2, took
+    idle = documented(KEEP_ALIVE)
+    took, answer = _authenticated_then(port, b"")
+    assert answer == b""
     assert idle - 1 <= took <= idle + 5, took
 
 
@@ -302,7 +371,10 @@ print(json.dumps({{
     "max_head": protocol.max_head, "max_framing": protocol.max_framing,
     "head_timeout": protocol.head_timeout, "body_timeout": protocol.body_timeout,
     "answer_timeout": protocol.answer_timeout, "keep_alive": config.timeout_keep_alive,
-    "connections": config.limit_concurrency, "sessions": manager.max_sessions,
+    "first_head_timeout": protocol.unauthenticated_head_timeout,
+    "first_keep_alive": protocol.unauthenticated_keep_alive,
+    "connections": protocol.max_connections, "unauthenticated": protocol.max_unauthenticated,
+    "uvicorn_cap": config.limit_concurrency, "sessions": manager.max_sessions,
     "session_idle": manager.session_idle_timeout, "protected": sessions.PROTECTED_FOR,
     "stdio_owed": Intake().limit,
 }}))
@@ -319,7 +391,10 @@ def test_what_the_startup_path_builds_is_what_the_docs_say(roots: Path) -> None:
         "max_head": documented(HEAD), "max_framing": documented(FRAMING),
         "head_timeout": documented(HEAD_DEADLINE), "body_timeout": documented(BODY_DEADLINE),
         "answer_timeout": documented(UNREAD), "keep_alive": documented(KEEP_ALIVE),
-        "connections": documented(CONNECTIONS), "sessions": documented(SESSIONS),
+        "first_head_timeout": documented(FIRST_HEAD_DEADLINE),
+        "first_keep_alive": documented(FIRST_KEEP_ALIVE),
+        "connections": documented(CONNECTIONS), "unauthenticated": documented(UNAUTHENTICATED),
+        "uvicorn_cap": None, "sessions": documented(SESSIONS),
         "session_idle": documented(SESSION_IDLE), "protected": documented(PROTECTED),
         "stdio_owed": documented(STDIO_OWED),
     }
