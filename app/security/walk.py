@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from operator import attrgetter
 from typing import NamedTuple
 
+from app.security.handles import Descent
 from app.security.resolve import DIR_FLAGS, SecureRoot
 
 FILE, DIR, SYMLINK, OTHER = "file", "dir", "symlink", "other"
@@ -219,3 +220,46 @@ class Walker:
                     held.add(mine)  # closed once its last subdirectory is open
                 else:
                     os.close(fd)
+
+
+class TooManyEntries(Exception):
+    """`deeper_than` looked at more entries than it was allowed to."""
+
+
+def _no_check() -> None:
+    return None
+
+
+def deeper_than(
+    top: int, levels: int, *, max_entries: int, check: Callable[[], None] = _no_check
+) -> bool:
+    """Whether any entry below the folder `top` lies more than `levels` levels below it
+    (its children are 1 level below). Every entry counts, denied or not: a move carries
+    hidden entries too.
+
+    Depth first, one handle per level carried down (`Descent`: each folder opened once,
+    from its parent's handle, no link followed), and it stops at the first entry past
+    `levels`: at most `levels` + 1 handles held and no folder deeper than `levels`
+    opened. `check` runs before each folder is listed. OSError when a folder cannot be
+    opened or listed (the caller refuses: not having looked is not having found nothing);
+    `TooManyEntries` past `max_entries` entries."""
+    seen = 0
+    todo: list[list[str]] = []  # per level, the subfolders still to enter
+    with Descent(top) as path:
+        while True:
+            check()
+            with os.scandir(path.fd) as it:
+                entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+            seen += len(entries)
+            if seen > max_entries:
+                raise TooManyEntries()
+            if entries and path.depth + 1 > levels:
+                return True
+            todo.append([name for name, is_dir in entries if is_dir])
+            while todo and not todo[-1]:
+                todo.pop()
+                if todo:
+                    path.leave()
+            if not todo:
+                return False
+            path.enter(todo[-1].pop())

@@ -29,11 +29,12 @@ import stat as stat_mod
 
 from pydantic import BaseModel
 
-from app.errors import IsSymlink, LoomError, NotFound, os_error
+from app.errors import IsSymlink, LoomError, NotFound, TooDeep, os_error
 from app.fs.change import copy_tree
 from app.fs.change.copying import Copied, copy_one
 from app.fs.change.move import exists_error, open_destination
 from app.fs.control import Control, NoControl, Pay
+from app.security.paths import MAX_DEPTH
 from app.security.resolve import SecureRoot
 
 
@@ -75,6 +76,12 @@ def copy_file(
                 raise NotFound(f"no such file or directory: '{src.rel}'")
             if stat_mod.S_ISLNK(st.st_mode):
                 raise IsSymlink(f"'{src.rel}' is a symbolic link; links are never copied")
+            if len(dst.target_parts) > MAX_DEPTH:
+                err = TooDeep(f"cannot copy '{src.rel}' to '{dst.rel}': it would lie "
+                              f"{len(dst.target_parts)} levels below the root (the server "
+                              f"makes paths at most {MAX_DEPTH} levels deep); nothing was copied")
+                dst_root.record("DENY", dst.rel, op, err)
+                raise err
             if stat_mod.S_ISDIR(st.st_mode):
                 note = copy_tree.copy_folder(src_root, src, dst_root, dst, control, done)
                 return CopyResult(source=src.rel, destination=dst.rel, type="dir",

@@ -25,13 +25,21 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from app.errors import AlreadyExists, BadArgument, DeniedName, LoomError, OSRefusal, os_error
+from app.errors import (
+    AlreadyExists,
+    BadArgument,
+    DeniedName,
+    LoomError,
+    OSRefusal,
+    TooDeep,
+    os_error,
+)
 from app.fs.change.atomic import fsync_dir
 from app.fs.change.copying import MAX_COPY_BYTES, Copied, copy_one
 from app.fs.change.locks import changing
 from app.fs.control import Control
 from app.security.handles import open_below
-from app.security.paths import join
+from app.security.paths import MAX_DEPTH, join
 from app.security.resolve import DIR_FLAGS, Parent, SecureRoot
 from app.security.walk import DIR, FILE, SYMLINK, Walker, kind_of_entry
 
@@ -57,10 +65,13 @@ class _Plan:
     cut: str | None = None  # why the plan stops short
 
 
-def _plan(root: SecureRoot, src: Parent, mode: int, control: Control) -> _Plan:
+def _plan(root: SecureRoot, src: Parent, dst: Parent, mode: int, control: Control) -> _Plan:
+    """What to copy; TooDeep when an entry would lie past MAX_DEPTH at the destination (the
+    walk goes no deeper than that)."""
     top = src.target_parts
     plan = _Plan(dirs=[((), mode)])
-    walker = Walker(root, top)
+    allowance = MAX_DEPTH - len(dst.target_parts)  # levels the copy may hold below its top
+    walker = Walker(root, top, max_depth=allowance + 1)
     for d in walker.dirs():
         control.check()
         if walker.unreadable_dirs:
@@ -68,6 +79,12 @@ def _plan(root: SecureRoot, src: Parent, mode: int, control: Control) -> _Plan:
         below = d.parts[len(top) :]
         for entry in d.entries:
             kind = kind_of_entry(entry)
+            if d.depth > allowance and kind in (DIR, FILE):
+                raise TooDeep(
+                    f"cannot copy '{src.rel}' to '{dst.rel}': what it holds would lie more "
+                    f"than {MAX_DEPTH} levels below the root (the server makes paths at most "
+                    f"{MAX_DEPTH} levels deep); nothing was copied"
+                )
             if kind == DIR:
                 plan.dirs.append(((*below, entry.name), entry.stat(follow_symlinks=False).st_mode))
             elif kind == FILE:
@@ -201,7 +218,11 @@ def copy_folder(
         src.target_parts
     ):
         raise BadArgument(f"cannot copy '{src.rel}' into itself ('{dst.rel}')")
-    plan = _plan(src_root, src, st.st_mode, control)
+    try:
+        plan = _plan(src_root, src, dst, st.st_mode, control)
+    except TooDeep as exc:
+        dst_root.record("DENY", dst.rel, "copy_file", exc)
+        raise
     _check_destination(dst_root, src, dst, plan)
     stopped = _copy_planned(dst_root, src, dst, plan, control, done)
     notes = [x for x in (stopped, plan.cut) if x]

@@ -32,6 +32,7 @@ from app.errors import (
     NotADirectory,
     NotARegularFile,
     NotFound,
+    TooDeep,
     TooLarge,
     os_error,
 )
@@ -40,6 +41,7 @@ from app.fs.change.folders import Made, open_parent_making, undone_on_failure
 from app.fs.change.locks import changing
 from app.fs.change.versions import Keeper
 from app.fs.hashing import matches, sha256_bytes, sha256_fd
+from app.security.paths import check_depth
 from app.security.resolve import FILE_FLAGS, Parent, SecureRoot
 
 
@@ -151,6 +153,16 @@ def encode_content(content: str, root: SecureRoot) -> bytes:
     return data
 
 
+def refuse_deep(root: SecureRoot, parts: tuple[str, ...], op: str) -> None:
+    """`check_depth` on a path this call makes (the request's, then where it resolved to
+    through in-root links), audited."""
+    try:
+        check_depth(len(parts))
+    except TooDeep as exc:
+        root.record("DENY", "/".join(parts), op, exc)
+        raise
+
+
 def _exists(rel: str) -> AlreadyExists:
     return AlreadyExists(f"'{rel}' already exists; pass overwrite=true to replace it")
 
@@ -197,6 +209,7 @@ def write_file(
 ) -> WriteResult:
     op = "write_file"
     parts = root.authorize(path, perm="write", op=op)  # permission before the size complaint
+    refuse_deep(root, parts, op)
     data = encode_content(content, root)
     expected = expected_sha256.lower() if expected_sha256 else None
     if expected is not None:
@@ -208,6 +221,7 @@ def write_file(
     else:
         parent, made = open_parent_making(root, parts, op)
     with parent, undone_on_failure(made):
+        refuse_deep(root, parent.target_parts, op)
         try:
             with changing(parent):
                 keeper = _put(root, parent, data, overwrite, expected)
@@ -227,8 +241,10 @@ def create_directory(root: SecureRoot, path: str) -> DirectoryResult:
     parts = root.authorize(path, perm="write", op=op)
     if not parts:
         return DirectoryResult(path="", created=False)  # the root always exists
+    refuse_deep(root, parts, op)
     parent, made = open_parent_making(root, parts, op)
     with parent, undone_on_failure(made):
+        refuse_deep(root, parent.target_parts, op)
         try:
             os.mkdir(parent.name, 0o777, dir_fd=parent.fd)
         except FileExistsError:

@@ -16,6 +16,7 @@ import pytest
 
 from app.errors import LoomError
 from app.fs.change import atomic, write
+from app.security.paths import MAX_DEPTH
 from tests.security.conftest import make_root
 
 NO_SPACE = "no space left on device"
@@ -120,7 +121,7 @@ def test_a_folder_someone_else_filled_meanwhile_stays(top, monkeypatch):
 
 def test_a_write_that_succeeds_keeps_its_folders_and_a_deep_one_is_made_in_one_pass(top):
     root = make_root(top)
-    deep = "/".join(["n"] * 1500)  # a path near the request limit, made by the choke point
+    deep = "/".join(["n"] * (MAX_DEPTH - 1))  # the deepest folder a write may make
     try:
         assert write.write_file(root, f"{deep}/g.txt", "x\n").created
         assert (top.joinpath(*deep.split("/")) / "g.txt").read_text() == "x\n"
