@@ -40,6 +40,7 @@ from app.fs.change.atomic import Identity, fsync_dir, lstat_at, replace_file
 from app.fs.change.folders import Made, open_parent_making, undone_on_failure
 from app.fs.change.locks import changing
 from app.fs.change.versions import Keeper
+from app.fs.control import Control
 from app.fs.hashing import matches, sha256_bytes, sha256_fd
 from app.security.paths import check_depth
 from app.security.resolve import FILE_FLAGS, Parent, SecureRoot
@@ -206,6 +207,7 @@ def write_file(
     *,
     overwrite: bool = False,
     expected_sha256: str | None = None,
+    control: Control | None = None,
 ) -> WriteResult:
     op = "write_file"
     parts = root.authorize(path, perm="write", op=op)  # permission before the size complaint
@@ -219,7 +221,7 @@ def write_file(
         except NotFound:
             raise FileChanged() from None
     else:
-        parent, made = open_parent_making(root, parts, op)
+        parent, made = open_parent_making(root, parts, op, control)
     with parent, undone_on_failure(made):
         refuse_deep(root, parent.target_parts, op)
         try:
@@ -235,14 +237,17 @@ def write_file(
     )
 
 
-def create_directory(root: SecureRoot, path: str) -> DirectoryResult:
-    """Like `mkdir -p`: missing parents are created, an existing directory is fine."""
+def create_directory(
+    root: SecureRoot, path: str, *, control: Control | None = None
+) -> DirectoryResult:
+    """Like `mkdir -p`: missing parents are created, an existing directory is fine;
+    `control` is checked at each level made."""
     op = "create_directory"
     parts = root.authorize(path, perm="write", op=op)
     if not parts:
         return DirectoryResult(path="", created=False)  # the root always exists
     refuse_deep(root, parts, op)
-    parent, made = open_parent_making(root, parts, op)
+    parent, made = open_parent_making(root, parts, op, control)
     with parent, undone_on_failure(made):
         refuse_deep(root, parent.target_parts, op)
         try:
