@@ -119,7 +119,9 @@ class Walker:
     `examined_entries` counts the visible (not denied) entries of every
     directory listed so far, `dirs_opened` the directories actually opened,
     `skipped_links` the symlinks among the visible entries: a pruned name is
-    in none of them.
+    in none of them. `hidden_entries` counts the entries of listed directories
+    that the rules hide (a denied name, a whole-path rule, the server's own
+    files), each counted, never named.
     """
 
     def __init__(self, root: SecureRoot, start: tuple[str, ...], max_depth: int | None = None,
@@ -132,6 +134,7 @@ class Walker:
         self.unreadable_dirs = 0
         self.dirs_opened = 0
         self.examined_entries = 0
+        self.hidden_entries = 0
 
     def __iter__(self) -> Iterator[WalkEntry]:
         for d in self.dirs():
@@ -183,10 +186,11 @@ class Walker:
             try:
                 try:
                     with os.scandir(fd) as it:
-                        entries = [e for e in it if denied(e.name) is None]
+                        listed = list(it)
                 except OSError:
                     self.unreadable_dirs += 1
                     continue
+                entries = [e for e in listed if denied(e.name) is None]
                 if whole_paths:
                     entries = [e for e in entries if rules.prefixes((*parts, e.name)) is None]
                 # The server's own files under any name (hard links): one set test per
@@ -197,6 +201,7 @@ class Walker:
                     ids = known.ids
                     entries = [e for e in entries if (dev, e.inode()) not in ids]
                 entries.sort(key=_by_name)
+                self.hidden_entries += len(listed) - len(entries)
                 self.examined_entries += len(entries)
                 if keep is not None:
                     entries = keep(parts, fd, entries)

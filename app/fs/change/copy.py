@@ -45,6 +45,9 @@ class CopyResult(BaseModel):
     files: int  # files copied
     bytes: int  # bytes copied (read from the source, written at the destination)
     truncated: bool  # a folder copy stopped short (the note says where and why)
+    # A folder copy's entries that the source root's deny rules hide, left out (counted,
+    # never named): when above 0 the copy is incomplete, though nothing stopped it.
+    hidden: int = 0
     note: str | None = None
     kept_version: str | None = None  # where a replaced destination file went (under the root)
 
@@ -86,7 +89,8 @@ def copy_file(
                 note = copy_tree.copy_folder(src_root, src, dst_root, dst, control, done)
                 return CopyResult(source=src.rel, destination=dst.rel, type="dir",
                                   files=done.files, bytes=done.bytes,
-                                  truncated=note.truncated, note=note.text)
+                                  truncated=note.truncated, hidden=note.hidden,
+                                  note=note.text)
             copy_one(dst_root, src, dst, overwrite=overwrite, control=control, done=done)
         except LoomError:
             raise

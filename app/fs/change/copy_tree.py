@@ -66,6 +66,7 @@ Ident = tuple[int, int]
 class Outcome:
     truncated: bool
     text: str | None
+    hidden: int = 0
 
 
 @dataclass
@@ -76,6 +77,7 @@ class _Plan:
     links: int = 0
     others: int = 0
     cut: str | None = None  # why the plan stops short
+    hidden: int = 0  # entries the source root's rules hide, left out
 
 
 def _plan(root: SecureRoot, src: Parent, dst: Parent, mode: int, control: Control) -> _Plan:
@@ -89,6 +91,7 @@ def _plan(root: SecureRoot, src: Parent, dst: Parent, mode: int, control: Contro
         control.check()
         if walker.unreadable_dirs:
             break
+        plan.hidden = walker.hidden_entries
         below = d.parts[len(top) :]
         for entry in d.entries:
             kind = kind_of_entry(entry)
@@ -304,4 +307,8 @@ def copy_folder(
         notes.append(f"{plan.links} symbolic link(s) not copied (links are never followed)")
     if plan.others:
         notes.append(f"{plan.others} special file(s) not copied")
-    return Outcome(truncated=bool(stopped or plan.cut), text="; ".join(notes) or None)
+    if plan.hidden:
+        notes.insert(0, f"incomplete: {plan.hidden} entr{'y' if plan.hidden == 1 else 'ies'} "
+                        "that the source root's deny rules hide were not copied")
+    return Outcome(truncated=bool(stopped or plan.cut), text="; ".join(notes) or None,
+                   hidden=plan.hidden)
