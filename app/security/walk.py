@@ -119,14 +119,15 @@ class Walker:
     `examined_entries` counts the visible (not denied) entries of every
     directory listed so far, `dirs_opened` the directories actually opened,
     `skipped_links` the symlinks among the visible entries: a pruned name is
-    in none of them. `hidden_entries` counts the entries of listed directories
-    that the rules hide (a denied name, a whole-path rule, the server's own
-    files), each counted, never named.
+    in none of them. With `count_hidden`, `hidden_entries` counts the entries
+    of listed directories that the rules hide (a denied name, a whole-path
+    rule, the server's own files), never naming them.
     """
 
     def __init__(self, root: SecureRoot, start: tuple[str, ...], max_depth: int | None = None,
-                 keep: Keep | None = None):
+                 keep: Keep | None = None, count_hidden: bool = False):
         self.root = root
+        self.count_hidden = count_hidden
         self.start = start
         self.max_depth = max_depth
         self.keep = keep
@@ -163,34 +164,25 @@ class Walker:
         protected = rules.identities
         max_depth = self.max_depth
         keep = self.keep
+        count_hidden = self.count_hidden
         queue: deque[tuple[tuple[str, ...], int, _Held | None]] = deque([(self.start, 0, None)])
         while queue:
             parts, depth, parent = queue.popleft()
-            try:
-                if parent is None:
-                    fd = open_subdir(parts)
-                else:
-                    # From the parent's handle, which stays open until its last subdirectory is.
-                    try:
-                        fd = os.open(parts[-1], DIR_FLAGS, dir_fd=parent.fd)
-                    finally:
-                        parent.waiting -= 1
-                        if not parent.waiting:
-                            held.discard(parent)
-                            os.close(parent.fd)
-            except OSError:
-                self.unreadable_dirs += 1
+            fd = self._open(parts, parent, held, open_subdir)
+            if fd < 0:
                 continue
-            self.dirs_opened += 1
             mine = _Held(fd) if len(held) < MAX_HELD else None
             try:
                 try:
                     with os.scandir(fd) as it:
-                        listed = list(it)
+                        if count_hidden:
+                            listed = list(it)
+                            entries = [e for e in listed if denied(e.name) is None]
+                        else:  # the hot path of every search: no list of its own
+                            entries = [e for e in it if denied(e.name) is None]
                 except OSError:
                     self.unreadable_dirs += 1
                     continue
-                entries = [e for e in listed if denied(e.name) is None]
                 if whole_paths:
                     entries = [e for e in entries if rules.prefixes((*parts, e.name)) is None]
                 # The server's own files under any name (hard links): one set test per
@@ -201,7 +193,8 @@ class Walker:
                     ids = known.ids
                     entries = [e for e in entries if (dev, e.inode()) not in ids]
                 entries.sort(key=_by_name)
-                self.hidden_entries += len(listed) - len(entries)
+                if count_hidden:
+                    self.hidden_entries += len(listed) - len(entries)
                 self.examined_entries += len(entries)
                 if keep is not None:
                     entries = keep(parts, fd, entries)
@@ -225,6 +218,28 @@ class Walker:
                     held.add(mine)  # closed once its last subdirectory is open
                 else:
                     os.close(fd)
+
+
+    def _open(self, parts: tuple[str, ...], parent: _Held | None, held: set[_Held],
+              open_subdir: Callable[[tuple[str, ...]], int]) -> int:
+        """A queued directory, from its parent's handle (which stays open until its last
+        subdirectory is) or else from the root's; -1, counted, when it cannot be opened."""
+        try:
+            if parent is None:
+                fd = open_subdir(parts)
+            else:
+                try:
+                    fd = os.open(parts[-1], DIR_FLAGS, dir_fd=parent.fd)
+                finally:
+                    parent.waiting -= 1
+                    if not parent.waiting:
+                        held.discard(parent)
+                        os.close(parent.fd)
+        except OSError:
+            self.unreadable_dirs += 1
+            return -1
+        self.dirs_opened += 1
+        return fd
 
 
 class TooManyEntries(Exception):

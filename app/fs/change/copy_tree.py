@@ -86,7 +86,7 @@ def _plan(root: SecureRoot, src: Parent, dst: Parent, mode: int, control: Contro
     top = src.target_parts
     plan = _Plan(dirs=[((), mode)])
     allowance = MAX_DEPTH - len(dst.target_parts)  # levels the copy may hold below its top
-    walker = Walker(root, top, max_depth=allowance + 1)
+    walker = Walker(root, top, max_depth=allowance + 1, count_hidden=True)
     for d in walker.dirs():
         control.check()
         if walker.unreadable_dirs:
@@ -308,7 +308,8 @@ def copy_folder(
     if plan.others:
         notes.append(f"{plan.others} special file(s) not copied")
     if plan.hidden:
-        notes.insert(0, f"incomplete: {plan.hidden} entr{'y' if plan.hidden == 1 else 'ies'} "
-                        "that the source root's deny rules hide were not copied")
+        one = plan.hidden == 1
+        notes.insert(0, f"incomplete: {plan.hidden} entr{'y' if one else 'ies'} that the "
+                        f"source root's deny rules hide {'was' if one else 'were'} not copied")
     return Outcome(truncated=bool(stopped or plan.cut), text="; ".join(notes) or None,
                    hidden=plan.hidden)

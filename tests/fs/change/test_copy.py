@@ -214,7 +214,7 @@ def test_a_folder_copy_that_leaves_hidden_entries_out_says_it_is_incomplete(
     if hidden:
         assert out.note is not None and out.note.startswith(
             f"incomplete: {hidden} entr{'y' if hidden == 1 else 'ies'} that the source root's "
-            "deny rules hide were not copied")
+            f"deny rules hide {'was' if hidden == 1 else 'were'} not copied")
         assert ".env" not in out.note and "prod.yaml" not in out.note
     else:
         assert out.note is None
