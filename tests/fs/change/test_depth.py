@@ -16,6 +16,7 @@ from app.errors import OSRefusal, TooDeep
 from app.fs.change import copy, move, write
 from app.security.paths import MAX_DEPTH
 from app.security.resolve import SecureRoot
+from tests.fs.conftest import refusal
 from tests.security.conftest import make_root
 
 
@@ -152,3 +153,23 @@ def test_the_subtree_walk_fails_closed(top, monkeypatch):
         move.move_file(root, "s", "at62/s")
     monkeypatch.setattr("app.security.walk.os.scandir", real)
     assert (top / "s" / "s" / "s" / "leaf.txt").exists()
+
+
+E2E_TOO_DEEP = [
+    ("create_directory", {"path": deep(MAX_DEPTH + 1)}),
+    ("write_file", {"path": deep(MAX_DEPTH + 1), "content": "x"}),
+    ("move_file", {"source": "notes.txt", "destination": deep(MAX_DEPTH + 1)}),
+    ("copy_file", {"source": "dir", "destination": deep(MAX_DEPTH + 1)}),
+]
+
+
+@pytest.mark.parametrize(("tool", "args"), E2E_TOO_DEEP, ids=[t for t, _ in E2E_TOO_DEEP])
+async def test_through_the_server_a_path_past_max_depth_is_a_tool_error(disk, server, tool,
+                                                                        args):
+    if tool in ("move_file", "copy_file"):  # their destination's folder must exist
+        disk.ws.joinpath(*["n"] * MAX_DEPTH).mkdir(parents=True)
+    try:
+        text = await refusal(disk, server, tool, **args)
+        assert "levels below the root" in text and f"at most {MAX_DEPTH} levels" in text
+    finally:
+        subprocess.run(["rm", "-rf", str(disk.ws / "n")], check=True, timeout=60)
