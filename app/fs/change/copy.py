@@ -20,7 +20,10 @@ No overwrite unless asked: `rename_noreplace` decides at the rename. With
 `overwrite=true` only a regular file is replaced, never a directory nor a link,
 and the destination's keys (`app.fs.change.locks`) are held from the first look
 to the rename, as for every change through the server. The destination's folder
-must exist (as with `cp`); a folder is copied only to a new name.
+must exist (as with `cp`); a folder is copied only to a new name. Nothing is
+copied deeper than MAX_DEPTH levels below the destination's root: a file at
+such a path, or a folder holding anything that would lie past it, is refused
+before anything is written.
 """
 
 from __future__ import annotations

@@ -17,6 +17,11 @@ an ancestor (`config` -> `config2`) would carry the denied file to a path the
 pattern no longer matches. Such a move is refused (`app.fs.change.exposure`, which
 fails closed: a folder it cannot look into refuses the move too).
 
+Nothing is moved deeper than MAX_DEPTH levels below the root
+(`refuse_too_deep`): the destination's depth, plus, for a folder going deeper
+than it is, the depth of what it holds, measured by a walk that stops at the
+first entry past the bound and fails closed (`app.security.walk.deeper_than`).
+
 Both entries' keys (`app.fs.change.locks`) are held from the first look to the
 rename, so a move never interleaves with another change of either entry
 through this server (a hash-checked edit of the source, a write at the
