@@ -70,20 +70,20 @@ def test_a_trash_that_is_a_link_is_refused(one_root_config, tree, tmp_path) -> N
 
 
 def test_a_tree_of_any_depth_is_emptied(one_root_config, tree) -> None:
-    """An agent builds a folder deeper than Python's recursion limit (1,200 levels, one
-    create_directory; the request limit allows 2,048) with a file at the bottom, and
-    deletes it: its stamp is measured and emptied like any other, with no recursion and one
-    folder open at a time (a recursive walk ends in RecursionError, and would hold a
+    """A folder deeper than Python's recursion limit (1,200 levels, made outside the server,
+    which makes paths at most MAX_DEPTH deep) with a file at the bottom is deleted: its
+    stamp is measured and emptied like any other, with no recursion and one folder open
+    at a time (a recursive walk ends in RecursionError, and would hold a
     descriptor per level)."""
-    from app.fs.change import trash, write
+    from app.fs.change import trash
     from app.registry import Registry
 
     cfg = one_root_config("workspace")
     root = Registry(str(cfg), audit=False).current.root("main")
     deep = "/".join(["d"] * 1200)
     try:
-        write.create_directory(root, deep)
-        write.write_file(root, f"{deep}/bottom.txt", "x" * 7)
+        subprocess.run(["mkdir", "-p", deep], cwd=tree, check=True, timeout=60)
+        tree.joinpath(*deep.split("/"), "bottom.txt").write_text("x" * 7)
         (tree / "src" / "link_out").symlink_to("/")  # a link beside it, removed as a link
         trash.delete(root, "d")
         trash.delete(root, "src")

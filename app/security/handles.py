@@ -108,6 +108,59 @@ def open_below(top: int, parts: Sequence[str]) -> int:
     return fd
 
 
+class Descent:
+    """Handles down one path from a folder `top`, each opened from the handle above it with
+    no link followed: going down a level opens one folder, going up closes one, and `at`
+    opens only what lies below the part of the path it shares with the current one, so a
+    walk in depth-first order opens every folder once, whatever the depth (never again from
+    the top). `opened` counts the folders it opened. `top` stays the caller's to close."""
+
+    def __init__(self, top: int) -> None:
+        self.fds = [top]
+        self.parts: list[str] = []
+        self.opened = 0
+
+    @property
+    def fd(self) -> int:
+        return self.fds[-1]
+
+    @property
+    def depth(self) -> int:
+        return len(self.parts)
+
+    def enter(self, name: str) -> int:
+        fd = os.open(name, DIR_FLAGS, dir_fd=self.fds[-1])
+        self.opened += 1
+        self.fds.append(fd)
+        self.parts.append(name)
+        return fd
+
+    def leave(self) -> None:
+        self.parts.pop()
+        os.close(self.fds.pop())
+
+    def at(self, parts: Sequence[str]) -> int:
+        """The folder `parts` below `top`."""
+        keep, most = 0, min(len(parts), len(self.parts))
+        while keep < most and parts[keep] == self.parts[keep]:
+            keep += 1
+        while len(self.parts) > keep:
+            self.leave()
+        for name in parts[keep:]:
+            self.enter(name)
+        return self.fds[-1]
+
+    def close(self) -> None:
+        while self.parts:
+            self.leave()
+
+    def __enter__(self) -> Descent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 def check_regular(st: os.stat_result) -> None:
     if not stat_mod.S_ISREG(st.st_mode):
         raise NotARegularFile()
@@ -116,6 +169,7 @@ def check_regular(st: os.stat_result) -> None:
 __all__ = [
     "DIR_FLAGS",
     "FILE_FLAGS",
+    "Descent",
     "DirHandle",
     "OpenedDir",
     "OpenedFile",

@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from operator import attrgetter
 from typing import NamedTuple
 
+from app.security.handles import Descent
 from app.security.resolve import DIR_FLAGS, SecureRoot
 
 FILE, DIR, SYMLINK, OTHER = "file", "dir", "symlink", "other"
@@ -118,12 +119,15 @@ class Walker:
     `examined_entries` counts the visible (not denied) entries of every
     directory listed so far, `dirs_opened` the directories actually opened,
     `skipped_links` the symlinks among the visible entries: a pruned name is
-    in none of them.
+    in none of them. With `count_hidden`, `hidden_entries` counts the entries
+    of listed directories that the rules hide (a denied name, a whole-path
+    rule, the server's own files), never naming them.
     """
 
     def __init__(self, root: SecureRoot, start: tuple[str, ...], max_depth: int | None = None,
-                 keep: Keep | None = None):
+                 keep: Keep | None = None, count_hidden: bool = False):
         self.root = root
+        self.count_hidden = count_hidden
         self.start = start
         self.max_depth = max_depth
         self.keep = keep
@@ -131,6 +135,7 @@ class Walker:
         self.unreadable_dirs = 0
         self.dirs_opened = 0
         self.examined_entries = 0
+        self.hidden_entries = 0
 
     def __iter__(self) -> Iterator[WalkEntry]:
         for d in self.dirs():
@@ -159,30 +164,22 @@ class Walker:
         protected = rules.identities
         max_depth = self.max_depth
         keep = self.keep
+        count_hidden = self.count_hidden
         queue: deque[tuple[tuple[str, ...], int, _Held | None]] = deque([(self.start, 0, None)])
         while queue:
             parts, depth, parent = queue.popleft()
-            try:
-                if parent is None:
-                    fd = open_subdir(parts)
-                else:
-                    # From the parent's handle, which stays open until its last subdirectory is.
-                    try:
-                        fd = os.open(parts[-1], DIR_FLAGS, dir_fd=parent.fd)
-                    finally:
-                        parent.waiting -= 1
-                        if not parent.waiting:
-                            held.discard(parent)
-                            os.close(parent.fd)
-            except OSError:
-                self.unreadable_dirs += 1
+            fd = self._open(parts, parent, held, open_subdir)
+            if fd < 0:
                 continue
-            self.dirs_opened += 1
             mine = _Held(fd) if len(held) < MAX_HELD else None
             try:
                 try:
                     with os.scandir(fd) as it:
-                        entries = [e for e in it if denied(e.name) is None]
+                        if count_hidden:
+                            listed = list(it)
+                            entries = [e for e in listed if denied(e.name) is None]
+                        else:  # the hot path of every search: no list of its own
+                            entries = [e for e in it if denied(e.name) is None]
                 except OSError:
                     self.unreadable_dirs += 1
                     continue
@@ -196,6 +193,8 @@ class Walker:
                     ids = known.ids
                     entries = [e for e in entries if (dev, e.inode()) not in ids]
                 entries.sort(key=_by_name)
+                if count_hidden:
+                    self.hidden_entries += len(listed) - len(entries)
                 self.examined_entries += len(entries)
                 if keep is not None:
                     entries = keep(parts, fd, entries)
@@ -219,3 +218,68 @@ class Walker:
                     held.add(mine)  # closed once its last subdirectory is open
                 else:
                     os.close(fd)
+
+
+    def _open(self, parts: tuple[str, ...], parent: _Held | None, held: set[_Held],
+              open_subdir: Callable[[tuple[str, ...]], int]) -> int:
+        """A queued directory, from its parent's handle (which stays open until its last
+        subdirectory is) or else from the root's; -1, counted, when it cannot be opened."""
+        try:
+            if parent is None:
+                fd = open_subdir(parts)
+            else:
+                try:
+                    fd = os.open(parts[-1], DIR_FLAGS, dir_fd=parent.fd)
+                finally:
+                    parent.waiting -= 1
+                    if not parent.waiting:
+                        held.discard(parent)
+                        os.close(parent.fd)
+        except OSError:
+            self.unreadable_dirs += 1
+            return -1
+        self.dirs_opened += 1
+        return fd
+
+
+class TooManyEntries(Exception):
+    """`deeper_than` looked at more entries than it was allowed to."""
+
+
+def _no_check() -> None:
+    return None
+
+
+def deeper_than(
+    top: int, levels: int, *, max_entries: int, check: Callable[[], None] = _no_check
+) -> bool:
+    """Whether any entry below the folder `top` lies more than `levels` levels below it
+    (its children are 1 level below). Every entry counts, denied or not: a move carries
+    hidden entries too.
+
+    Depth first, one handle per level carried down (`Descent`: each folder opened once,
+    from its parent's handle, no link followed), and it stops at the first entry past
+    `levels`: at most `levels` + 1 handles held and no folder deeper than `levels`
+    opened. `check` runs before each folder is listed. OSError when a folder cannot be
+    opened or listed (the caller refuses: not having looked is not having found nothing);
+    `TooManyEntries` past `max_entries` entries."""
+    seen = 0
+    todo: list[list[str]] = []  # per level, the subfolders still to enter
+    with Descent(top) as path:
+        while True:
+            check()
+            with os.scandir(path.fd) as it:
+                entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
+            seen += len(entries)
+            if seen > max_entries:
+                raise TooManyEntries()
+            if entries and path.depth + 1 > levels:
+                return True
+            todo.append([name for name, is_dir in entries if is_dir])
+            while todo and not todo[-1]:
+                todo.pop()
+                if todo:
+                    path.leave()
+            if not todo:
+                return False
+            path.enter(todo[-1].pop())

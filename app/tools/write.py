@@ -79,7 +79,8 @@ async def write_file(
         return metered(
             call, r, bound, op="write_file", rel=path,
             work=lambda: write_mod.write_file(
-                r, path, content, overwrite=overwrite, expected_sha256=expected_sha256
+                r, path, content, overwrite=overwrite, expected_sha256=expected_sha256,
+                control=call,
             ),
             used=lambda done: done.size,
         )
@@ -138,7 +139,7 @@ async def create_directory(
     """Create a folder and any missing parents, like mkdir -p."""
 
     def work(call: Call) -> DirectoryResult:
-        return write_mod.create_directory(call.root(root), path)
+        return write_mod.create_directory(call.root(root), path, control=call)
 
     return await run(ctx, work)
 

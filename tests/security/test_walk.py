@@ -365,3 +365,72 @@ def test_the_servers_own_files_are_invisible_under_any_name(tmp_path: Path) -> N
     paths = [e.path for e in walker]
     assert paths == ["sub", "sub/copy.txt", "sub/other.txt"]
     assert walker.examined_entries == 3
+
+
+def _counting_opens(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    count = [0]
+    real = os.open
+
+    def counting(path, flags, *a, **kw):
+        if flags & os.O_DIRECTORY:
+            count[0] += 1
+        return real(path, flags, *a, **kw)
+
+    monkeypatch.setattr(os, "open", counting)
+    return count
+
+
+@pytest.mark.parametrize(("levels", "deeper", "most_opens"), [
+    (0, True, 0), (10, True, 10), (119, True, 119), (120, False, 120), (500, False, 120)])
+def test_deeper_than_stops_at_the_first_entry_past_its_levels(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, levels, deeper, most_opens) -> None:
+    """A chain of 120 folders (the last one empty): each folder opened once from its
+    parent's handle, none deeper than `levels`, and none left open."""
+    here = tmp_path / "top"
+    for i in range(120):
+        here = here / f"d{i}"
+    here.mkdir(parents=True)
+    top = os.open(tmp_path / "top", os.O_RDONLY | os.O_DIRECTORY)
+    fds = len(os.listdir("/proc/self/fd"))
+    count = _counting_opens(monkeypatch)
+    try:
+        assert walk_mod.deeper_than(top, levels, max_entries=1000) is deeper
+    finally:
+        monkeypatch.undo()
+        os.close(top)
+    assert count[0] <= most_opens
+    assert len(os.listdir("/proc/self/fd")) == fds - 1
+
+
+def test_deeper_than_counts_every_entry_and_stops_past_its_budget(tmp_path: Path) -> None:
+    (tmp_path / "top" / "a").mkdir(parents=True)
+    for i in range(50):
+        (tmp_path / "top" / "a" / f".env{i}").write_text("")  # denied names count too
+    top = os.open(tmp_path / "top", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert walk_mod.deeper_than(top, 1, max_entries=100) is True
+        assert walk_mod.deeper_than(top, 2, max_entries=100) is False
+        with pytest.raises(walk_mod.TooManyEntries):
+            walk_mod.deeper_than(top, 2, max_entries=40)
+    finally:
+        os.close(top)
+
+
+def test_a_descent_in_depth_first_order_opens_each_folder_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.security.handles import Descent
+
+    paths = [("a",), ("a", "b"), ("a", "b", "c"), ("a", "d"), ("e",), ("e", "f", "g")]
+    for p in paths:
+        tmp_path.joinpath(*p).mkdir(parents=True, exist_ok=True)
+    top = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with Descent(top) as d:
+            for p in paths:
+                fd = d.at(p)
+                assert os.path.samestat(os.fstat(fd), os.stat(tmp_path.joinpath(*p)))
+            assert d.opened == 7  # a, b, c, d, e, f, g: each once
+            d.at(())
+            assert d.fd == top and d.depth == 0
+    finally:
+        os.close(top)

@@ -20,7 +20,10 @@ No overwrite unless asked: `rename_noreplace` decides at the rename. With
 `overwrite=true` only a regular file is replaced, never a directory nor a link,
 and the destination's keys (`app.fs.change.locks`) are held from the first look
 to the rename, as for every change through the server. The destination's folder
-must exist (as with `cp`); a folder is copied only to a new name.
+must exist (as with `cp`); a folder is copied only to a new name. Nothing is
+copied deeper than MAX_DEPTH levels below the destination's root: a file at
+such a path, or a folder holding anything that would lie past it, is refused
+before anything is written.
 """
 
 from __future__ import annotations
@@ -29,11 +32,12 @@ import stat as stat_mod
 
 from pydantic import BaseModel
 
-from app.errors import IsSymlink, LoomError, NotFound, os_error
+from app.errors import IsSymlink, LoomError, NotFound, TooDeep, os_error
 from app.fs.change import copy_tree
 from app.fs.change.copying import Copied, copy_one
 from app.fs.change.move import exists_error, open_destination
 from app.fs.control import Control, NoControl, Pay
+from app.security.paths import MAX_DEPTH
 from app.security.resolve import SecureRoot
 
 
@@ -44,6 +48,9 @@ class CopyResult(BaseModel):
     files: int  # files copied
     bytes: int  # bytes copied (read from the source, written at the destination)
     truncated: bool  # a folder copy stopped short (the note says where and why)
+    # A folder copy's entries that the source root's deny rules hide, left out (counted,
+    # never named): when above 0 the copy is incomplete, though nothing stopped it.
+    hidden: int = 0
     note: str | None = None
     kept_version: str | None = None  # where a replaced destination file went (under the root)
 
@@ -75,11 +82,18 @@ def copy_file(
                 raise NotFound(f"no such file or directory: '{src.rel}'")
             if stat_mod.S_ISLNK(st.st_mode):
                 raise IsSymlink(f"'{src.rel}' is a symbolic link; links are never copied")
+            if len(dst.target_parts) > MAX_DEPTH:
+                err = TooDeep(f"cannot copy '{src.rel}' to '{dst.rel}': it would lie "
+                              f"{len(dst.target_parts)} levels below the root (the server "
+                              f"makes paths at most {MAX_DEPTH} levels deep); nothing was copied")
+                dst_root.record("DENY", dst.rel, op, err)
+                raise err
             if stat_mod.S_ISDIR(st.st_mode):
                 note = copy_tree.copy_folder(src_root, src, dst_root, dst, control, done)
                 return CopyResult(source=src.rel, destination=dst.rel, type="dir",
                                   files=done.files, bytes=done.bytes,
-                                  truncated=note.truncated, note=note.text)
+                                  truncated=note.truncated, hidden=note.hidden,
+                                  note=note.text)
             copy_one(dst_root, src, dst, overwrite=overwrite, control=control, done=done)
         except LoomError:
             raise

@@ -11,13 +11,24 @@ refuses the copy too (fail closed, as `app.fs.change.exposure` does for a move):
 a copy that silently left out what it could not read would look complete.
 
 Then the destination folder is made (it must not exist: a folder is copied only
-to a new name, never merged into one), its subfolders (private until the end,
-when each takes its source's permission bits, deepest first), and each file is
-copied atomically (`app.fs.change.copying.copy_one`). Every folder is opened
-from the copy's own top handles one name at a time with no link followed, on
-either side. Links and special files are not copied, and counted. A crash or
-a failure part way leaves the files already copied, each whole; the answer of
-a failure says where the copy stopped.
+to a new name, never merged into one), and the plan is carried out depth first:
+each subfolder made (private until the copy leaves it, when it takes its
+source's permission bits), then its files, each copied atomically
+(`app.fs.change.copying.copy_one`). On either side the folders are held as one
+path of handles carried down (`app.security.handles.Descent`), each opened once
+from its parent's handle with no link followed, so a tree d levels deep costs
+O(d) opens, not one walk from the top per level; a cancel check comes before
+each folder made and each file. Links and special files are not copied, and
+counted.
+
+A copy stopped by the byte budget keeps the files it copied, each whole, and
+says where it stopped (`truncated`), as does one cut by its caps. Any other
+failure (a full disk, a source changed meanwhile) and a cancel remove what the
+copy made, files (each only while still the file copied) and folders (each
+only while empty), deepest first, then the new top, and the failure is a tool
+error that says where it stopped and why: a later copy to the same name is not
+blocked by a half-made folder. A crash leaves the files already copied, each
+whole.
 """
 
 from __future__ import annotations
@@ -25,13 +36,22 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 
-from app.errors import AlreadyExists, BadArgument, DeniedName, LoomError, OSRefusal, os_error
+from app.errors import (
+    AlreadyExists,
+    BadArgument,
+    BudgetSpent,
+    DeniedName,
+    LoomError,
+    OSRefusal,
+    TooDeep,
+    os_error,
+)
 from app.fs.change.atomic import fsync_dir
 from app.fs.change.copying import MAX_COPY_BYTES, Copied, copy_one
 from app.fs.change.locks import changing
 from app.fs.control import Control
-from app.security.handles import open_below
-from app.security.paths import join
+from app.security.handles import Descent
+from app.security.paths import MAX_DEPTH, join
 from app.security.resolve import DIR_FLAGS, Parent, SecureRoot
 from app.security.walk import DIR, FILE, SYMLINK, Walker, kind_of_entry
 
@@ -39,12 +59,14 @@ MAX_COPY_FILES = 10_000
 MAX_COPY_ENTRIES = 100_000
 
 Parts = tuple[str, ...]
+Ident = tuple[int, int]
 
 
 @dataclass
 class Outcome:
     truncated: bool
     text: str | None
+    hidden: int = 0
 
 
 @dataclass
@@ -55,19 +77,30 @@ class _Plan:
     links: int = 0
     others: int = 0
     cut: str | None = None  # why the plan stops short
+    hidden: int = 0  # entries the source root's rules hide, left out
 
 
-def _plan(root: SecureRoot, src: Parent, mode: int, control: Control) -> _Plan:
+def _plan(root: SecureRoot, src: Parent, dst: Parent, mode: int, control: Control) -> _Plan:
+    """What to copy; TooDeep when an entry would lie past MAX_DEPTH at the destination (the
+    walk goes no deeper than that)."""
     top = src.target_parts
     plan = _Plan(dirs=[((), mode)])
-    walker = Walker(root, top)
+    allowance = MAX_DEPTH - len(dst.target_parts)  # levels the copy may hold below its top
+    walker = Walker(root, top, max_depth=allowance + 1, count_hidden=True)
     for d in walker.dirs():
         control.check()
         if walker.unreadable_dirs:
             break
+        plan.hidden = walker.hidden_entries
         below = d.parts[len(top) :]
         for entry in d.entries:
             kind = kind_of_entry(entry)
+            if d.depth > allowance and kind in (DIR, FILE):
+                raise TooDeep(
+                    f"cannot copy '{src.rel}' to '{dst.rel}': what it holds would lie more "
+                    f"than {MAX_DEPTH} levels below the root (the server makes paths at most "
+                    f"{MAX_DEPTH} levels deep); nothing was copied"
+                )
             if kind == DIR:
                 plan.dirs.append(((*below, entry.name), entry.stat(follow_symlinks=False).st_mode))
             elif kind == FILE:
@@ -109,31 +142,6 @@ def _check_destination(root: SecureRoot, src: Parent, dst: Parent, plan: _Plan) 
             raise err
 
 
-class _Dirs:
-    """Folders below a top handle, opened one name at a time with no link followed; the
-    last one opened is kept (a plan lists the files of one folder together)."""
-
-    def __init__(self, top: int) -> None:
-        self.top = top
-        self.parts: Parts = ()
-        self.fd = -1
-
-    def at(self, parts: Parts) -> int:
-        if not parts:
-            return self.top
-        if self.fd >= 0 and parts == self.parts:
-            return self.fd
-        self.close()
-        fd = open_below(self.top, parts)
-        self.fd, self.parts = fd, parts
-        return fd
-
-    def close(self) -> None:
-        if self.fd >= 0:
-            os.close(self.fd)
-            self.fd = -1
-
-
 def _make_top(dst: Parent, control: Control) -> int:
     with changing(dst, wait=control.check):
         if dst.lstat() is not None:
@@ -148,46 +156,130 @@ def _make_top(dst: Parent, control: Control) -> int:
         return os.open(dst.name, DIR_FLAGS, dir_fd=dst.fd)
 
 
+class _Made:
+    """What one folder copy made below its new top: each folder (depth first) and each file
+    (with its device and inode), so that a failure removes exactly that; and where it is."""
+
+    def __init__(self, top: int) -> None:
+        self.top = _ident(os.fstat(top))
+        self.dirs: list[Parts] = [()]
+        self.files: dict[Parts, list[tuple[str, Ident]]] = {}
+        self.at: Parts = ()  # the folder or file being made
+
+    def remove(self, dst: Parent, top: int) -> bool:
+        """Remove what was made, children before their folder, each file only while still
+        the one copied and each folder only while empty; True when all of it went."""
+        whole = True
+        with Descent(top) as at:
+            for below in reversed(self.dirs):  # reversed depth-first: children first
+                try:
+                    fd = at.at(below)
+                    os.fchmod(fd, 0o700)  # it may have taken a source's read-only bits
+                    for name, ident in self.files.get(below, ()):
+                        if _ident(os.stat(name, dir_fd=fd, follow_symlinks=False)) == ident:
+                            os.unlink(name, dir_fd=fd)
+                    if below:
+                        os.rmdir(below[-1], dir_fd=at.at(below[:-1]))
+                except OSError:
+                    whole = False
+        try:
+            if _ident(os.stat(dst.name, dir_fd=dst.fd, follow_symlinks=False)) != self.top:
+                return False
+            os.rmdir(dst.name, dir_fd=dst.fd)
+        except OSError:
+            return False
+        return whole
+
+
+def _ident(st: os.stat_result) -> Ident:
+    return (st.st_dev, st.st_ino)
+
+
+def _leave_to(dsts: Descent, modes: list[int], parts: Parts) -> None:
+    """Go up to `parts` (on the current path), giving each folder left its source's bits."""
+    while dsts.parts != list(parts):
+        os.fchmod(dsts.fd, modes.pop() & 0o777)
+        dsts.leave()
+
+
+def _fill(
+    root: SecureRoot, src: Parent, dst: Parent, plan: _Plan, control: Control, done: Copied,
+    tops: tuple[int, int], made: _Made,
+) -> str:
+    """Make the folders and copy the files depth first, each folder opened once on either
+    side (`Descent`), a cancel check before each; '' when all went, else where the byte
+    budget stopped it. Other failures raise, `made` saying what there is to remove."""
+    files: dict[Parts, list[str]] = {}
+    for f in plan.files:
+        files.setdefault(f[:-1], []).append(f[-1])
+    stopped = ""
+    modes = [plan.dirs[0][1]]
+    with Descent(tops[0]) as srcs, Descent(tops[1]) as dsts:
+        for below, mode in sorted(plan.dirs):  # tuples sort depth first: parents before
+            control.check()
+            if below:
+                _leave_to(dsts, modes, below[:-1])
+                made.at = below
+                os.mkdir(below[-1], 0o700, dir_fd=dsts.fd)
+                made.dirs.append(below)
+                dsts.enter(below[-1])
+                modes.append(mode)
+            for name in files.get(below, ()):
+                control.check()
+                made.at = (*below, name)
+                s = Parent(srcs.at(below), name, join((*src.rel.split("/"), *made.at)), (),
+                           (*src.target_parts, *made.at))
+                d = Parent(dsts.fd, name, join((*dst.rel.split("/"), *made.at)), (),
+                           (*dst.target_parts, *made.at))
+                try:
+                    copy_one(root, s, d, overwrite=False, control=control, done=done)
+                except BudgetSpent as exc:  # keeps what it copied, each file whole
+                    stopped = f"stopped at '{join(made.at)}': {exc.message}"
+                    break
+                made.files.setdefault(below, []).append(
+                    (name, _ident(os.stat(name, dir_fd=dsts.fd, follow_symlinks=False))))
+            if stopped:
+                break
+        _leave_to(dsts, modes, ())
+    os.fchmod(tops[1], modes[0] & 0o777)
+    return stopped
+
+
 def _copy_planned(
     root: SecureRoot, src: Parent, dst: Parent, plan: _Plan, control: Control, done: Copied
 ) -> str:
-    """Make the folders and copy the files; '' when all went, else where it stopped."""
+    """The copy of what was planned; '' when all went, else where the byte budget stopped
+    it. A failure or a cancel removes what the copy made, then raises: a tool error that
+    says where it stopped and why, or the cancel itself."""
     top_src = os.open(src.name, DIR_FLAGS, dir_fd=src.fd)
     try:
         top_dst = _make_top(dst, control)
     except BaseException:
         os.close(top_src)
         raise
-    srcs, dsts = _Dirs(top_src), _Dirs(top_dst)
-    below: Parts = ()
+    made = _Made(top_dst)
     try:
-        try:
-            for below, _ in plan.dirs[1:]:
-                os.mkdir(below[-1], 0o700, dir_fd=dsts.at(below[:-1]))
-            for below in plan.files:
-                control.check()
-                rel = join((*src.rel.split("/"), *below))
-                s = Parent(srcs.at(below[:-1]), below[-1], rel, (), (*src.target_parts, *below))
-                to = join((*dst.rel.split("/"), *below))
-                d = Parent(dsts.at(below[:-1]), below[-1], to, (), (*dst.target_parts, *below))
-                copy_one(root, s, d, overwrite=False, control=control, done=done)
-            for below, mode in reversed(plan.dirs):
-                fd = os.open(below[-1], DIR_FLAGS, dir_fd=dsts.at(below[:-1])) if below else -1
-                try:
-                    os.fchmod(top_dst if fd < 0 else fd, mode & 0o777)
-                finally:
-                    if fd >= 0:
-                        os.close(fd)
-        except LoomError as exc:
-            return f"stopped at '{join(below)}': {exc.message}"
-        except OSError as exc:
-            return f"stopped at '{join(below)}': {os_error(exc).message}"
+        return _fill(root, src, dst, plan, control, done, (top_src, top_dst), made)
+    except (LoomError, OSError) as exc:
+        err = exc if isinstance(exc, LoomError) else os_error(exc)
+        files = sum(len(v) for v in made.files.values())
+        gone = made.remove(dst, top_dst)
+        err.message = (
+            f"cannot copy '{src.rel}' to '{dst.rel}': stopped at '{join(made.at)}': "
+            f"{err.message}; " + (
+                f"what it had made ({files} file(s)) was removed, nothing is left at "
+                f"'{dst.rel}'" if gone else
+                f"what it had made could not all be removed: '{dst.rel}' holds what is left"
+            )
+        )
+        err.args = (err.message,)
+        raise err from None
+    except BaseException:  # cancelled: nobody waits for an answer, but nothing is left
+        made.remove(dst, top_dst)
+        raise
     finally:
-        srcs.close()
-        dsts.close()
-        os.close(srcs.top)
+        os.close(top_src)
         os.close(top_dst)
-    return ""
 
 
 def copy_folder(
@@ -201,7 +293,11 @@ def copy_folder(
         src.target_parts
     ):
         raise BadArgument(f"cannot copy '{src.rel}' into itself ('{dst.rel}')")
-    plan = _plan(src_root, src, st.st_mode, control)
+    try:
+        plan = _plan(src_root, src, dst, st.st_mode, control)
+    except TooDeep as exc:
+        dst_root.record("DENY", dst.rel, "copy_file", exc)
+        raise
     _check_destination(dst_root, src, dst, plan)
     stopped = _copy_planned(dst_root, src, dst, plan, control, done)
     notes = [x for x in (stopped, plan.cut) if x]
@@ -211,4 +307,9 @@ def copy_folder(
         notes.append(f"{plan.links} symbolic link(s) not copied (links are never followed)")
     if plan.others:
         notes.append(f"{plan.others} special file(s) not copied")
-    return Outcome(truncated=bool(stopped or plan.cut), text="; ".join(notes) or None)
+    if plan.hidden:
+        one = plan.hidden == 1
+        notes.insert(0, f"incomplete: {plan.hidden} entr{'y' if one else 'ies'} that the "
+                        f"source root's deny rules hide {'was' if one else 'were'} not copied")
+    return Outcome(truncated=bool(stopped or plan.cut), text="; ".join(notes) or None,
+                   hidden=plan.hidden)

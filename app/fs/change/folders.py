@@ -1,14 +1,17 @@
 """Folders a change makes on its way (`mkdir -p`), removed again when the change fails.
 
 `write_file d/e/f/g.txt` and `create_directory d/e/f` make the missing folders
-through the choke point (`SecureRoot.open_parent`: permission, confinement and
-deny on each resolved path). Which folders this call made is known without
-trusting a path: a quick look (no link followed, nothing audited) finds the
-deepest folder that is plainly there; when the next one is missing, the choke
-point makes the rest in one pass and every folder below the last one there is
-recorded as made (it was missing a moment before). When a link or an
-unreadable folder is on the way, each level is made on its own and counts as
-made only if its own `mkdir` succeeded.
+walking down from the root's handle one name at a time, each level opened from
+the one above it with no link followed (never again from the top, so a path d
+levels deep costs O(d) opens), with a cancel check at each level. A level that
+is a link, a file or unreadable is handed to the choke point
+(`SecureRoot.open_dir`: permission, confinement and deny on the resolved path,
+its own refusal when it is not a folder) and the walk goes on from the folder it
+resolved to. Below the first missing level nothing can be a link: before the
+first folder is made, the depth the whole path will reach there (where it really
+leads) is checked against `MAX_DEPTH`, and each new folder's path against the
+root's deny rules. A folder counts as made only when its own `mkdir` succeeded;
+the entry itself is then opened through the choke point (`open_parent`).
 
 When the change then fails (a full disk, a name taken meanwhile, a refusal),
 the folders it made are removed deepest first, each only while it is empty
@@ -28,8 +31,9 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from app.errors import os_error
-from app.security.paths import join
+from app.errors import AlreadyExists, DeniedName, os_error
+from app.fs.control import Control, NoControl
+from app.security.paths import check_depth, join
 from app.security.resolve import DIR_FLAGS, Parent, SecureRoot
 
 Ident = tuple[int, int]
@@ -48,41 +52,17 @@ class Made:
     parents: list[Ident] = field(default_factory=list)  # the folder holding each
     fd: int = -1  # the deepest folder made
 
-    def add(self, parent: Parent) -> None:
-        fd = os.open(parent.name, DIR_FLAGS, dir_fd=parent.fd)
+    def push(self, name: str, parent_fd: int, fd: int) -> None:
+        """`name`, just made in the folder `parent_fd` and opened as `fd` (still the
+        caller's): recorded, and a handle on it kept as the deepest made."""
+        ids = _ident(os.fstat(fd)), _ident(os.fstat(parent_fd))
+        mine = os.dup(fd)
         if self.fd >= 0:
             os.close(self.fd)
-        self.fd = fd
-        self.names.append(parent.name)
-        self.ids.append(_ident(os.fstat(fd)))
-        self.parents.append(_ident(os.fstat(parent.fd)))
-
-    def record(self, root: SecureRoot, folders: tuple[str, ...], there: int) -> None:
-        """Record as made every folder that now exists below the first `there` levels of
-        `folders`, which were missing when looked at; best effort, never raises."""
-        try:
-            fd = root.open_subdir(folders[:there])
-        except OSError:
-            return
-        try:
-            for name in folders[there:]:
-                child = os.open(name, DIR_FLAGS, dir_fd=fd)
-                try:
-                    pair = _ident(os.fstat(fd)), _ident(os.fstat(child))
-                except OSError:
-                    os.close(child)
-                    raise
-                self.names.append(name)
-                self.parents.append(pair[0])
-                self.ids.append(pair[1])
-                os.close(fd)
-                fd = child
-        except OSError:
-            pass
-        if self.names:
-            self.fd, fd = fd, -1
-        if fd >= 0:
-            os.close(fd)
+        self.fd = mine
+        self.names.append(name)
+        self.ids.append(ids[0])
+        self.parents.append(ids[1])
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -125,76 +105,93 @@ def undone_on_failure(made: Made) -> Iterator[None]:
         made.close()
 
 
-THERE, MISSING, UNKNOWN = "there", "missing", "unknown"
-
-
-def _probe(root: SecureRoot, folder: tuple[str, ...]) -> str:
-    """Whether a folder is plainly there (no link on the way), certainly missing, or neither
-    (a link, a file, no permission). A hint, neither audited nor followed: where it says
-    anything but THERE, the choke point decides."""
+def _plain_folder(root: SecureRoot, folders: tuple[str, ...]) -> bool:
+    """Whether every folder is plainly there (no link on the way): a hint, neither audited
+    nor followed, for the common case where nothing needs making."""
     try:
-        os.close(root.open_subdir(folder))
-    except FileNotFoundError:
-        return MISSING
+        os.close(root.open_subdir(folders))
     except OSError:
-        return UNKNOWN
-    return THERE
+        return False
+    return True
 
 
-def _deepest_there(root: SecureRoot, folders: tuple[str, ...]) -> int:
-    """How many leading levels of `folders` (not all of them) are plainly there: a binary
-    search, as a level is plainly there only if every level above it is."""
-    lo, hi = 0, len(folders)
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if _probe(root, folders[:mid]) == THERE:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def open_parent_making(root: SecureRoot, parts: tuple[str, ...], op: str) -> tuple[Parent, Made]:
+def open_parent_making(
+    root: SecureRoot, parts: tuple[str, ...], op: str, control: Control | None = None
+) -> tuple[Parent, Made]:
     """The parent of `parts`, its missing folders made; with what was made, for
-    `undone_on_failure`.
-
-    The folders are made by the choke point (`open_parent(create_parents=True)`, one
-    pass however deep) when the first missing one is below plain folders; then the
-    folders below the last one that was there are recorded as made (on success or
-    failure). When a link or an unreadable folder is on the way, each level is made
-    on its own (`open_parent` and `mkdir`), and only a `mkdir` that succeeded counts.
-    """
+    `undone_on_failure`. TooDeep, before anything is made, when the entry would lie
+    deeper than MAX_DEPTH where the path really leads."""
     path = join(parts)
-    folders = parts[:-1]
     made = Made()
-    if _probe(root, folders) == THERE:
+    if _plain_folder(root, parts[:-1]):
         return root.open_parent(path, op=op, perm="write"), made
-    there = _deepest_there(root, folders)
     try:
-        if _probe(root, folders[: there + 1]) == MISSING:
-            try:
-                return root.open_parent(path, op=op, perm="write", create_parents=True), made
-            finally:
-                made.record(root, folders, there)
-        for depth in range(there + 1, len(parts)):
-            _make_one(root, parts[:depth], op, made)
+        _make_missing(root, parts, op, made, control or NoControl())
         return root.open_parent(path, op=op, perm="write"), made
     except BaseException:
         made.remove()
         raise
 
 
-def _make_one(root: SecureRoot, folder: tuple[str, ...], op: str, made: Made) -> None:
-    with root.open_parent(join(folder), op=op, perm="write") as at:
+def _make_missing(
+    root: SecureRoot, parts: tuple[str, ...], op: str, made: Made, control: Control
+) -> None:
+    """Walk down the folders of `parts` carrying the handle, making those missing."""
+    fd = root.fresh_top()
+    phys: list[str] = []  # where `fd` really is, below the root
+    i, tries = 0, 0
+    try:
+        while i < len(parts) - 1:
+            control.check()
+            name = parts[i]
+            try:
+                nxt = os.open(name, DIR_FLAGS, dir_fd=fd)
+            except FileNotFoundError:
+                nxt = _make_one(root, parts, i, fd, phys, made)
+                if nxt < 0:  # made meanwhile by another call: look again
+                    tries += 1
+                    if tries > 2:
+                        raise AlreadyExists(
+                            f"'{join(parts[: i + 1])}' kept changing while it was made"
+                        ) from None
+                    continue
+            except OSError:  # a link, a file, no permission: the choke point decides
+                with root.open_dir(join(parts[: i + 1]), op=op, perm="write") as there:
+                    nxt, there.fd = there.fd, -1
+                    phys = list(there.parts)
+            else:
+                phys.append(name)
+            os.close(fd)
+            fd, i = nxt, i + 1
+    finally:
+        os.close(fd)
+
+
+def _make_one(
+    root: SecureRoot, parts: tuple[str, ...], i: int, fd: int, phys: list[str], made: Made
+) -> int:
+    """Make `parts[i]` in the folder `fd` (at `phys`) and open it; -1 when it exists."""
+    name = parts[i]
+    check_depth(len(phys) + len(parts) - i)  # the entry's depth: no link lies below here
+    hit = root.rules.path((*phys, name))
+    if hit is not None:
+        raise DeniedName(hit)
+    rel = join(parts[: i + 1])
+    try:
+        os.mkdir(name, 0o777, dir_fd=fd)
+    except FileExistsError:
+        return -1  # there already (or made by another call just now): not ours
+    except OSError as exc:
+        raise os_error(exc, rel) from None
+    try:
+        nxt = os.open(name, DIR_FLAGS, dir_fd=fd)
         try:
-            os.mkdir(at.name, 0o777, dir_fd=at.fd)
-        except FileExistsError:
-            return  # there already (or made by another call just now): not ours
-        except OSError as exc:
-            raise os_error(exc, at.rel) from None
-        try:
-            made.add(at)
-        except OSError as exc:  # made, but no handle on it: undone right here
-            with contextlib.suppress(OSError):
-                os.rmdir(at.name, dir_fd=at.fd)
-            raise os_error(exc, at.rel) from None
+            made.push(name, fd, nxt)
+        except OSError:
+            os.close(nxt)
+            raise
+    except OSError as exc:  # made, but no handle on it: undone right here
+        with contextlib.suppress(OSError):
+            os.rmdir(name, dir_fd=fd)
+        raise os_error(exc, rel) from None
+    return nxt

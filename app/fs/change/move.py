@@ -17,6 +17,11 @@ an ancestor (`config` -> `config2`) would carry the denied file to a path the
 pattern no longer matches. Such a move is refused (`app.fs.change.exposure`, which
 fails closed: a folder it cannot look into refuses the move too).
 
+Nothing is moved deeper than MAX_DEPTH levels below the root
+(`refuse_too_deep`): the destination's depth, plus, for a folder going deeper
+than it is, the depth of what it holds, measured by a walk that stops at the
+first entry past the bound and fails closed (`app.security.walk.deeper_than`).
+
 Both entries' keys (`app.fs.change.locks`) are held from the first look to the
 rename, so a move never interleaves with another change of either entry
 through this server (a hash-checked edit of the source, a write at the
@@ -39,14 +44,16 @@ from app.errors import (
     NotARegularFile,
     NotFound,
     OSRefusal,
+    TooDeep,
     os_error,
 )
 from app.fs.change.atomic import fsync_dir, rename_noreplace
-from app.fs.change.exposure import refuse_exposing
+from app.fs.change.exposure import MAX_CHECKED, refuse_exposing
 from app.fs.change.locks import changing
 from app.fs.change.versions import Keeper
-from app.security.resolve import Parent, SecureRoot
-from app.security.walk import kind_of_mode
+from app.security.paths import MAX_DEPTH
+from app.security.resolve import DIR_FLAGS, Parent, SecureRoot
+from app.security.walk import TooManyEntries, deeper_than, kind_of_mode
 
 
 class MoveResult(BaseModel):
@@ -109,12 +116,13 @@ def _move(
     kind = kind_of_mode(s_st.st_mode)
     if kind == "dir" and _inside(dst.target_parts, src.target_parts):
         raise BadArgument(f"cannot move '{src.rel}' into its own subtree ('{dst.rel}')")
-    if kind == "dir":
-        try:
+    try:
+        refuse_too_deep(src, dst, kind)
+        if kind == "dir":
             refuse_exposing(root, src, dst)
-        except LoomError as exc:
-            root.record("DENY", src.rel, op, exc)  # the audit log says why
-            raise
+    except LoomError as exc:
+        root.record("DENY", src.rel, op, exc)  # the audit log says why
+        raise
     d_st = dst.lstat()
     if d_st is None:
         rename_noreplace(src.fd, src.name, dst.fd, dst.name)
@@ -128,6 +136,41 @@ def _move(
     keeper()
     os.rename(src.name, dst.name, src_dir_fd=src.fd, dst_dir_fd=dst.fd)
     return kind, keeper
+
+
+def refuse_too_deep(src: Parent, dst: Parent, kind: str) -> None:
+    """Refuse putting `src` at `dst` when it, or anything a folder holds, would lie deeper
+    than MAX_DEPTH. A folder going no deeper than it is cannot make any path deeper than it
+    already is, so it is not looked into; one going deeper is walked down to what the
+    bound allows (`deeper_than`), failing closed."""
+    depth = len(dst.target_parts)
+    if depth <= MAX_DEPTH and (kind != "dir" or depth <= len(src.target_parts)):
+        return
+    if depth <= MAX_DEPTH:
+        try:
+            top = os.open(src.name, DIR_FLAGS, dir_fd=src.fd)
+            try:
+                if not deeper_than(top, MAX_DEPTH - depth, max_entries=MAX_CHECKED):
+                    return
+            finally:
+                os.close(top)
+        except TooManyEntries:
+            raise BadArgument(
+                f"'{src.rel}' holds more than {MAX_CHECKED} entries: too many to check how "
+                f"deep they would lie at '{dst.rel}'; move its parts instead"
+            ) from None
+        except OSError as exc:
+            raise OSRefusal(
+                f"cannot move '{src.rel}' to '{dst.rel}': a folder inside it cannot be opened "
+                f"or listed ({os_error(exc).message}), so how deep it goes cannot be checked; "
+                "nothing was moved"
+            ) from None
+    what = "it" if depth > MAX_DEPTH else "what it holds"
+    raise TooDeep(
+        f"cannot move '{src.rel}' to '{dst.rel}': {what} would lie more than {MAX_DEPTH} "
+        f"levels below the root (the server makes paths at most {MAX_DEPTH} levels deep); "
+        "nothing was moved"
+    )
 
 
 def refuse_destination(st: os.stat_result, rel: str, overwrite: bool) -> None:

@@ -32,6 +32,7 @@ from app.errors import (
     NotADirectory,
     NotARegularFile,
     NotFound,
+    TooDeep,
     TooLarge,
     os_error,
 )
@@ -39,7 +40,9 @@ from app.fs.change.atomic import Identity, fsync_dir, lstat_at, replace_file
 from app.fs.change.folders import Made, open_parent_making, undone_on_failure
 from app.fs.change.locks import changing
 from app.fs.change.versions import Keeper
+from app.fs.control import Control
 from app.fs.hashing import matches, sha256_bytes, sha256_fd
+from app.security.paths import check_depth
 from app.security.resolve import FILE_FLAGS, Parent, SecureRoot
 
 
@@ -151,6 +154,16 @@ def encode_content(content: str, root: SecureRoot) -> bytes:
     return data
 
 
+def refuse_deep(root: SecureRoot, parts: tuple[str, ...], op: str) -> None:
+    """`check_depth` on a path this call makes (the request's, then where it resolved to
+    through in-root links), audited."""
+    try:
+        check_depth(len(parts))
+    except TooDeep as exc:
+        root.record("DENY", "/".join(parts), op, exc)
+        raise
+
+
 def _exists(rel: str) -> AlreadyExists:
     return AlreadyExists(f"'{rel}' already exists; pass overwrite=true to replace it")
 
@@ -194,9 +207,11 @@ def write_file(
     *,
     overwrite: bool = False,
     expected_sha256: str | None = None,
+    control: Control | None = None,
 ) -> WriteResult:
     op = "write_file"
     parts = root.authorize(path, perm="write", op=op)  # permission before the size complaint
+    refuse_deep(root, parts, op)
     data = encode_content(content, root)
     expected = expected_sha256.lower() if expected_sha256 else None
     if expected is not None:
@@ -206,8 +221,9 @@ def write_file(
         except NotFound:
             raise FileChanged() from None
     else:
-        parent, made = open_parent_making(root, parts, op)
+        parent, made = open_parent_making(root, parts, op, control)
     with parent, undone_on_failure(made):
+        refuse_deep(root, parent.target_parts, op)
         try:
             with changing(parent):
                 keeper = _put(root, parent, data, overwrite, expected)
@@ -221,14 +237,19 @@ def write_file(
     )
 
 
-def create_directory(root: SecureRoot, path: str) -> DirectoryResult:
-    """Like `mkdir -p`: missing parents are created, an existing directory is fine."""
+def create_directory(
+    root: SecureRoot, path: str, *, control: Control | None = None
+) -> DirectoryResult:
+    """Like `mkdir -p`: missing parents are created, an existing directory is fine;
+    `control` is checked at each level made."""
     op = "create_directory"
     parts = root.authorize(path, perm="write", op=op)
     if not parts:
         return DirectoryResult(path="", created=False)  # the root always exists
-    parent, made = open_parent_making(root, parts, op)
+    refuse_deep(root, parts, op)
+    parent, made = open_parent_making(root, parts, op, control)
     with parent, undone_on_failure(made):
+        refuse_deep(root, parent.target_parts, op)
         try:
             os.mkdir(parent.name, 0o777, dir_fd=parent.fd)
         except FileExistsError:

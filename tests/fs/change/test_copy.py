@@ -82,7 +82,7 @@ async def test_copy_a_file_keeps_bytes_and_mode(disk, server):
     is_error, res = await call(server, "copy_file", source="notes.txt", destination="dir/n.txt")
     assert not is_error, res
     assert res == {"source": "notes.txt", "destination": "dir/n.txt", "type": "file",
-                   "files": 1, "bytes": 14, "truncated": False, "note": None,
+                   "files": 1, "bytes": 14, "truncated": False, "hidden": 0, "note": None,
                    "kept_version": None}
     assert (disk.ws / "dir" / "n.txt").read_bytes() == (disk.ws / "notes.txt").read_bytes()
     assert stat.S_IMODE((disk.ws / "dir" / "n.txt").stat().st_mode) == 0o640
@@ -115,7 +115,8 @@ async def test_copy_a_folder_skips_links_and_hidden_names(disk, server):
                                destination="copied")
     assert not is_error, res
     assert res["type"] == "dir" and res["files"] == 2 and res["truncated"] is False
-    assert "1 symbolic link(s) not copied" in res["note"]
+    assert res["hidden"] == 1 and res["note"].startswith("incomplete: 1 entry that")
+    assert "1 symbolic link(s) not copied" in res["note"] and ".env" not in res["note"]
     top = disk.src / "copied"
     assert sorted(str(p.relative_to(top)) for p in top.rglob("*")) == ["a.txt", "sub",
                                                                        "sub/b.txt"]
@@ -193,3 +194,27 @@ def test_a_folder_copy_past_its_bound_says_where_it_stopped(tmp_path, monkeypatc
     assert out.truncated and out.files == 3
     assert "stopped at 3 files" in (out.note or "") and "copy the rest in parts" in out.note
     assert len([p for p in (disk.ws / "copy").rglob("*") if p.is_file()]) == 3
+
+
+@pytest.mark.parametrize(("source", "hidden", "files"), [
+    ("pkg", 1, 2),  # pkg/.env: denied by its name (mod.py and build.log are copied)
+    ("conf", 1, 0),  # conf/prod.yaml: a whole-path rule of the source root
+    ("plain", 0, 1),
+])
+def test_a_folder_copy_that_leaves_hidden_entries_out_says_it_is_incomplete(
+        tmp_path, source, hidden, files):
+    """Entries the source root hides are never read nor copied; the answer counts them
+    (never naming them) and says the copy is incomplete, though it was not cut short."""
+    disk, reg = _two_roots(tmp_path)
+    (disk.src / "pkg" / ".env").write_text("SECRET=1\n")
+    (disk.src / "plain").mkdir()
+    (disk.src / "plain" / "a.txt").write_text("a\n")
+    out = copy_file(reg.current.root("src"), source, reg.current.root("src"), f"{source}2")
+    assert (out.hidden, out.files, out.truncated) == (hidden, files, False)
+    if hidden:
+        assert out.note is not None and out.note.startswith(
+            f"incomplete: {hidden} entr{'y' if hidden == 1 else 'ies'} that the source root's "
+            f"deny rules hide {'was' if hidden == 1 else 'were'} not copied")
+        assert ".env" not in out.note and "prod.yaml" not in out.note
+    else:
+        assert out.note is None

@@ -16,6 +16,7 @@ import pytest
 
 from app.errors import LoomError
 from app.fs.change import atomic, write
+from app.security.paths import MAX_DEPTH
 from tests.security.conftest import make_root
 
 NO_SPACE = "no space left on device"
@@ -120,7 +121,7 @@ def test_a_folder_someone_else_filled_meanwhile_stays(top, monkeypatch):
 
 def test_a_write_that_succeeds_keeps_its_folders_and_a_deep_one_is_made_in_one_pass(top):
     root = make_root(top)
-    deep = "/".join(["n"] * 1500)  # a path near the request limit, made by the choke point
+    deep = "/".join(["n"] * (MAX_DEPTH - 1))  # the deepest folder a write may make
     try:
         assert write.write_file(root, f"{deep}/g.txt", "x\n").created
         assert (top.joinpath(*deep.split("/")) / "g.txt").read_text() == "x\n"
@@ -128,3 +129,48 @@ def test_a_write_that_succeeds_keeps_its_folders_and_a_deep_one_is_made_in_one_p
         subprocess.run(["rm", "-rf", str(top / "n")], check=True, timeout=60)
     assert write.create_directory(root, "link/made/here").created
     assert (top / "dir" / "made" / "here").is_dir()
+
+
+def _folder_opens(top: Path, monkeypatch: pytest.MonkeyPatch, path: str) -> int:
+    root = make_root(top)  # the component walk: every folder opened is an os.open
+    count = [0]
+    real = os.open
+
+    def counting(name, flags, *a, **kw):
+        if flags & os.O_DIRECTORY:
+            count[0] += 1
+        return real(name, flags, *a, **kw)
+
+    monkeypatch.setattr(os, "open", counting)
+    assert write.write_file(root, f"{path}/g.txt", "x\n").created
+    monkeypatch.undo()
+    return count[0]
+
+
+@pytest.mark.parametrize("through", ["", "link/"], ids=["plain", "through a link"])
+def test_making_a_path_d_deep_opens_O_d_folders(top, monkeypatch, through):
+    """Each level is opened once, from the one above it (a link on the way resolved once by
+    the choke point), not from the top for each level (d²/2 opens through a link)."""
+    shallow = _folder_opens(top, monkeypatch, through + "/".join(["s"] * 10))
+    deep = _folder_opens(top, monkeypatch, through + "/".join(["n"] * 60))
+    assert (deep - shallow) / 50 <= 4, (shallow, deep)
+
+
+@pytest.mark.parametrize("path", ["d/e/f/g/h", "link/e/f/g/h"])
+def test_making_folders_is_cancellable_at_each_level_and_leaves_nothing(top, path):
+    from tests.fs.conftest import CancelAfter, Cancelled
+
+    root = make_root(top)
+    before = _tree(top)
+    n = 0
+    while True:
+        control = CancelAfter(n)
+        try:
+            write.create_directory(root, path, control=control)
+        except Cancelled:
+            assert control.left == -1 and _tree(top) == before, n
+            n += 1
+            continue
+        break
+    assert n >= 4  # a check at each level made
+    assert top.joinpath(*path.split("/")).is_dir()
