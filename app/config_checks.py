@@ -10,16 +10,47 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from app.budget import largest_call
 from app.errors import ConfigError
 from app.security.deny import floor_pattern_of
 from app.security.policy import PERMISSION_ORDER, ROLE_CEILINGS
 
-if TYPE_CHECKING:
-    from app.config import BudgetConfig, ResolvedRoot, RootConfig
+
+# What the checks read of `app.config`'s models (which import this module), read-only.
+class ConfiguredRoot(Protocol):
+    """A root as configured (`config.RootConfig`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def permissions(self) -> Sequence[str] | None: ...
+
+
+class CheckedRoot(Protocol):
+    """A root once checked (`config.ResolvedRoot`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def real(self) -> str: ...
+    @property
+    def permissions(self) -> tuple[str, ...]: ...
+
+
+class Bucket(Protocol):
+    """A byte budget as configured (`config.BudgetConfig`)."""
+
+    @property
+    def bytes_per_minute(self) -> int: ...
+    @property
+    def burst_bytes(self) -> int: ...
+
 
 NAME_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,31}$")
 SYSTEM_TREES = ("/proc", "/sys", "/dev")
@@ -94,7 +125,7 @@ def root_path(path: str, base: Path, where: str) -> str:
     return real
 
 
-def root_permissions(r: RootConfig, where: str) -> tuple[str, ...]:
+def root_permissions(r: ConfiguredRoot, where: str) -> tuple[str, ...]:
     """The granted permissions (the role's ceiling by default), in PERMISSION_ORDER."""
     ceiling = ROLE_CEILINGS[r.role]
     perms = tuple(ceiling) if r.permissions is None else tuple(r.permissions)
@@ -146,7 +177,7 @@ def check_own_files(
 
 
 def check_token_file(
-    resolved: list[ResolvedRoot], token: str, links: tuple[str, ...], made: bool
+    resolved: Sequence[CheckedRoot], token: str, links: tuple[str, ...], made: bool
 ) -> None:
     """The token file a client must show: the one the server made sits in no root (nor
     any link on the way to it); a configured one follows `check_own_files`."""
@@ -162,7 +193,7 @@ def check_token_file(
             )
 
 
-def check_overlaps(resolved: list[ResolvedRoot]) -> None:
+def check_overlaps(resolved: Sequence[CheckedRoot]) -> None:
     for i, a in enumerate(resolved):
         for b in resolved[i + 1 :]:
             if contains(a.real, b.real) or contains(b.real, a.real):
@@ -173,7 +204,7 @@ def check_overlaps(resolved: list[ResolvedRoot]) -> None:
 
 
 def default_root_of(
-    default: str | None, seen: set[str], resolved: list[ResolvedRoot]
+    default: str | None, seen: set[str], resolved: Sequence[CheckedRoot]
 ) -> str | None:
     """The default root: the one named, or the only root there is."""
     if default is not None and default not in seen:
@@ -187,8 +218,8 @@ def default_root_of(
 
 
 def check_budget(
-    own: BudgetConfig | None,
-    server: BudgetConfig | None,
+    own: Bucket | None,
+    server: Bucket | None,
     max_read_bytes: int,
     max_output_chars: int,
     where: str,

@@ -8,6 +8,7 @@ httpx and the MCP SDK's own clients (which take an httpx2 client).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import threading
@@ -16,6 +17,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import httpx2
 import uvicorn
 from mcp import ClientSession
@@ -26,6 +28,7 @@ from app.http import build_app
 from app.http.limits import uvicorn_limits
 from app.registry import Registry
 from app.server import LoomServer
+from tests.kit import complete
 
 START_DEADLINE = 15.0
 
@@ -44,6 +47,36 @@ MCP_POST_HEADERS = {
     "Accept": "application/json, text/event-stream",
     "Content-Type": "application/json",
 }
+INITIALIZED: dict[str, Any] = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def tool_request(n: int, name: str, args: dict[str, Any],
+                 meta: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A raw JSON-RPC `tools/call` with id `n` (and `_meta`, when given)."""
+    params: dict[str, Any] = {"name": name, "arguments": args}
+    if meta is not None:
+        params["_meta"] = meta
+    return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
+
+
+def rpc_messages(r: httpx.Response) -> list[dict[str, Any]]:
+    """The JSON-RPC messages of a raw HTTP answer: its JSON body, or each SSE `data:` line."""
+    if r.headers.get("content-type", "").startswith("application/json"):
+        return [r.json()]
+    return [json.loads(line[5:]) for line in r.text.splitlines()
+            if line.startswith("data:") and line[5:].strip()]
+
+
+def open_raw_session(http: httpx.Client) -> httpx.Response:
+    """`initialize` then `notifications/initialized` over raw HTTP on `http`, whose headers
+    then carry the session's id and protocol version; the `initialize` answer."""
+    opened = http.post("/mcp", json=INIT_REQUEST, headers=MCP_POST_HEADERS)
+    assert opened.status_code == 200, opened.text
+    http.headers.update({"mcp-session-id": opened.headers["mcp-session-id"],
+                         "mcp-protocol-version": INIT_REQUEST["params"]["protocolVersion"]})
+    done = http.post("/mcp", json=INITIALIZED, headers=MCP_POST_HEADERS)
+    assert done.status_code == 202, done.text
+    return opened
 
 
 def text_of(result: CallToolResult) -> str:
@@ -51,6 +84,29 @@ def text_of(result: CallToolResult) -> str:
     first = result.content[0]
     assert isinstance(first, TextContent), first
     return first.text
+
+
+async def call_tool(via: ClientSession | LiveServer, tool: str,
+                    args: dict[str, Any] | None = None, /, **more: Any) -> CallToolResult:
+    """One `tools/call` of `tool` with `args` and `more` through the SDK client: on an open
+    session, or on a server (one session just for this call)."""
+    args = {**(args or {}), **more}
+    if isinstance(via, LiveServer):
+        async with via.session() as s:
+            return await s.call_tool(tool, args)
+    return await via.call_tool(tool, args)
+
+
+async def call(via: ClientSession | LiveServer, tool: str, **args: Any) -> tuple[bool, Any]:
+    """(is_error, structured result or error text); a result has both (its text item is
+    for a model). The structured result comes whole: its lean form's defaults restored
+    (`tests.kit.complete`)."""
+    res = await call_tool(via, tool, args)
+    text = next(c.text for c in res.content if isinstance(c, TextContent))
+    if res.is_error:
+        return True, text
+    assert text and res.structured_content is not None
+    return False, complete(tool, res.structured_content)
 
 
 def env_without_loomfs(**extra: str) -> dict[str, str]:

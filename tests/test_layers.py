@@ -128,15 +128,65 @@ def upward_imports(module: str, targets: set[str]) -> set[tuple[str, str]]:
     return {(module, t) for t in targets if above(module, t)}
 
 
-def all_upward_imports() -> set[tuple[str, str]]:
+def import_graph() -> dict[str, set[str]]:
+    """Every app module and the app modules it imports, as `imports_of` reads them."""
     known = known_modules()
-    bad: set[tuple[str, str]] = set()
+    graph: dict[str, set[str]] = {}
     for path in APP.rglob("*.py"):
         name = module_name(path)
         source = path.read_text(encoding="utf-8")
-        targets = imports_of(name, source, path.name == "__init__.py", known)
+        graph[name] = imports_of(name, source, path.name == "__init__.py", known)
+    return graph
+
+
+def all_upward_imports() -> set[tuple[str, str]]:
+    bad: set[tuple[str, str]] = set()
+    for name, targets in import_graph().items():
         bad |= upward_imports(name, targets)
     return bad
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected parts of more than one module (each sorted), sorted: every
+    module of one imports, through the others, every other (Tarjan's, without recursion)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph.get(start, ()))))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, targets = work[-1]
+            nxt = next(targets, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                elif nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                part = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    part.append(member)
+                    if member == node:
+                        break
+                if len(part) > 1:
+                    found.append(sorted(part))
+    return sorted(found)
 
 
 def test_every_module_has_a_layer() -> None:
@@ -181,6 +231,29 @@ def test_no_lower_layer_imports_a_higher_one() -> None:
     bad = all_upward_imports() - set(EXCEPTIONS)
     readable = [f"{a} ({place(a)}) imports {b} ({place(b)})" for a, b in sorted(bad)]
     assert readable == []
+
+
+def test_no_modules_import_each_other() -> None:
+    """No circle of imports among app's modules, lazy and TYPE_CHECKING ones included: a
+    module that needs a name from one that imports it takes a Protocol of what it uses, or
+    the name moves down to where both can import it."""
+    assert cycles(import_graph()) == []
+
+
+@pytest.mark.parametrize(
+    ("graph", "expected"),
+    [
+        ({"a": {"b"}, "b": set()}, []),
+        ({"a": {"b"}, "b": {"a"}}, [["a", "b"]]),
+        ({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}, [["a", "b", "c"]]),
+        ({"a": {"b", "c"}, "b": {"c"}, "c": set(), "d": {"e"}, "e": {"d"}}, [["d", "e"]]),
+        ({"a": {"b"}, "b": {"a"}, "c": {"d"}, "d": {"c", "a"}}, [["a", "b"], ["c", "d"]]),
+        ({"a": {"x"}}, []),  # an import of something outside the graph
+    ],
+)
+def test_the_cycle_rule_finds_every_circle(graph: dict[str, set[str]],
+                                           expected: list[list[str]]) -> None:
+    assert cycles(graph) == expected
 
 
 def test_every_listed_exception_still_occurs() -> None:

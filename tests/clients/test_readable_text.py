@@ -20,7 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from tests.kit import complete, result_models, roots_toml
-from tests.live import LiveServer, live_server
+from tests.live import LiveServer, call_tool, live_server
 
 TRICKY = [
     'say "hi" \\ and \\n stays two characters',
@@ -62,7 +62,7 @@ async def raw_call(srv: LiveServer, tool: str, **args: Any) -> tuple[str, dict[s
     """(the one text item, the structured content as sent: lean, valid against the schema)."""
     async with srv.session() as s:
         schemas = {t.name: t.output_schema for t in (await s.list_tools()).tools}
-        res = await s.call_tool(tool, args)
+        res = await call_tool(s, tool, args)
     assert not res.is_error, res.content
     assert res.structured_content is not None
     jsonschema.validate(res.structured_content, schemas[tool])

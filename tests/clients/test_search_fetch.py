@@ -22,7 +22,7 @@ import jsonschema
 import pytest
 
 from tests.kit import RootOptions, roots_toml
-from tests.live import live_server, text_of
+from tests.live import call_tool, live_server, text_of
 
 SEARCH_SCHEMA = {
     "type": "object",
@@ -55,16 +55,11 @@ FETCH_SCHEMA = {
 }
 
 
-async def call(srv: Any, tool: str, **args: Any) -> Any:
-    async with srv.session() as s:
-        return await s.call_tool(tool, args)
-
-
 def payload(res: Any) -> dict[str, Any]:
     """The answer as ChatGPT reads it: exactly one text item, equal to the structured content."""
     assert not res.is_error, res.content
     assert len(res.content) == 1 and res.content[0].type == "text"
-    data = json.loads(res.content[0].text)
+    data = json.loads(text_of(res))
     assert data == res.structured_content
     return data
 
@@ -109,14 +104,14 @@ async def test_tools_exist_only_when_enabled(one_root_config: Callable[..., Path
 
 
 async def test_search_answers_the_published_shape(sf: Any) -> None:
-    data = payload(await call(sf, "search", query="print hello"))
+    data = payload(await call_tool(sf, "search", query="print hello"))
     jsonschema.validate(data, SEARCH_SCHEMA)
     assert set(data) == {"results"}  # a complete answer is exactly the published shape
     assert data["results"][0] == {"id": "main/src/main.py", "title": "src/main.py", "url": ""}
 
 
 async def test_fetch_answers_the_published_shape(sf: Any, tree: Path) -> None:
-    data = payload(await call(sf, "fetch", id="main/README.md"))
+    data = payload(await call_tool(sf, "fetch", id="main/README.md"))
     jsonschema.validate(data, FETCH_SCHEMA)
     assert data["id"] == "main/README.md"
     assert data["title"] == "README.md"
@@ -130,10 +125,10 @@ async def test_fetch_answers_the_published_shape(sf: Any, tree: Path) -> None:
 
 
 async def test_every_search_id_can_be_fetched(sf: Any) -> None:
-    data = payload(await call(sf, "search", query="def print title"))
+    data = payload(await call_tool(sf, "search", query="def print title"))
     assert set(ids(data)) == {"main/src/pkg/mod.py", "main/src/main.py", "main/README.md"}
     for doc_id in ids(data):
-        doc = payload(await call(sf, "fetch", id=doc_id))
+        doc = payload(await call_tool(sf, "fetch", id=doc_id))
         jsonschema.validate(doc, FETCH_SCHEMA)
         assert doc["id"] == doc_id
 
@@ -145,8 +140,8 @@ async def test_urls_follow_public_base_url(write_config: Callable[..., Path], tr
         extra='search_fetch_tools = true\npublic_base_url = "https://files.example.org/loom/"',
     ))
     with live_server(cfg) as srv:
-        found = payload(await call(srv, "search", query="quarterly"))
-        doc = payload(await call(srv, "fetch", id="main/my notes.md"))
+        found = payload(await call_tool(srv, "search", query="quarterly"))
+        doc = payload(await call_tool(srv, "fetch", id="main/my notes.md"))
     assert found["results"] == [
         {
             "id": "main/my notes.md",
@@ -170,7 +165,7 @@ async def test_urls_follow_public_base_url(write_config: Callable[..., Path], tr
     ],
 )
 async def test_search_never_returns_a_denied_file(sf: Any, query: str) -> None:
-    found = ids(payload(await call(sf, "search", query=query)))
+    found = ids(payload(await call_tool(sf, "search", query=query)))
     # The same words in an allowed file are found: paths and text really were searched.
     assert found == (["main/environment.md"] if query == "env" else ["main/notes.txt"])
 
@@ -202,24 +197,24 @@ BAD_ID = "expected 'root/relative/path' as returned by search"
     ],
 )
 async def test_fetch_refuses(sf: Any, doc_id: str, message: str) -> None:
-    res = await call(sf, "fetch", id=doc_id)
+    res = await call_tool(sf, "fetch", id=doc_id)
     assert res.is_error
-    assert res.content[0].text == message
+    assert text_of(res) == message
 
 
 async def test_fetch_refuses_binary(sf: Any, tree: Path) -> None:
     (tree / "blob.bin").write_bytes(b"\x00\x01\x02" * 100)
-    res = await call(sf, "fetch", id="main/blob.bin")
+    res = await call_tool(sf, "fetch", id="main/blob.bin")
     assert res.is_error
-    assert res.content[0].text == (
+    assert text_of(res) == (
         "binary file: 'blob.bin' is not text (a NUL byte in its first 4 KiB)"
     )
 
 
 async def test_search_rejects_an_empty_query(sf: Any) -> None:
-    res = await call(sf, "search", query="   ")
+    res = await call_tool(sf, "search", query="   ")
     assert res.is_error
-    assert res.content[0].text == "query is empty: give one or more words to look for"
+    assert text_of(res) == "query is empty: give one or more words to look for"
 
 
 # -- ranking -------------------------------------------------------------------
@@ -229,7 +224,7 @@ async def test_whole_phrase_ranks_first_then_nearest_words(sf: Any, tree: Path) 
     (tree / "a.txt").write_text("world and then hello\n")
     (tree / "b.txt").write_text("say hello world\n")
     (tree / "c.txt").write_text("hello only\n")
-    data = payload(await call(sf, "search", query="Hello World"))
+    data = payload(await call_tool(sf, "search", query="Hello World"))
     assert ids(data)[:3] == ["main/b.txt", "main/a.txt", "main/c.txt"]
 
 
@@ -250,7 +245,7 @@ async def test_fetch_reads_at_most_max_read_bytes(write_config: WriteConfig, tre
     (tree / "big.txt").write_text("".join(f"line {i:05}\n" for i in range(1000)))  # 11000 B
     cfg = budget_config(write_config, tree, "", {"max_read_bytes": 2000})
     with live_server(cfg) as srv:
-        data = payload(await call(srv, "fetch", id="main/big.txt"))
+        data = payload(await call_tool(srv, "fetch", id="main/big.txt"))
     jsonschema.validate(data, FETCH_SCHEMA)
     body, _, marker = data["text"].partition("\n[... truncated: ")
     assert body == "".join(f"line {i:05}\n" for i in range(1000))[:2000].removesuffix("\n")
@@ -266,10 +261,10 @@ async def test_fetch_answer_fits_max_output_chars(write_config: WriteConfig, tre
     (tree / "long.txt").write_text(text)
     cfg = budget_config(write_config, tree, "max_output_chars = 3000")
     with live_server(cfg) as srv:
-        res = await call(srv, "fetch", id="main/long.txt")
+        res = await call_tool(srv, "fetch", id="main/long.txt")
     data = payload(res)
-    assert len(res.content[0].text) <= 3000
-    assert len(res.content[0].text) > 2500  # cut to fit, not emptied
+    assert len(text_of(res)) <= 3000
+    assert len(text_of(res)) > 2500  # cut to fit, not emptied
     assert text.startswith(data["text"].split("\n[... truncated: ")[0])
     assert data["text"].endswith("the text was cut to fit max_output_chars (3000)]")
     assert data["metadata"]["truncated"] is True
@@ -289,7 +284,7 @@ async def test_the_index_covers_the_root_beyond_the_scan_budget(
 ) -> None:
     cfg = needles_beyond_the_budget(write_config, tree)
     with live_server(cfg) as srv:
-        data = payload(await call(srv, "search", query="needle"))
+        data = payload(await call_tool(srv, "search", query="needle"))
     jsonschema.validate(data, SEARCH_SCHEMA)
     assert set(data) == {"results"}  # complete: 5 x 108 B, more than the budget, all read
     assert set(ids(data)) == {f"main/f{i}.txt" for i in range(5)} | {"main/needle-in-name.txt"}
@@ -302,7 +297,7 @@ async def test_the_scan_says_when_the_content_budget_ran_out(
     monkeypatch.setattr(fts, "_fts5", "this Python's SQLite has no FTS5 (no such module: fts5)")
     cfg = needles_beyond_the_budget(write_config, tree)
     with live_server(cfg) as srv:
-        data = payload(await call(srv, "search", query="needle"))
+        data = payload(await call_tool(srv, "search", query="needle"))
     jsonschema.validate(data, SEARCH_SCHEMA)
     assert data["truncated"] is True
     assert data["note"].startswith("this Python's SQLite has no FTS5")
@@ -319,7 +314,7 @@ async def test_search_says_when_matches_exceed_the_cap(
         (tree / f"m{i}.txt").write_text("match\n" * (i + 1))
     cfg = budget_config(write_config, tree, "max_search_results = 3")
     with live_server(cfg) as srv:
-        data = payload(await call(srv, "search", query="match"))
+        data = payload(await call_tool(srv, "search", query="match"))
     # The most occurrences first.
     assert ids(data) == ["main/m7.txt", "main/m6.txt", "main/m5.txt"]
     assert data["truncated"] is True
@@ -331,9 +326,9 @@ async def test_search_answer_fits_max_output_chars(write_config: WriteConfig, tr
         (tree / f"{'long-name-' * 5}{i:02}.txt").write_text("word\n")
     cfg = budget_config(write_config, tree, "max_output_chars = 1500")
     with live_server(cfg) as srv:
-        res = await call(srv, "search", query="word")
+        res = await call_tool(srv, "search", query="word")
     data = payload(res)
-    assert len(res.content[0].text) <= 1500
+    assert len(text_of(res)) <= 1500
     assert 0 < len(data["results"]) < 40
     assert data["truncated"] is True and "max_output_chars (1500)" in data["note"]
 
@@ -350,8 +345,8 @@ async def test_text_in_other_encodings_is_searched_and_fetched(
     sf: Any, tree: Path, raw: bytes, encoding: str
 ) -> None:
     (tree / "greeting.txt").write_bytes(raw)
-    assert ids(payload(await call(sf, "search", query="KÖLN"))) == ["main/greeting.txt"]
-    doc = payload(await call(sf, "fetch", id="main/greeting.txt"))
+    assert ids(payload(await call_tool(sf, "search", query="KÖLN"))) == ["main/greeting.txt"]
+    doc = payload(await call_tool(sf, "fetch", id="main/greeting.txt"))
     assert doc["text"] == "Grüße aus Köln\n"
     assert doc["metadata"]["encoding"] == encoding
 

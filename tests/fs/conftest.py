@@ -22,8 +22,8 @@ from mcp import ClientSession
 
 from app.errors import LoomError
 from app.security import SecureRoot
-from tests.kit import complete, config_file, loaded_root, roots_toml
-from tests.live import LiveServer, live_server
+from tests.kit import config_file, loaded_root, roots_toml
+from tests.live import LiveServer, call, live_server
 
 MAX_READ = 65536
 MAX_OUTPUT = 8000
@@ -146,23 +146,6 @@ async def refusal(disk: Disk, via: ClientSession | LiveServer, tool: str, **args
 
 # Sessions are opened inside the tests: an async-generator fixture would enter the
 # SDK client's cancel scopes in one task and leave them in another.
-async def call(via: ClientSession | LiveServer, tool: str, **args: Any) -> tuple[bool, Any]:
-    """(is_error, structured result or error text); a result has both (its text is for a model).
-    The structured result comes whole: its lean form's defaults restored (`tests.kit.complete`).
-
-    `via` is an open session, or a server (one session just for this call).
-    """
-    if isinstance(via, LiveServer):
-        async with via.session() as s:
-            return await call(s, tool, **args)
-    res = await via.call_tool(tool, args)
-    text = res.content[0].text  # type: ignore[union-attr]
-    if res.is_error:
-        return True, text
-    assert text and res.structured_content is not None
-    return False, complete(tool, res.structured_content)
-
-
 def temp_leftovers(top: Path) -> list[str]:
     return [
         str(p.relative_to(top)) for p in top.rglob("*") if p.name.startswith(".mcp-tmp-")

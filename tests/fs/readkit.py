@@ -17,13 +17,11 @@ import textwrap
 import zlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
 
 import pytest
-from mcp import ClientSession
 
 from app.security.resolve import SecureRoot
-from tests.kit import complete, config_file, loaded_root, roots_toml
+from tests.kit import config_file, loaded_root, roots_toml
 from tests.live import LiveServer, live_server
 
 MAX_READ = 65536  # main's max_read_bytes: big.log is over it
@@ -156,18 +154,6 @@ def config(base: Path, paths: dict[str, Path], extra: str = "", name: str = "roo
         audit_log=base / "state" / f"{name}.audit.log",
         extra=f'default_root = "main"\n{textwrap.dedent(extra)}',
     ), name)
-
-
-async def call(s: ClientSession, tool: str, **args: Any) -> tuple[bool, Any]:
-    """(is_error, structured result or error text); a result has both (its text is for a model).
-    The structured result comes whole: its lean form's defaults restored (`tests.kit.complete`)."""
-    res = await s.call_tool(tool, args)
-    text = res.content[0].text if res.content[0].type == "text" else res.content[-1].text  # type: ignore[union-attr]
-    if res.is_error:
-        return True, text
-    assert text and res.structured_content is not None
-    return False, complete(tool, res.structured_content)
-
 
 
 # What the test modules' own module-scoped fixtures call: one tree and one server each.

@@ -28,6 +28,7 @@ from app.fs.control import NoControl
 from app.fs.reading.read import read_multiple_files, read_text_file
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
+from app.fs.text import udiff
 from app.security import SecureRoot
 from app.tools.base import Cancelled
 from tests.kit import roots_toml, secure_root
@@ -191,21 +192,21 @@ def test_the_diff_turns_the_old_text_into_the_new(
         return
     after, spans = edit_mod.apply_tracked(before, edits, "f")
     assert after == text
-    saved = edit_diff.PAIR_LIMIT
-    edit_diff.PAIR_LIMIT = 0 if coarse else saved  # 0: every region shown whole
+    saved = udiff.PAIR_LIMIT
+    udiff.PAIR_LIMIT = 0 if coarse else saved  # 0: every region shown whole
     try:
         diff, cut, _, _ = edit_diff.bounded_diff(before, after, spans, "f", 10**9, NoControl())
     finally:
-        edit_diff.PAIR_LIMIT = saved
+        udiff.PAIR_LIMIT = saved
     assert not cut
     assert _patch(before, diff) == after
 
 
 def _patch(before: str, diff: str) -> str:
     """Apply a unified diff made by bounded_diff, checking every context and removed line."""
-    src = edit_diff._lines(before)
+    src = udiff.lines(before)
     rows: list[str] = []
-    for row in edit_diff._lines(diff)[2:]:  # "\n" only: lines may hold a lone "\r"
+    for row in udiff.lines(diff)[2:]:  # "\n" only: lines may hold a lone "\r"
         if row.startswith("\\ No newline"):
             rows[-1] = rows[-1][:-1]
         else:

@@ -20,7 +20,7 @@ import pytest
 from app.http.body import BodyLimit, body_of
 from app.http.disconnect import CancelOnDisconnect
 from app.http.response_mode import JsonWhenNothingStreams, PerRequestJSON
-from tests.live import INIT_REQUEST, MCP_POST_HEADERS
+from tests.live import MCP_POST_HEADERS, open_raw_session, rpc_messages, tool_request
 
 if TYPE_CHECKING:
     from app.server import LoomServer
@@ -121,15 +121,9 @@ async def test_a_client_gone_before_its_body_reaches_the_app_as_a_disconnect() -
 @pytest.mark.parametrize("progress", [False, True])
 def test_a_chunked_request_over_http_is_read_whole(live: Any, progress: bool) -> None:
     with httpx.Client(base_url=live.base, headers=MCP_POST_HEADERS, timeout=30) as http:
-        opened = http.post("/mcp", json=INIT_REQUEST)
-        http.headers.update({"mcp-session-id": opened.headers["mcp-session-id"],
-                             "mcp-protocol-version": "2025-11-25"})
-        assert http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"}
-                         ).status_code == 202
-        params: dict[str, Any] = {"name": "read_text_file", "arguments": {"path": "README.md"}}
-        if progress:
-            params["_meta"] = {"progressToken": "p1"}
-        raw = json.dumps({"jsonrpc": "2.0", "id": 9, "method": "tools/call", "params": params})
+        open_raw_session(http)
+        meta = {"progressToken": "p1"} if progress else None
+        raw = json.dumps(tool_request(9, "read_text_file", {"path": "README.md"}, meta))
         body = raw.encode()
         cut = body.find(b"Token") if progress else len(body) // 2
         chunks = [body[:5], body[5:cut], body[cut:]]  # the token's name split in two
@@ -138,6 +132,5 @@ def test_a_chunked_request_over_http_is_read_whole(live: Any, progress: bool) ->
     assert r.request.headers.get("transfer-encoding") == "chunked"
     kind = "text/event-stream" if progress else "application/json"
     assert r.headers["content-type"].startswith(kind)
-    data = [line[5:] for line in r.text.splitlines() if line.startswith("data:")]
-    answer = json.loads(data[-1]) if progress else r.json()
+    answer = rpc_messages(r)[-1]
     assert answer["id"] == 9 and answer["result"]["structuredContent"]["path"] == "README.md"

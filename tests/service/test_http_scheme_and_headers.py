@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.kit import roots_toml
-from tests.live import INIT_REQUEST, LiveServer, live_server
+from tests.live import INIT_REQUEST, LiveServer, live_server, tool_request
 
 TOKEN = "s3cret-token"
 
@@ -71,14 +71,11 @@ def test_anything_else_is_still_401(srv: LiveServer, auth: str) -> None:
 
 def modern_call(tool: str) -> dict[str, Any]:
     """A 2026-07-28 tools/call (stateless: the client's details travel in `_meta`)."""
-    return {
-        "jsonrpc": "2.0", "id": 2, "method": "tools/call",
-        "params": {"name": tool, "arguments": {}, "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
-            "io.modelcontextprotocol/clientCapabilities": {},
-        }},
-    }  # fmt: skip
+    return tool_request(2, tool, {}, {
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "raw", "version": "0"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    })
 
 
 def call_list_roots_with(srv: LiveServer, method: str, name: str) -> tuple[int, str]:

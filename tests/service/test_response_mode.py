@@ -5,48 +5,27 @@ Raw HTTP against the real app, so the wire format itself is what is checked.
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import httpx
 import pytest
 
-from tests.live import INIT_REQUEST, MCP_POST_HEADERS
+from tests.live import MCP_POST_HEADERS, open_raw_session, rpc_messages, tool_request
 
 HEADERS = MCP_POST_HEADERS
-INIT = INIT_REQUEST
-
-
-def sse_messages(text: str) -> list[dict[str, Any]]:
-    return [
-        json.loads(line[5:])
-        for line in text.splitlines()
-        if line.startswith("data:") and line[5:].strip()
-    ]
 
 
 @pytest.fixture
 def session(live) -> Any:
     with httpx.Client(base_url=live.base, headers=HEADERS, timeout=30) as http:
-        opened = http.post("/mcp", json=INIT)
+        opened = open_raw_session(http)  # initialized answered 202
         # The request that opens a session always streams (its tasks inherit the choice).
         assert opened.headers["content-type"].startswith("text/event-stream")
-        sid = opened.headers["mcp-session-id"]
-        http.headers.update({"mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"})
-        r = http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"})
-        assert r.status_code == 202
         yield http
 
 
-def call(n: int, name: str, args: dict[str, Any], meta: dict[str, Any] | None = None):
-    params: dict[str, Any] = {"name": name, "arguments": args}
-    if meta is not None:
-        params["_meta"] = meta
-    return {"jsonrpc": "2.0", "id": n, "method": "tools/call", "params": params}
-
-
 def test_call_without_progress_token_is_answered_with_one_json_body(session) -> None:
-    r = session.post("/mcp", json=call(2, "read_text_file", {"path": "README.md"}))
+    r = session.post("/mcp", json=tool_request(2, "read_text_file", {"path": "README.md"}))
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("application/json")
     body = r.json()
@@ -54,7 +33,7 @@ def test_call_without_progress_token_is_answered_with_one_json_body(session) -> 
 
 
 def test_tool_error_is_answered_as_json_too(session) -> None:
-    r = session.post("/mcp", json=call(3, "read_text_file", {"path": "../x"}))
+    r = session.post("/mcp", json=tool_request(3, "read_text_file", {"path": "../x"}))
     assert r.headers["content-type"].startswith("application/json")
     assert r.json()["result"]["isError"] is True
 
@@ -69,10 +48,11 @@ def test_call_asking_for_progress_is_streamed_with_its_notifications(
     monkeypatch.setattr(searcher, "PROGRESS_EVERY", 0.0)
     for i in range(30):
         (tree / f"f{i:02d}.txt").write_text(f"line {i}\n")
-    r = session.post("/mcp", json=call(4, "search_text", {"query": "zzz"}, {"progressToken": "p1"}))
+    r = session.post("/mcp", json=tool_request(4, "search_text", {"query": "zzz"},
+                                               {"progressToken": "p1"}))
     assert r.status_code == 200
     assert r.headers["content-type"].startswith("text/event-stream")
-    messages = sse_messages(r.text)
+    messages = rpc_messages(r)
     assert messages[-1]["id"] == 4 and "result" in messages[-1]
     notes = messages[:-1]
     assert len(notes) >= 3, messages
@@ -93,8 +73,8 @@ def test_json_and_sse_calls_interleave_in_one_session(session) -> None:
     kinds = []
     for n in range(6, 12):
         meta = {"progressToken": f"t{n}"} if n % 2 else None
-        r = session.post("/mcp", json=call(n, "list_roots", {}, meta))
+        r = session.post("/mcp", json=tool_request(n, "list_roots", {}, meta))
         kinds.append(r.headers["content-type"].split(";")[0])
-        answer = sse_messages(r.text)[-1] if meta else r.json()
+        answer = rpc_messages(r)[-1]
         assert answer["id"] == n and answer["result"]["structuredContent"]["roots"]
     assert kinds == ["application/json", "text/event-stream"] * 3

@@ -7,7 +7,6 @@ its own (tests/conftest.py), and talks to it over TCP.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -28,7 +27,15 @@ from app.fs.reading import listing
 from app.fs.reading import read as read_mod
 from app.registry import Registry
 from tests.kit import roots_toml
-from tests.live import INIT_REQUEST, MCP_POST_HEADERS, env_without_loomfs, free_port
+from tests.live import (
+    INIT_REQUEST,
+    MCP_POST_HEADERS,
+    env_without_loomfs,
+    free_port,
+    open_raw_session,
+    rpc_messages,
+    tool_request,
+)
 from tests.service.test_cli_http import EXE, wait_healthy
 
 
@@ -47,22 +54,11 @@ class Running:
 
     def call(self, token: str, name: str, arguments: dict[str, object]) -> str:
         """One tool call on a new session, the answer's text."""
-        headers = {**MCP_POST_HEADERS, "Authorization": f"Bearer {token}",
-                   "MCP-Protocol-Version": "2025-11-25"}
+        headers = {"Authorization": f"Bearer {token}"}
         with httpx.Client(base_url=self.base, headers=headers, timeout=30) as http:
-            r = http.post("/mcp", json=INIT_REQUEST)
-            assert r.status_code == 200, r.text
-            headers["mcp-session-id"] = r.headers["mcp-session-id"]
-            http.post("/mcp", headers=headers,
-                      json={"jsonrpc": "2.0", "method": "notifications/initialized"})
-            r = http.post("/mcp", headers=headers, json={
-                "jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                "params": {"name": name, "arguments": arguments},
-            })
-        text = r.text
-        if text.startswith("event:") or "data:" in text.split("\n", 1)[0]:
-            text = next(ln[5:] for ln in text.splitlines() if ln.startswith("data:"))
-        result = json.loads(text)["result"]
+            open_raw_session(http)
+            r = http.post("/mcp", headers=MCP_POST_HEADERS, json=tool_request(2, name, arguments))
+        result = rpc_messages(r)[-1]["result"]
         return " ".join(c.get("text", "") for c in result["content"])
 
 

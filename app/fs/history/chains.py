@@ -16,15 +16,12 @@ the next version of the same file does not rebuild the chain.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from app.fs.history import delta
-from app.fs.history.errors import CorruptObject, ObjectTooLarge, short
+from app.fs.history.errors import CorruptObject, Meter, ObjectTooLarge, short
 from app.fs.history.packs import EntryHead, Pack
 from app.fs.history.raw import MIB, NAMES, Raw, Want, check_id, take, too_large
-
-if TYPE_CHECKING:
-    from app.fs.history.store import RootObjectStore
 
 MAX_DEPTH = 4095  # the deepest chain git writes (`pack.depth` is capped there)
 CHAIN_WORK = 256 * MIB  # bytes one chain may build and inflate
@@ -33,13 +30,28 @@ MAX_BASE = 16 * MIB  # no base or intermediate result above this, unless the rea
 Link = tuple[Pack, int, EntryHead]
 
 
+class Store(Protocol):
+    """What a chain needs of the call's object store (`store.RootObjectStore`, which
+    imports this module): its meter, its packs, loose bases and the base cache."""
+
+    meter: Meter
+
+    def locate(self, sha: bytes) -> tuple[Pack, int] | None: ...
+
+    def loose_base(self, sha: bytes, of: bytes) -> tuple[int, bytes] | None: ...
+
+    def cached_base(self, key: tuple[int, int]) -> tuple[int, bytes] | None: ...
+
+    def keep_base(self, key: tuple[int, int], kind: int, data: bytes) -> None: ...
+
+
 def limits(want: Want) -> tuple[int, int]:
     """(largest result built whole, largest base or intermediate) for a read."""
     built = min(want.limit, max(want.cap, MAX_BASE))
     return built, max(built, MAX_BASE)
 
 
-def walk(store: RootObjectStore, pack: Pack, offset: int, sha: bytes
+def walk(store: Store, pack: Pack, offset: int, sha: bytes
          ) -> tuple[list[Link], tuple[int, bytes] | None]:
     """The chain's links by headers alone, target first, and the base when it is not a
     pack entry of the chain (cached, or loose)."""
@@ -73,7 +85,7 @@ def walk(store: RootObjectStore, pack: Pack, offset: int, sha: bytes
             return links, None
 
 
-def read(store: RootObjectStore, pack: Pack, offset: int, sha: bytes, want: Want) -> Raw:
+def read(store: Store, pack: Pack, offset: int, sha: bytes, want: Want) -> Raw:
     links, base = walk(store, pack, offset, sha)
     if base is None and len(links) == 1:  # not a delta
         head = links[0][2]
@@ -132,7 +144,7 @@ def _base_too_large(sha: bytes, size: int, bases: int) -> ObjectTooLarge:
         f"{bases}, the most built from deltas")
 
 
-def kind_and_size(store: RootObjectStore, pack: Pack, offset: int, sha: bytes
+def kind_and_size(store: Store, pack: Pack, offset: int, sha: bytes
                   ) -> tuple[int, int]:
     """An object's kind (its chain's base's) and size (its own header, or its delta's
     declared result), from headers and a few inflated bytes."""

@@ -22,11 +22,13 @@ from app.fs.history.errors import CorruptObject, ObjectTooLarge
 from app.fs.history.gitdir import GitDir, opened
 from app.fs.history.listing import Compared, PageCursor, listing, skip
 from app.fs.history.trees import Change, Content, Hidden, Trees
+from app.fs.text import udiff
 from app.fs.text.paging import RESERVE, cut_to, json_len
 from app.security.paths import join
 from app.security.resolve import SecureRoot
 
 DIFF_CUT = "[... diff cut: longer than the output limit]"
+COARSE_NOTE = "changed lines too many to align line by line are shown whole (- then +)"
 
 
 class DiffFile(BaseModel):
@@ -144,9 +146,10 @@ def _render(
     used = 0
     out: list[DiffFile] = []
     last = None
+    pairs = udiff.Pairs()  # the call's alignment allowance, shared by its files
     for ch in changes:
         control.check()
-        item = _file_diff(ch, content, hidden, root.max_read_bytes)
+        item = _file_diff(ch, content, hidden, root.max_read_bytes, pairs)
         size = json_len(item) + 1
         if used + size > room:
             if out:
@@ -161,7 +164,8 @@ def _render(
     return out, last, False, False
 
 
-def _file_diff(ch: Change, content: Content, hidden: Hidden, limit: int) -> DiffFile:
+def _file_diff(ch: Change, content: Content, hidden: Hidden, limit: int,
+               pairs: udiff.Pairs) -> DiffFile:
     item = DiffFile(path=ch.path, change=ch.change, old_path=ch.old_path)
     if ch.old_sha in hidden.denied_blobs or ch.new_sha in hidden.denied_blobs:
         item.note = "content withheld: the same content as a denied file"
@@ -185,11 +189,14 @@ def _file_diff(ch: Change, content: Content, hidden: Hidden, limit: int) -> Diff
     if textdiff.is_binary(old) or textdiff.is_binary(new):
         item.note = "binary files differ"
         return item
+    coarse = pairs.coarse
     try:
-        text = textdiff.unified(old, new)
+        text = textdiff.unified(old, new, pairs)
     except ValueError:
         item.note = f"too many changed lines to diff (above {textdiff.MAX_DIFF_LINES})"
         return item
+    if pairs.coarse > coarse:
+        item.note = COARSE_NOTE
     lines = text.split("\n") if text else []
     item.added = sum(1 for x in lines if x.startswith("+"))
     item.removed = sum(1 for x in lines if x.startswith("-"))

@@ -4,6 +4,7 @@ answers that do not change under parallel calls."""
 
 from __future__ import annotations
 
+import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 from app.errors import DeniedName, TooLarge
 from app.fs.control import NoControl
 from app.fs.history import denied, ops, textdiff
+from app.fs.history import diff as diff_mod
 from app.fs.history.denied import HistoryCheckPending
 from app.fs.history.ops import DIFF_CUT
 from tests.fs.history.conftest import SECRET, Repo, build_history, fast_history, make_root
@@ -279,3 +281,24 @@ def test_parallel_calls_get_what_serial_calls_get(hist) -> None:
         futures = [pool.submit(calls[i % len(calls)]) for i in range(40)]
         got = [f.result().model_dump_json() for f in futures]
     assert got == [serial[i % len(calls)] for i in range(40)]
+
+
+def test_a_stretch_too_large_to_align_is_shown_whole_and_noted(tmp_path: Path) -> None:
+    """600 x 600 changed lines pass the matcher's pair limit: the file's lines between its
+    equal head and tail are shown whole (- then +), still a diff git would apply."""
+    repo, _ = build_history(tmp_path)
+    repo.write("wide.txt", "top\n" + "".join(f"old {i % 9}\n" for i in range(600)) + "end\n")
+    repo.git("add", "wide.txt")
+    repo.commit("wide", 1_700_000_000)
+    repo.write("wide.txt", "top\n" + "".join(f"new {i % 9}\n" for i in range(600)) + "end\n")
+    got = ops.git_diff(make_root(repo.path), base="HEAD", target=None, path="wide.txt",
+                       offset=0, cap=1 << 20, read_budget=1 << 26, control=NoControl())
+    [wide] = got.files
+    assert wide.note == diff_mod.COARSE_NOTE
+    assert (wide.added, wide.removed) == (600, 600)
+    assert wide.diff is not None and wide.diff.split("\n")[:3] == ["@@ -1,602 +1,602 @@",
+                                                                   " top", "-old 0"]
+    check = subprocess.run(["git", "-C", str(repo.path), "apply", "--check", "-R", "-"],
+                           input=f"--- a/wide.txt\n+++ b/wide.txt\n{wide.diff}\n".encode(),
+                           capture_output=True, timeout=60)
+    assert check.returncode == 0, check.stderr

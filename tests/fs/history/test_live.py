@@ -16,7 +16,7 @@ import pytest
 
 from tests.fs.history.conftest import Repo, build_history
 from tests.kit import roots_toml
-from tests.live import LiveServer, live_server, text_of
+from tests.live import LiveServer, call_tool, live_server, text_of
 
 GIT_TOOLS = {"git_log", "git_show", "git_diff"}
 
@@ -52,11 +52,6 @@ def server(world: dict[str, Any]) -> Iterator[LiveServer]:
         yield srv
 
 
-async def call(srv: LiveServer, name: str, args: dict[str, Any]) -> Any:
-    async with srv.session() as s:
-        return await s.call_tool(name, args)
-
-
 async def test_git_tools_are_listed_read_only(server: LiveServer) -> None:
     async with server.session() as s:
         tools = {t.name: t for t in (await s.list_tools()).tools}
@@ -80,32 +75,32 @@ async def test_no_repository_no_git_tools(world: dict[str, Any]) -> None:
 async def test_log_show_diff_over_the_wire_equal_git(server: LiveServer, world) -> None:
     repo: Repo = world["repo"]
     ids = world["ids"]
-    res = await call(server, "git_log", {"limit": 50})
+    res = await call_tool(server, "git_log", {"limit": 50})
     assert not res.is_error
     assert [c["id"] for c in res.structured_content["commits"]] == repo.git(
         "log", "--format=%H"
     ).split()
-    res = await call(server, "git_log", {"path": "src/main.py"})
+    res = await call_tool(server, "git_log", {"path": "src/main.py"})
     assert [c["id"] for c in res.structured_content["commits"]] == repo.git(
         "log", "--format=%H", "--", "src/main.py"
     ).split()
-    res = await call(server, "git_show", {"commit": ids["rename"][:8]})
+    res = await call_tool(server, "git_show", {"commit": ids["rename"][:8]})
     assert not res.is_error
     files = res.structured_content["files"]
     assert {"path": "src/main.py", "change": "renamed", "old_path": "src/app.py"} in files
-    res = await call(server, "git_show", {"commit": "v1", "path": "README.md"})
+    res = await call_tool(server, "git_show", {"commit": "v1", "path": "README.md"})
     content = res.structured_content["file"]["content"]
     assert content.split("\n") == [
         f"{i} | {x}" for i, x in enumerate(repo.git("show", "v1:README.md").splitlines(), 1)
     ]
     # The text item is for a model: the file's lines verbatim, numbered, not JSON.
-    assert "1 # Demo\n" in res.content[0].text
-    res = await call(server, "git_diff", {"base": ids["first"], "target": ids["key"]})
+    assert "1 # Demo\n" in text_of(res)
+    res = await call_tool(server, "git_diff", {"base": ids["first"], "target": ids["key"]})
     assert not res.is_error
     paths = [f["path"] for f in res.structured_content["files"]]
     assert paths == ["src/app.py"]
     assert res.structured_content["hidden_denied"] == 2
-    assert "-    return 1\n+    return 2" in res.content[0].text
+    assert "-    return 1\n+    return 2" in text_of(res)
     assert "hunter2" not in str(res.content) and "MIIkey" not in str(res.content)
 
 
@@ -131,9 +126,9 @@ async def test_log_show_diff_over_the_wire_equal_git(server: LiveServer, world) 
 )
 async def test_refusals_over_the_wire(server: LiveServer, tool: str, args: dict[str, Any],
                                       message: str) -> None:
-    res = await call(server, tool, args)
+    res = await call_tool(server, tool, args)
     assert res.is_error
-    assert res.content[0].text == message
+    assert text_of(res) == message
 
 
 async def test_a_repository_created_later_brings_the_tools_on_reload(tmp_path: Path) -> None:

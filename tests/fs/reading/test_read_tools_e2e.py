@@ -22,7 +22,6 @@ from tests.fs.readkit import (
     MANY,
     MAX_READ,
     NEEDLE,
-    call,
     config,
     make_tree,
     png_bytes,
@@ -30,7 +29,7 @@ from tests.fs.readkit import (
     wav_bytes,
 )
 from tests.kit import complete
-from tests.live import LiveServer, text_of
+from tests.live import LiveServer, call, text_of
 
 READ_TOOLS = {"list_directory", "stat_path", "read_text_file", "read_multiple_files",
               "read_media_file", "search_files", "search_text"}

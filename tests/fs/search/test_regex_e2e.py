@@ -7,11 +7,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from mcp import ClientSession
 
 from tests.fs.readkit import small_root
-from tests.kit import complete
-from tests.live import LiveServer, live_server
+from tests.live import LiveServer, call, live_server
 
 TREE = {
     ".gitignore": "*.log\nbuild/\n",
@@ -30,13 +28,6 @@ def srv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     small_root(base, TREE)
     with live_server(base / "cfg" / "roots.toml") as s:
         yield s
-
-
-async def call(s: ClientSession, tool: str, **args: Any) -> tuple[bool, Any]:
-    res = await s.call_tool(tool, args)
-    if res.is_error:
-        return True, res.content[0].text  # type: ignore[union-attr]
-    return False, complete(tool, res.structured_content)
 
 
 async def test_regex_context_and_modes_through_the_server(srv: LiveServer) -> None:
