@@ -5,7 +5,8 @@ parse reaches the server's loop as the parser's exception, which the SDK only
 logs: the client waiting on it hangs. `Lines` stands between that reader and
 the server and answers instead, with a null id (JSON-RPC 2.0: the id of what
 could not be read is not known):
-- not JSON: -32700 Parse error, with the parser's place ("line 1 column 2");
+- not JSON: -32700 Parse error, with the parser's place ("line 1 column 2"); a
+  blank line is no message at all, and is not answered;
 - JSON that is not a message (a number, a string, `null`, an object without
   `method`, an id that is an object, an array, `true`, a fraction or null, a
   `jsonrpc` other than "2.0", params that are not an object): -32600 Invalid
@@ -56,6 +57,7 @@ PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 BATCH_REVISIONS = frozenset({"2025-03-26"})  # the protocol revisions with JSON-RPC batches
 MAX_BATCH = MAX_IN_FLIGHT  # more would wait on answers the batch itself holds back
+BLANK = object()  # a line of white space
 _UNREADABLE = {  # what the parser refuses in JSON that is valid
     "recursion limit exceeded": "nested too deeply to read (at most 200 levels)",
     "number out of range": "holds a number too large to read",
@@ -84,9 +86,12 @@ def _why(value: Any) -> str:
 
 
 def _unread(exc: Exception) -> tuple[Any, SessionMessage | None]:
-    """The value the parser read from a line it refused (None: not read), or the refusal."""
+    """The value the parser read from a line it refused, or the refusal; `BLANK` for a line
+    of white space."""
     errors = exc.errors(include_url=False) if isinstance(exc, ValidationError) else []
     for e in errors:
+        if e["type"] == "json_invalid" and isinstance(e["input"], str) and not e["input"].strip():
+            return BLANK, None  # no message at all: nothing to answer
         if e["type"] == "json_invalid":
             msg = e["msg"].removeprefix("Invalid JSON: ")
             known = next((why for key, why in _UNREADABLE.items() if key in msg), None)
@@ -147,6 +152,8 @@ class Lines:
             value, refused = _unread(item)
             if refused is None and isinstance(value, list):
                 return await self._batch(value)
+            if value is BLANK:
+                return []
             await self._write.send(refused or refusal(INVALID_REQUEST, _why(value)))
             return []
         message = item.message if isinstance(item, SessionMessage) else None

@@ -131,6 +131,14 @@ def test_a_bad_line_gets_its_answer_and_the_session_goes_on(wire, line, expected
     assert after["id"] == 99 and after["result"]["tools"], after
 
 
+@pytest.mark.parametrize("blank", ["", "   ", "\t \r"])
+def test_a_blank_line_is_no_message_and_gets_no_answer(wire, blank) -> None:
+    w = wire()
+    w.send(blank)
+    w.send(json.dumps(LIST))
+    assert w.answer()["id"] == 99
+
+
 def test_several_bad_lines_in_a_row_each_get_one_answer(wire) -> None:
     w = wire()
     bad = ["not json", "[]", "null", '{"id": {}}', DEEP]
@@ -180,7 +188,7 @@ def test_a_batch_of_notifications_only_is_not_answered(wire) -> None:
 def test_bad_lines_from_a_regular_file_are_answered_too(one_root_config, tmp_path) -> None:
     # stdin a regular file: the SDK's own reader serves; the answers are the same.
     src = tmp_path / "requests.jsonl"
-    lines = [json.dumps(m) for m in HELLO] + ["not json", "[]", "null", DEEP]
+    lines = [json.dumps(m) for m in HELLO] + ["not json", "", "[]", "null", DEEP]
     src.write_text("".join(line + "\n" for line in lines))
     with src.open() as f:
         proc = subprocess.run([EXE, "--config", str(one_root_config("reference"))], stdin=f,
