@@ -24,13 +24,15 @@ could not be read is not known):
   before `initialize`, or empty, or of more than `MAX_BATCH` members: one
   -32600 naming why.
 
-What it holds: a batch's answers until its last (at most `MAX_BATCH`, all
-still owed to the intake, so its bound holds); on pipes, the lines not yet
-matched with their message (one or two: the reader sends each message before
-reading the next line), read again only for a notification, to see an `id`
-the SDK's parser drops. On the SDK's own path (stdin a file or terminal) that
-line is not seen, and a notification-shaped object with a bad `id` is taken as
-the notification.
+A refusal goes out through the SDK's writer before the next line is read, so a
+client that sends bad lines and reads nothing stops the reading, as unread
+answers do (`intake`): nothing piles up here. What it holds: a batch's answers
+until its last (at most `MAX_BATCH`, all still owed to the intake, so its bound
+holds); on pipes, the lines not yet matched with their message (one or two: the
+reader sends each message before reading the next line), read again only for a
+notification, to see an `id` the SDK's parser drops. On the SDK's own path
+(stdin a file or terminal) that line is not seen, and a notification-shaped
+object with a bad `id` is taken as the notification.
 """
 
 from __future__ import annotations
