@@ -34,7 +34,7 @@ from app.config_checks import (
 from app.errors import ConfigError
 from app.messages import sentence
 from app.security.policy import Recovery
-from app.security.tokenfile import state_dir
+from app.security.statedir import state_dir
 
 if sys.version_info >= (3, 11):
     import tomllib

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from app.config import LoadedConfig
 from app.config_checks import check_token_file, resolve_links
 from app.errors import ConfigError
+from app.security import statedir
 from app.security.tokenfile import (
     TokenFile,
     TokenHolder,
@@ -164,12 +165,40 @@ def platform_refusal() -> str | None:
     return why
 
 
+def settle_state_folder(args: argparse.Namespace, settings: Settings, loaded: LoadedConfig) -> bool:
+    """When this start uses the state folder (the default audit log and the index beside
+    it, or a token to make), settle it and say what was done (`statedir.settle`); False
+    when it cannot be used (said). stdio names it without its host path, as `announce`."""
+    makes_token = args.transport == "http" and not (
+        args.no_auth or settings.token or settings.token_file
+    )
+    if loaded.model.audit_log is not None and not makes_token:
+        return True
+    given = os.path.normpath(statedir.state_dir())
+    place = "$XDG_STATE_HOME" if os.path.isabs(os.environ.get("XDG_STATE_HOME") or "") else (
+        "~/.local/state")
+
+    def unnamed(path: str) -> str:
+        return f"{place}/{statedir.STATE_NAME}" if path == given else "its real place"
+
+    try:
+        notes = statedir.settle(show=str if args.transport == "http" else unnamed)
+    except ConfigError as exc:
+        print(f"loom-fs-mcp: {exc.message}", file=sys.stderr)
+        return False
+    for note in notes:
+        print(note, file=sys.stderr)
+    return True
+
+
 def serve(args: argparse.Namespace, config_path: str, loaded: LoadedConfig) -> int:
     refusal = platform_refusal()
     if refusal:
         print(f"loom-fs-mcp: {refusal}", file=sys.stderr)
         return 1
     settings = Settings()
+    if not settle_state_folder(args, settings, loaded):
+        return 1
     host = args.host or settings.host
     port = args.port if args.port is not None else settings.port
     auth: HttpAuth | None = None

@@ -27,18 +27,10 @@ from dataclasses import dataclass
 
 from app.errors import ConfigError
 from app.security.handles import read_at_most
+from app.security.statedir import settle, state_dir
 
 MAX_TOKEN_BYTES = 4096
 TOKEN_NAME = "token"
-
-
-def state_dir() -> str:
-    """`$XDG_STATE_HOME/loom-fs-mcp` (default `~/.local/state/loom-fs-mcp`): the token, the
-    default audit log and the search index live here."""
-    base = os.environ.get("XDG_STATE_HOME") or ""
-    if not os.path.isabs(base):  # the XDG spec: a relative value is ignored
-        base = os.path.expanduser("~/.local/state")
-    return os.path.join(base, "loom-fs-mcp")
 
 
 def default_token_path() -> str:
@@ -113,12 +105,9 @@ def read_token(tf: TokenFile, hold: Callable[[int], object] | None = None) -> st
 
 
 def _private_folder(path: str) -> None:
-    os.makedirs(path, mode=0o700, exist_ok=True)
-    st = os.stat(path)
-    if not stat.S_ISDIR(st.st_mode):
-        raise _refuse("its folder is not a directory")
-    if st.st_uid == os.geteuid() and st.st_mode & 0o077:
-        os.chmod(path, 0o700)  # the server's own state folder, made by an older start
+    """The start settled the state folder and said what it did (`statedir.settle`); this
+    checks it again as it makes the token in it: never a link, never followed."""
+    settle(path, show=lambda _: "of the token file")
 
 
 def ensure_token(path: str) -> bool:

@@ -1,8 +1,10 @@
 """stdio: the SDK's transport on asyncio pipes (`pipes`), with back-pressure (`intake`).
 
-`run_stdio` serves one session until stdin closes. Every message from the
-client passes `intake.Intake` before the server sees it, on pipes and on the
-SDK's own threaded path alike (stdin a regular file or a terminal).
+`run_stdio` serves one session until stdin closes. Every line from the client
+is answered if it is not a message the server can take, and a batch is taken
+as its protocol revision says (`every_line.Lines`); every message passes
+`intake.Intake` before the server sees it; on pipes and on the SDK's own
+threaded path alike (stdin a regular file or a terminal).
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from app import sdk
+from app.stdio.every_line import Lines
 from app.stdio.intake import Answers, Intake, Requests
 from app.stdio.pipes import line_limit, pipes
 
@@ -22,4 +25,7 @@ async def run_stdio(server: Any) -> None:
         stdin, stdout = ends if ends is not None else (None, None)
         async with stdio_server(stdin, stdout) as (read, write):  # type: ignore[arg-type]
             intake = Intake()
-            await sdk.run_session(server, Requests(read, intake), Answers(write, intake))
+            lines = Lines(write, intake, stdin.seen if stdin is not None else None)
+            await sdk.run_session(
+                server, Requests(read, intake, lines.take), Answers(write, intake, lines.keep)
+            )

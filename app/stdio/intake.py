@@ -20,7 +20,8 @@ waiting here and the line the reader is on.
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
+from collections.abc import Awaitable, Callable
 from types import TracebackType
 from typing import Any
 
@@ -98,14 +99,24 @@ class _Stream:
 
 
 class Requests(_Stream):
-    """The server's read stream: each message passes `Intake.admit` first."""
+    """The server's read stream: what a read becomes (`take`: none, it, or a batch's
+    members; `every_line.Lines`), each message passing `Intake.admit` first."""
+
+    def __init__(self, inner: Any, intake: Intake,
+                 take: Callable[[Any], Awaitable[list[Any]]] | None = None) -> None:
+        super().__init__(inner, intake)
+        self._take = take
+        self._ready: deque[Any] = deque()
 
     @property
     def last_context(self) -> Any:  # the sender's context (the SDK's context streams)
         return getattr(self._inner, "last_context", None)
 
     async def receive(self) -> Any:
-        item = await self._inner.receive()
+        while not self._ready:
+            item = await self._inner.receive()
+            self._ready.extend([item] if self._take is None else await self._take(item))
+        item = self._ready.popleft()
         await self._intake.admit(item)
         return item
 
@@ -120,8 +131,16 @@ class Requests(_Stream):
 
 
 class Answers(_Stream):
-    """The server's write stream: an answer counts once the writer has taken it."""
+    """The server's write stream: an answer counts once the writer has taken it (or
+    `keep`, a batch's, has: it settles it when the batch goes out)."""
+
+    def __init__(self, inner: Any, intake: Intake,
+                 keep: Callable[[Any], Awaitable[bool]] | None = None) -> None:
+        super().__init__(inner, intake)
+        self._keep = keep
 
     async def send(self, item: Any) -> None:
+        if self._keep is not None and await self._keep(item):
+            return
         await self._inner.send(item)
         self._intake.answered(item)

@@ -27,6 +27,7 @@ import contextlib
 import json
 import os
 import stat
+from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -68,11 +69,14 @@ class PipeLines:
 
     A longer line is dropped as it arrives (never held whole: a 100 MB line once
     lifted the process to 371 MB) and answered with `too_long` through `refuse`.
+    Each line returned is also put on `seen`, if given, for whoever matches it with
+    the message the SDK makes of it (`every_line.Lines`, which takes it off).
     """
 
     def __init__(
         self, reader: asyncio.StreamReader, limit: Callable[[], int] = lambda: 1 << 62,
         refuse: Callable[[int], Awaitable[None]] | None = None,
+        seen: deque[str] | None = None,
     ) -> None:
         self._reader = reader
         self._buf = bytearray()
@@ -80,6 +84,13 @@ class PipeLines:
         self._limit = limit
         self._refuse = refuse
         self._dropping = 0  # the limit in force when a line being dropped went over it
+        self.seen = seen
+
+    def _line(self, raw: bytes) -> str:
+        line = raw.decode("utf-8", errors="replace")
+        if self.seen is not None:
+            self.seen.append(line)
+        return line
 
     def __aiter__(self) -> PipeLines:
         return self
@@ -102,7 +113,7 @@ class PipeLines:
                 line = bytes(self._buf[: end + 1])
                 del self._buf[: end + 1]
                 self._scanned = 0
-                return line.decode("utf-8", errors="replace")
+                return self._line(line)
             if self._dropping or len(self._buf) > self._limit():
                 self._dropping = self._dropping or self._limit()
                 self._buf.clear()
@@ -116,7 +127,7 @@ class PipeLines:
                     raise StopAsyncIteration
                 line = bytes(self._buf)
                 self._buf.clear()
-                return line.decode("utf-8", errors="replace")
+                return self._line(line)
             self._buf += chunk
 
 
@@ -197,7 +208,7 @@ async def pipes(
                 await writer.write(too_long(over))
 
             try:  # the transport closes its file object; the fds are closed by _claimed
-                yield PipeLines(reader, limit, refuse), writer
+                yield PipeLines(reader, limit, refuse, deque()), writer
             finally:
                 transport.close()
     finally:
