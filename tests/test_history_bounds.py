@@ -262,11 +262,6 @@ VERSIONS_GROW = (
     "every stamp folder it holds and reads each one's record: the Nth replacing change lists "
     "N entries"
 )
-COPY_SQUARE = (
-    "copy_tree._Dirs.at opens each folder from the copy's top, one component at a time "
-    "(open_below), for every folder it makes and every mode it sets: a chain of D folders "
-    "costs about D*D opens"
-)
 INVARIANTS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
     "trash-listed-by-replacing-changes": ((TRASH,), KEEPING),
     "work-of-replacing-changes": ((IO,), KEEPING),
@@ -303,8 +298,7 @@ def run() -> dict[str, list[str]]:
                  marks=pytest.mark.xfail(strict=True, reason=VERSIONS_GROW)),
     pytest.param("work-of-replacing-changes",
                  marks=pytest.mark.xfail(strict=True, reason=VERSIONS_GROW)),
-    pytest.param("work-of-copying-a-deep-folder",
-                 marks=pytest.mark.xfail(strict=True, reason=COPY_SQUARE)),
+    "work-of-copying-a-deep-folder",
     "trash-listed-by-copying-a-deep-folder",
     "work-of-depth-moves-creates-deletes",
     "trash-listed-by-depth-moves-creates-deletes",
