@@ -32,6 +32,7 @@ import apsw
 
 from app.fs.filters.ignore import KINDS
 from app.fs.index import direct, trigram_build
+from app.fs.index.access import STALE, stale
 from app.fs.index.entry import (
     GEN_AT,
     ID_AT,
@@ -39,6 +40,7 @@ from app.fs.index.entry import (
     KEY_AT,
     KEY_MASK,
     STATE_MASK,
+    UNMATCHED,
     Entry,
     key,
     racy,
@@ -257,8 +259,12 @@ def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
             return None
         if idx.view is not view:  # rebuilt meanwhile: what the query saw is another index
             return None
-        w = idx.watch
-        held = w.held() if w is not None and w.drain() and not w.broken else set()
+        w = idx.watch  # broken, it still knows what was held when it broke: held still
+        held = w.held() if w is not None and w.drain() else set()
+        if w is not None:
+            with w.lock:
+                changed = set(w.dirty)
+            _unvouch(idx, changed, stale_of)
         f = _Filter(view, ids, gen, keeper.progress, held)
         return f.folders(dirs), f.note
 
@@ -279,6 +285,19 @@ class _Stale:
         return self.got
 
 
+def _unvouch(idx: TrigramIndex, paths: set[str], stale_of: _Stale) -> None:
+    """The entries of files the watch saw changed marked stale in the view: the next build
+    reads them whatever their signature (a page written again through a map, the map then
+    gone, moves nothing on disk; the close says it was written)."""
+    with idx.lock:
+        view = idx.view
+        for p in paths:
+            e = view.get(p)
+            if e is not None and e.sig[1] != STALE and e.sig != UNMATCHED:
+                view[p] = Entry(stale(e.sig), e.id, e.state, e.gen)
+                stale_of.gen = -1
+
+
 def _walkless(keeper: Keeper, root: SecureRoot, identity: str, watch: Watch, expr: str,
               scope: Scope, stale_of: _Stale) -> tuple[bool, Answer | None]:
     """The answer without a walk (True, and None when the call scans), or (False, None)
@@ -290,6 +309,7 @@ def _walkless(keeper: Keeper, root: SecureRoot, identity: str, watch: Watch, exp
     idx = keeper.idx
     with watch.lock:
         dirty, held = set(watch.dirty), set(watch.opens)
+    _unvouch(idx, dirty, stale_of)
     with idx.lock:
         view, linked = idx.view, idx.linked
         stale = stale_of(view, idx.gen)

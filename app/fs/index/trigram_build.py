@@ -126,7 +126,7 @@ class Build:
         if watch is None or watch.broken:  # a new era: every folder watched as it is walked
             if watch is not None:
                 watch.close()
-            idx.watched, watch, fresh = False, Watch(partial(pruned, self.root)), True
+            idx.watched, watch, fresh = False, Watch(partial(pruned, self.root), watch), True
             idx.watch = watch
         started, began = watch.drain(), time.monotonic()
         self.watch = watch if fresh else None

@@ -83,13 +83,17 @@ RACY_WINDOW_NS = dirty_window_ns()  # 45 s with the kernel's defaults
 class Watch:
     """The watches of one build era of one root."""
 
-    def __init__(self, pruned: Pruned | None = None) -> None:
+    def __init__(self, pruned: Pruned | None = None, before: Watch | None = None) -> None:
         self.pruned = pruned  # (folder prefix, name, made?) -> the walk never enters it
         self.lock = threading.Lock()
         self.folders: dict[int, str] = {}  # watch descriptor -> walk path prefix
         self.dirty: dict[str, int] = {}  # path -> the drain that saw it changed
         self.opens: dict[str, int] = {}  # path -> opens seen less closes seen, when above 0
         self.moving: dict[int, int] = {}  # a move's cookie -> the opens of the name it left
+        if before is not None:  # the watch this one replaces: its files still held, held
+            with before.lock:  # (one whose close it missed stays so until a close is seen)
+                if len(before.opens) <= MOST_HELD:
+                    self.opens.update(before.opens)
         self.seq = 0  # drains so far
         self.stop = threading.Event()  # the queue's thread ends
         self.broken = INotify is None

@@ -32,7 +32,7 @@ from app.fs.index.trigram_build import MOST_BYTES, Build
 from app.fs.index.watch import Watch
 from app.fs.search.needs import needs_of
 from app.fs.search.options import TextOptions
-from tests.fs.index.trigramkit import Indexed, spied_direct
+from tests.fs.index.trigramkit import Holder, Indexed, spied_direct
 from tests.fs.readkit import small_root
 from tests.fs.search import rgkit
 from tests.kit import secure_root
@@ -469,7 +469,39 @@ def _searchable(top: Path) -> bool:
     return bool(done.stdout.strip())
 
 
-def _edit(top: Path, rnd: random.Random) -> None:
+_WRITTEN = "foo colour TODO abab id_2 bar a1 qux "
+
+
+def _head(p: Path) -> int:
+    """How many of the file's first bytes (up to 24) are printable ASCII: what a holder
+    may overwrite without cutting a character (0: too few, or an ignore file, whose
+    change through a map no walk would see)."""
+    if p.name in KINDS:
+        return 0
+    head = p.read_bytes()[:24]
+    n = next((i for i, b in enumerate(head) if not 32 <= b < 127), len(head))
+    return n if n >= 3 else 0
+
+
+def _hold(top: Path, files: list[Path], holders: list[tuple[Holder, int]],
+          rnd: random.Random) -> None:
+    """Another process writes a file it holds open, with no close between two searches:
+    through a shared map (a page it had dirtied written again: no signature moves) or
+    a descriptor (`pwrite`). A new holder sometimes, else one already holding writes."""
+    if holders and rnd.random() < 0.6:
+        h, n = rnd.choice(holders)
+    else:
+        pick = [p for p in files if _head(p)]
+        if not pick or len(holders) >= 4:
+            return
+        p = rnd.choice(pick)
+        h, n = Holder(p, rnd.choice(["mmap", "mapped", "fd"])), _head(p)
+        holders.append((h, n))
+    at = rnd.randrange(len(_WRITTEN))
+    h.write(0, (_WRITTEN[at:] + _WRITTEN)[:n].encode())
+
+
+def _edit(top: Path, rnd: random.Random, holders: list[tuple[Holder, int]]) -> None:
     files = sorted(p for p in top.rglob("*")
                    if p.is_file() and not p.is_symlink() and ".git" not in p.parts)
     for _ in range(rnd.randint(1, 4)):
@@ -490,6 +522,8 @@ def _edit(top: Path, rnd: random.Random) -> None:
                 files.append(link)
                 with open(rnd.choice([p, link]), "a") as f:
                     f.write(rgkit._text(rnd))
+        elif what < 0.85:  # held open by another process, written with no close
+            _hold(top, files, holders, rnd)
         else:
             (top / f"new{rnd.randint(0, 99)}.txt").write_text(rgkit._text(rnd) or "foo\n")
 
@@ -499,6 +533,8 @@ def _edit(top: Path, rnd: random.Random) -> None:
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), built=st.booleans())
 @example(seed=1436, built=False)  # a link under an ignored name, written through it
+@example(seed=1004, built=False)  # a page written again through a map: nothing moved on disk
+@example(seed=220, built=False)  # a map held across a watch broken (an ignore file) and new
 def test_with_the_index_on_hits_equal_ripgreps_across_edits(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, seed: int,
     built: bool,
@@ -513,13 +549,23 @@ def test_with_the_index_on_hits_equal_ripgreps_across_edits(
     if built:
         ix.build()
     rnd = random.Random(seed)
-    for round_ in range(3):
-        for k, pattern in enumerate(PATTERNS):
-            literal = k % 3 == 2 and not re.search(r"[\\|()?]", pattern)
-            _check(ix, top, pattern, fold=k % 4 == 1, literal=literal)
-        if round_ == 1:  # the next edits meet a complete index under its watch
-            ix.build()
-        _edit(top, rnd)
+    holders: list[tuple[Holder, int]] = []
+    try:
+        for round_ in range(3):
+            for k, pattern in enumerate(PATTERNS):
+                literal = k % 3 == 2 and not re.search(r"[\\|()?]", pattern)
+                _check(ix, top, pattern, fold=k % 4 == 1, literal=literal)
+            if round_ == 1:  # the next edits meet a complete index under its watch
+                ix.build()
+            _edit(top, rnd, holders)
+        for let_go in (False, True):  # the last edits, held; then let go (a write's close)
+            for h, _ in holders if let_go else ():
+                h.close()
+            for k, pattern in enumerate(PATTERNS[:3]):
+                _check(ix, top, pattern, fold=k % 4 == 1, literal=False)
+    finally:
+        for h, _ in holders:
+            h.close()
     ix.keeper.wait()
     os.sync()
 
