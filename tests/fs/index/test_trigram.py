@@ -578,17 +578,19 @@ def test_with_the_index_on_hits_equal_ripgreps_across_edits(
     os.sync()
 
 
-def _restructure(top: Path, away: Path, rnd: random.Random) -> None:
+def _restructure(top: Path, away: Path, rnd: random.Random, ix: Indexed,
+                 holders: list[tuple[Holder, int]]) -> None:
     """Moves of files and folders, by anyone: within the root, in from outside it (files
     the index never read), out of it, an editor's save (a new file renamed over the old),
-    a folder made with files in it, an ignore file rewritten, a file swapped for a link."""
+    a folder made with files in it, an ignore file rewritten, a file swapped for a link,
+    a file held open and written by another process (which the moves then carry)."""
     def pick(folders: bool) -> Path | None:
         got = sorted(p for p in top.rglob("*") if ".git" not in p.relative_to(top).parts
                      and not p.is_symlink() and (p.is_dir() if folders else p.is_file()))
         return rnd.choice(got) if got else None
 
     for _ in range(rnd.randint(1, 3)):
-        what, n = rnd.randrange(8), rnd.randint(0, 999)
+        what, n = rnd.randrange(9), rnd.randint(0, 999)
         folder, file = pick(True), pick(False)
         if what == 0 and file:  # a file renamed into another folder
             os.replace(file, (folder or top) / f"moved{n}.txt")
@@ -621,6 +623,9 @@ def _restructure(top: Path, away: Path, rnd: random.Random) -> None:
             file.unlink()
             if other and other != file:
                 file.symlink_to(other)
+        elif what == 8:
+            _hold(ix, [p for p in top.rglob("*") if p.is_file() and not p.is_symlink()
+                       and ".git" not in p.relative_to(top).parts], holders, rnd)
 
 
 @pytest.mark.skipif(rgkit.RG is None, reason="ripgrep (rg) is not installed")
@@ -643,14 +648,19 @@ def test_with_the_index_on_hits_equal_ripgreps_across_moves(
     ix = Indexed(root, tmp / "state")
     ix.build()
     rnd = random.Random(seed)
-    for round_ in range(4):
-        _restructure(top, away, rnd)
-        for k, pattern in enumerate(PATTERNS):
-            literal = k % 3 == 2 and not re.search(r"[\\|()?]", pattern)
-            _check(ix, top, pattern, fold=k % 4 == 1, literal=literal)
-        if round_ % 2 == 1:  # the next moves meet a complete index under a new watch
-            ix.keeper.wait()
-            ix.build()
+    holders: list[tuple[Holder, int]] = []
+    try:
+        for round_ in range(4):
+            _restructure(top, away, rnd, ix, holders)
+            for k, pattern in enumerate(PATTERNS):
+                literal = k % 3 == 2 and not re.search(r"[\\|()?]", pattern)
+                _check(ix, top, pattern, fold=k % 4 == 1, literal=literal)
+            if round_ % 2 == 1:  # the next moves meet a complete index under a new watch
+                ix.keeper.wait()
+                ix.build()
+    finally:
+        for h, _ in holders:
+            h.close()
     ix.keeper.wait()
     os.sync()
 
