@@ -22,6 +22,8 @@ SERIAL: dict[str, str] = {
     "tests/service/test_http_limits.py": "slow clients are timed byte by byte",
     "tests/service/test_http_connection_floods.py": "300 connections held by a racing thread",
     "tests/security/test_attacks.py::test_opening_a_fifo_returns_at_once": "a 1.8 s watchdog",
+    "tests/fs/index/test_open.py::test_a_file_mapped_before_the_watch_began_is_read_until_"
+    "indexed_after_the_window": "the file must be indexed within 42 s of its change",
 }
 
 

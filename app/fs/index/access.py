@@ -36,12 +36,14 @@ def storable(rel: str) -> bool:
     return True
 
 
-def open_listed(name: str, dir_fd: int, now: Callable[[], int]) -> tuple[int, Signature] | None:
+def open_listed(name: str, dir_fd: int, now: Callable[[], int], window: int | None = None
+                ) -> tuple[int, Signature] | None:
     """A listed file opened by name from the walk's own directory handle (the caller closes
     the descriptor), with the signature to store; None when it is no longer a regular
-    file. A signature too young to trust (`now` minus its times under RACY_NS) is stored
-    as STALE, so the next refresh reads the file again: a second change within the same
-    clock tick leaves it as it was."""
+    file. A signature too young to trust (`now` minus its times under `window`, RACY_NS
+    unless given) is stored as STALE, so the next refresh reads the file again: a second
+    change within the same clock tick leaves it as it was (the trigram index gives the
+    dirty window of pages written through a map, `watch.RACY_WINDOW_NS`)."""
     try:
         fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
     except OSError:
@@ -55,7 +57,7 @@ def open_listed(name: str, dir_fd: int, now: Callable[[], int]) -> tuple[int, Si
         os.close(fd)
         return None
     sig = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino)
-    if now() - max(st.st_mtime_ns, st.st_ctime_ns) < RACY_NS:
+    if now() - max(st.st_mtime_ns, st.st_ctime_ns) < (RACY_NS if window is None else window):
         sig = stale(sig)
     return fd, sig
 

@@ -11,7 +11,9 @@ read, never trusted.
 
 from __future__ import annotations
 
-from app.fs.index.access import Signature
+from collections.abc import Mapping
+
+from app.fs.index.access import STALE, Signature
 
 _B64 = 1 << 64
 _HALF = 1 << 63
@@ -21,6 +23,7 @@ ID_AT, KEY_AT = _STATE, _STATE + _ID
 GEN_AT = KEY_AT + _KEY
 STATE_MASK, ID_MASK, KEY_MASK = (1 << _STATE) - 1, (1 << _ID) - 1, (1 << _KEY) - 1
 UNMATCHED: Signature = (-1, -1, -1, -1)  # what `sig` answers for NEVER
+_STALE_FIELD = STALE + _HALF  # the key's mtime field of a signature stored stale
 
 
 def key(size: int, mtime: int, ctime: int, ino: int) -> int:
@@ -62,3 +65,15 @@ class Entry(int):
     @property
     def gen(self) -> int:
         return self >> GEN_AT
+
+
+def racy(view: Mapping[str, int]) -> dict[str, int]:
+    """The paths stored stale (read within the racy window of their last change: no search
+    trusts them until a build reads them again past it), each with its ctime."""
+    out: dict[str, int] = {}
+    m = _B64 - 1
+    for p, e in view.items():
+        k = e >> KEY_AT & KEY_MASK
+        if k >> 64 & m == _STALE_FIELD and k != NEVER:
+            out[p] = (k >> 128 & m) - _HALF
+    return out

@@ -7,7 +7,9 @@ files, `exclude` and `file_glob` applied as in a scan) filtered file by file. A 
 out only when the index vouches for it: an entry of a generation the query may trust, the
 same signature on disk as when it was indexed (one `stat`), and none of the query's
 trigrams. Every other file is searched as in a scan: not indexed yet (a build under way),
-changed since, too large to index. Every file kept is read and matched by the searcher
+changed since, too large to index, held open by a process (`Watch.held`: written through a
+map, it changes with no sign on disk), or read within the racy window of its last change
+(stored stale, `watch.RACY_WINDOW_NS`). Every file kept is read and matched by the searcher
 itself: the index proposes, the bytes decide. A binary file (a NUL in its first 4 KiB) is
 left out without being read; a scan would read it and count it in `skipped_binary`.
 
@@ -30,11 +32,24 @@ import apsw
 
 from app.fs.filters.ignore import KINDS
 from app.fs.index import direct, trigram_build
-from app.fs.index.entry import GEN_AT, ID_AT, ID_MASK, KEY_AT, KEY_MASK, STATE_MASK, Entry, key
+from app.fs.index.access import STALE, stale
+from app.fs.index.entry import (
+    GEN_AT,
+    ID_AT,
+    ID_MASK,
+    KEY_AT,
+    KEY_MASK,
+    STATE_MASK,
+    UNMATCHED,
+    Entry,
+    key,
+    racy,
+)
 from app.fs.index.grams import plan
 from app.fs.index.storage import Unavailable
 from app.fs.index.trigram import BINARY, WHOLE, TrigramIndex
 from app.fs.index.trigram_build import Build, BuildState
+from app.fs.index.watch import RACY_WINDOW_NS, Watch
 from app.fs.reading.listing import unreadable_text
 from app.security.resolve import SecureRoot
 
@@ -73,6 +88,7 @@ class Keeper:
         self.last = BuildState()
         self.lock = threading.Lock()
         self.closed = False  # the server is stopping: no build starts again
+        self.began = 0  # when the last build started, by `now`
 
     def kick(self, root: SecureRoot, identity: str) -> None:
         """Start a build unless one is running."""
@@ -80,6 +96,7 @@ class Keeper:
             if self.closed or (self.thread is not None and self.thread.is_alive()):
                 return
             self.stop_flag = threading.Event()
+            self.began = self.now()
             build = Build(self.idx, root, identity, self.stop_flag, self.now)
             self.thread = threading.Thread(target=self._run, args=(build,),
                                            name="loomfs-trigram", daemon=True)
@@ -141,13 +158,14 @@ class _Filter:
     """One search's pass over the walk's folders, with the index's answer."""
 
     def __init__(self, view: dict[str, Entry], ids: set[int], gen: int,
-                 progress: Callable[[], str | None]) -> None:
+                 progress: Callable[[], str | None], held: set[str]) -> None:
         self.view, self.ids, self.gen, self.progress = view, ids, gen, progress
+        self.held = held  # files a process has open: read, whatever their signature
         self.unindexed = 0  # files read because the index could not vouch for them
         self.left_out = 0
 
     def folders(self, dirs: Iterator[Folder]) -> Iterator[Folder]:
-        view, ids, gen = self.view, self.ids, self.gen
+        view, ids, gen, held = self.view, self.ids, self.gen, self.held
         for fd, prefix, names in dirs:
             keep: list[str] = []
             unvouched: set[str] = set()
@@ -155,9 +173,10 @@ class _Filter:
                 # The entry's fields read from its packed int (`entry.py`), not as attributes:
                 # this loop runs once per file of the tree.
                 e = view.get(prefix + name)
-                if e is None or e >> GEN_AT > gen or e & STATE_MASK == WHOLE:
+                if (e is None or e >> GEN_AT > gen or e & STATE_MASK == WHOLE
+                        or (held and prefix + name in held)):
                     keep.append(name)
-                    if e is None or e >> GEN_AT > gen:
+                    if e is None or e >> GEN_AT > gen or e & STATE_MASK != WHOLE:
                         unvouched.add(name)
                     continue
                 try:
@@ -226,23 +245,8 @@ def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
         if watch is not None and time.monotonic() - idx.walked_at >= REWALK:
             watch = None  # too long since a walk looked at every file: this call walks
         if watch is not None and expr is not None:
-            with watch.lock:
-                dirty = set(watch.dirty)
-            with idx.lock:
-                view, linked = idx.view, idx.linked
-                new = [p for p in dirty if p not in view]
-            hidden = direct.unlisted(root, new) if len(new) <= direct.MOST_NEW else None
-            under = "/".join(scope.start) + "/" if scope.start else ""
-            looked = [p for p in linked - dirty  # what this call reads, and ignore files
-                      if p.startswith(under) or p.rpartition("/")[2] in KINDS]
-            moved = direct.changed(root, looked, view) if hidden is not None else None
-            if hidden is not None and moved is not None:  # else the walk decides
-                dirty = (dirty - hidden) | moved
-                got = _direct(keeper, root, expr, view, dirty, scope)
-                # The refresh of what changed starts once the candidates are known: started
-                # first, it could swap the view under the query and cost this call a walk.
-                if dirty:
-                    keeper.kick(root, identity)
+            decided, got = _walkless(keeper, root, identity, watch, expr, scope, stale_of)
+            if decided:
                 return got
         keeper.kick(root, identity)
         if expr is None:
@@ -255,10 +259,77 @@ def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
             return None
         if idx.view is not view:  # rebuilt meanwhile: what the query saw is another index
             return None
-        f = _Filter(view, ids, gen, keeper.progress)
+        w = idx.watch  # broken, it still knows what was held when it broke: held still
+        held = w.held() if w is not None and w.drain() else set()
+        if w is not None:
+            with w.lock:
+                changed = set(w.dirty)
+            _unvouch(idx, changed, stale_of)
+        f = _Filter(view, ids, gen, keeper.progress, held)
         return f.folders(dirs), f.note
 
+    stale_of = _Stale()
     return narrow
+
+
+class _Stale:
+    """The view's entries stored stale (`entry.racy`), found again only when the view has
+    changed (a new generation): asked under the index's lock."""
+
+    def __init__(self) -> None:
+        self.gen, self.got = -1, dict[str, int]()
+
+    def __call__(self, view: dict[str, Entry], gen: int) -> dict[str, int]:
+        if gen != self.gen:
+            self.got, self.gen = racy(view), gen
+        return self.got
+
+
+def _unvouch(idx: TrigramIndex, paths: set[str], stale_of: _Stale) -> None:
+    """The entries of files the watch saw changed marked stale in the view: the next build
+    reads them whatever their signature (a page written again through a map, the map then
+    gone, moves nothing on disk; the close says it was written)."""
+    with idx.lock:
+        view = idx.view
+        for p in paths:
+            e = view.get(p)
+            if e is not None and e.sig[1] != STALE and e.sig != UNMATCHED:
+                view[p] = Entry(stale(e.sig), e.id, e.state, e.gen)
+                stale_of.gen = -1
+
+
+def _walkless(keeper: Keeper, root: SecureRoot, identity: str, watch: Watch, expr: str,
+              scope: Scope, stale_of: _Stale) -> tuple[bool, Answer | None]:
+    """The answer without a walk (True, and None when the call scans), or (False, None)
+    when the walk must decide. Read besides the candidates: what the watch saw changed,
+    the files some process holds open, those stored stale (read within the racy window),
+    the linked files whose signature moved. A build starts when something changed, or
+    when a stale file's window has passed since the last build began (read again then, it
+    is trusted)."""
+    idx = keeper.idx
+    with watch.lock:
+        dirty, held = set(watch.dirty), set(watch.opens)
+    _unvouch(idx, dirty, stale_of)
+    with idx.lock:
+        view, linked = idx.view, idx.linked
+        stale = stale_of(view, idx.gen)
+        new = [p for p in dirty | held if p not in view]
+    unsure = held | stale.keys()  # read by this call, trusted by none
+    hidden = direct.unlisted(root, new) if len(new) <= direct.MOST_NEW else None
+    under = "/".join(scope.start) + "/" if scope.start else ""
+    looked = [p for p in linked - dirty  # what this call reads, and ignore files
+              if p.startswith(under) or p.rpartition("/")[2] in KINDS]
+    moved = direct.changed(root, looked, view) if hidden is not None else None
+    if hidden is None or moved is None:
+        return False, None
+    dirty = (dirty - hidden) | moved
+    got = _direct(keeper, root, expr, view, dirty | (unsure - hidden), scope)
+    # The refresh of what changed starts once the candidates are known: started first, it
+    # could swap the view under the query and cost this call a walk.
+    now = keeper.now()
+    if dirty or any(keeper.began < c + RACY_WINDOW_NS <= now for c in stale.values()):
+        keeper.kick(root, identity)
+    return True, got
 
 
 def _direct(keeper: Keeper, root: SecureRoot, expr: str, view: dict[str, Entry],

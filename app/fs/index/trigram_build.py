@@ -43,7 +43,7 @@ from app.fs.index.trigram import (
     TrigramIndex,
     open_db,
 )
-from app.fs.index.watch import Watch
+from app.fs.index.watch import RACY_WINDOW_NS, Watch
 from app.fs.text.textio import HEAD, WIDE_BOMS
 from app.security.handles import read_at_most
 from app.security.resolve import SecureRoot
@@ -126,7 +126,7 @@ class Build:
         if watch is None or watch.broken:  # a new era: every folder watched as it is walked
             if watch is not None:
                 watch.close()
-            idx.watched, watch, fresh = False, Watch(partial(pruned, self.root)), True
+            idx.watched, watch, fresh = False, Watch(partial(pruned, self.root), watch), True
             idx.watch = watch
         started, began = watch.drain(), time.monotonic()
         self.watch = watch if fresh else None
@@ -208,7 +208,7 @@ class Build:
 
     def _index(self, con: apsw.Connection, path: str, name: str, dir_fd: int,
                old: int | None) -> None:
-        opened = open_listed(name, dir_fd, self.now)
+        opened = open_listed(name, dir_fd, self.now, RACY_WINDOW_NS)
         if opened is None:
             return
         fd, sig = opened

@@ -32,7 +32,7 @@ from app.fs.index.trigram_build import MOST_BYTES, Build
 from app.fs.index.watch import Watch
 from app.fs.search.needs import needs_of
 from app.fs.search.options import TextOptions
-from tests.fs.index.trigramkit import Indexed, spied_direct
+from tests.fs.index.trigramkit import Holder, Indexed, spied_direct
 from tests.fs.readkit import small_root
 from tests.fs.search import rgkit
 from tests.kit import secure_root
@@ -469,7 +469,47 @@ def _searchable(top: Path) -> bool:
     return bool(done.stdout.strip())
 
 
-def _edit(top: Path, rnd: random.Random) -> None:
+_WRITTEN = "foo colour TODO abab id_2 bar a1 qux "
+
+
+def _head(p: Path) -> int:
+    """How many of the file's first bytes (up to 24) are printable ASCII: what a holder
+    may overwrite without cutting a character (0: too few, or an ignore file, whose
+    change through a map no walk would see)."""
+    if p.name in KINDS:
+        return 0
+    head = p.read_bytes()[:24]
+    n = next((i for i, b in enumerate(head) if not 32 <= b < 127), len(head))
+    return n if n >= 3 else 0
+
+
+def _hold(ix: Indexed, files: list[Path], holders: list[tuple[Holder, int]],
+          rnd: random.Random) -> None:
+    """Another process writes a file it holds open, with no close between two searches:
+    through a shared map (a page it had dirtied written again: no signature moves) or
+    a descriptor (`pwrite`). A new holder sometimes, else one already holding writes.
+    A new holder opens the file with no build reading and its open read at once: two opens
+    in a row reach the watch as one (the kernel merges identical events), the documented
+    limit this leaves out."""
+    if holders and rnd.random() < 0.6:
+        h, n = rnd.choice(holders)
+    else:
+        pick = [p for p in files if _head(p)]
+        if not pick or len(holders) >= 4:
+            return
+        p = rnd.choice(pick)
+        n = _head(p)
+        ix.keeper.wait()
+        h = Holder(p, rnd.choice(["mmap", "mapped", "fd"]))
+        if ix.idx.watch is not None:
+            ix.idx.watch.drain()
+        holders.append((h, n))
+    at = rnd.randrange(len(_WRITTEN))
+    h.write(0, (_WRITTEN[at:] + _WRITTEN)[:n].encode())
+
+
+def _edit(top: Path, rnd: random.Random, ix: Indexed, holders: list[tuple[Holder, int]]
+          ) -> None:
     files = sorted(p for p in top.rglob("*")
                    if p.is_file() and not p.is_symlink() and ".git" not in p.parts)
     for _ in range(rnd.randint(1, 4)):
@@ -490,6 +530,8 @@ def _edit(top: Path, rnd: random.Random) -> None:
                 files.append(link)
                 with open(rnd.choice([p, link]), "a") as f:
                     f.write(rgkit._text(rnd))
+        elif what < 0.85:  # held open by another process, written with no close
+            _hold(ix, files, holders, rnd)
         else:
             (top / f"new{rnd.randint(0, 99)}.txt").write_text(rgkit._text(rnd) or "foo\n")
 
@@ -499,6 +541,8 @@ def _edit(top: Path, rnd: random.Random) -> None:
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(seed=st.integers(0, 10_000), built=st.booleans())
 @example(seed=1436, built=False)  # a link under an ignored name, written through it
+@example(seed=1004, built=False)  # a page written again through a map: nothing moved on disk
+@example(seed=220, built=False)  # a map held across a watch broken (an ignore file) and new
 def test_with_the_index_on_hits_equal_ripgreps_across_edits(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, seed: int,
     built: bool,
@@ -513,28 +557,40 @@ def test_with_the_index_on_hits_equal_ripgreps_across_edits(
     if built:
         ix.build()
     rnd = random.Random(seed)
-    for round_ in range(3):
-        for k, pattern in enumerate(PATTERNS):
-            literal = k % 3 == 2 and not re.search(r"[\\|()?]", pattern)
-            _check(ix, top, pattern, fold=k % 4 == 1, literal=literal)
-        if round_ == 1:  # the next edits meet a complete index under its watch
-            ix.build()
-        _edit(top, rnd)
+    holders: list[tuple[Holder, int]] = []
+    try:
+        for round_ in range(3):
+            for k, pattern in enumerate(PATTERNS):
+                literal = k % 3 == 2 and not re.search(r"[\\|()?]", pattern)
+                _check(ix, top, pattern, fold=k % 4 == 1, literal=literal)
+            if round_ == 1:  # the next edits meet a complete index under its watch
+                ix.build()
+            _edit(top, rnd, ix, holders)
+        for let_go in (False, True):  # the last edits, held; then let go (a write's close)
+            for h, _ in holders if let_go else ():
+                h.close()
+            for k, pattern in enumerate(PATTERNS[:3]):
+                _check(ix, top, pattern, fold=k % 4 == 1, literal=False)
+    finally:
+        for h, _ in holders:
+            h.close()
     ix.keeper.wait()
     os.sync()
 
 
-def _restructure(top: Path, away: Path, rnd: random.Random) -> None:
+def _restructure(top: Path, away: Path, rnd: random.Random, ix: Indexed,
+                 holders: list[tuple[Holder, int]]) -> None:
     """Moves of files and folders, by anyone: within the root, in from outside it (files
     the index never read), out of it, an editor's save (a new file renamed over the old),
-    a folder made with files in it, an ignore file rewritten, a file swapped for a link."""
+    a folder made with files in it, an ignore file rewritten, a file swapped for a link,
+    a file held open and written by another process (which the moves then carry)."""
     def pick(folders: bool) -> Path | None:
         got = sorted(p for p in top.rglob("*") if ".git" not in p.relative_to(top).parts
                      and not p.is_symlink() and (p.is_dir() if folders else p.is_file()))
         return rnd.choice(got) if got else None
 
     for _ in range(rnd.randint(1, 3)):
-        what, n = rnd.randrange(8), rnd.randint(0, 999)
+        what, n = rnd.randrange(9), rnd.randint(0, 999)
         folder, file = pick(True), pick(False)
         if what == 0 and file:  # a file renamed into another folder
             os.replace(file, (folder or top) / f"moved{n}.txt")
@@ -567,6 +623,9 @@ def _restructure(top: Path, away: Path, rnd: random.Random) -> None:
             file.unlink()
             if other and other != file:
                 file.symlink_to(other)
+        elif what == 8:
+            _hold(ix, [p for p in top.rglob("*") if p.is_file() and not p.is_symlink()
+                       and ".git" not in p.relative_to(top).parts], holders, rnd)
 
 
 @pytest.mark.skipif(rgkit.RG is None, reason="ripgrep (rg) is not installed")
@@ -589,14 +648,19 @@ def test_with_the_index_on_hits_equal_ripgreps_across_moves(
     ix = Indexed(root, tmp / "state")
     ix.build()
     rnd = random.Random(seed)
-    for round_ in range(4):
-        _restructure(top, away, rnd)
-        for k, pattern in enumerate(PATTERNS):
-            literal = k % 3 == 2 and not re.search(r"[\\|()?]", pattern)
-            _check(ix, top, pattern, fold=k % 4 == 1, literal=literal)
-        if round_ % 2 == 1:  # the next moves meet a complete index under a new watch
-            ix.keeper.wait()
-            ix.build()
+    holders: list[tuple[Holder, int]] = []
+    try:
+        for round_ in range(4):
+            _restructure(top, away, rnd, ix, holders)
+            for k, pattern in enumerate(PATTERNS):
+                literal = k % 3 == 2 and not re.search(r"[\\|()?]", pattern)
+                _check(ix, top, pattern, fold=k % 4 == 1, literal=literal)
+            if round_ % 2 == 1:  # the next moves meet a complete index under a new watch
+                ix.keeper.wait()
+                ix.build()
+    finally:
+        for h, _ in holders:
+            h.close()
     ix.keeper.wait()
     os.sync()
 

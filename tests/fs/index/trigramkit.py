@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -15,24 +17,27 @@ from app.fs.control import NoControl
 from app.fs.index import direct, shards, trigram
 from app.fs.index.narrow import Keeper
 from app.fs.index.trigram_build import BuildState
+from app.fs.index.watch import RACY_WINDOW_NS
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
 from app.security.resolve import SecureRoot
 
 
 def later() -> int:
-    """A clock 10 s ahead: files just written count as settled (not racy)."""
-    return time.time_ns() + 10_000_000_000
+    """A clock past the dirty window ahead: files just written count as settled (not
+    racy: `watch.RACY_WINDOW_NS`)."""
+    return time.time_ns() + RACY_WINDOW_NS + 10_000_000_000
 
 
 class Indexed:
     """One root and its trigram index (in `state`), the clock moved on so that files just
     written are trusted once indexed."""
 
-    def __init__(self, root: SecureRoot, state: Path, identity: str = "rules-1") -> None:
+    def __init__(self, root: SecureRoot, state: Path, identity: str = "rules-1",
+                 now: Callable[[], int] = later) -> None:
         self.root, self.identity = root, identity
         self.idx = trigram.TrigramIndex(str(state / "index" / "r.trigram.sqlite3"))
-        self.keeper = Keeper(self.idx, now=later)
+        self.keeper = Keeper(self.idx, now=now)
         self.notes: list[str | None] = []
         self.narrow = narrow_of(self.keeper, root, identity)  # as the server narrows a call
 
@@ -100,3 +105,62 @@ def spied_direct(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     monkeypatch.setattr(direct, "folders", spy)
     monkeypatch.setattr(direct, "SHARE", 1.0)
     return calls
+
+
+# Another process holding a file open: through a shared memory map ("mmap", its descriptor
+# kept; "mapped": closed once mapped, the mapping outliving it) or a descriptor it writes
+# with `pwrite` ("fd"). It writes what it is told, line by line ("offset hex"), answering
+# "ok" once written, and lets go of the file when its input ends.
+_HOLDER = r"""
+import mmap, os, sys
+path, how = sys.argv[1], sys.argv[2]
+if how == "fd":
+    fd = os.open(path, os.O_WRONLY)
+else:
+    f = open(path, "r+b")
+    m = mmap.mmap(f.fileno(), 0)
+    if how == "mapped":
+        f.close()
+print("ready", flush=True)
+for line in sys.stdin:
+    at, data = line.split()
+    b, o = bytes.fromhex(data), int(at)
+    if how == "fd":
+        os.pwrite(fd, b, o)
+    else:
+        m[o:o + len(b)] = b
+    print("ok", flush=True)
+"""
+
+
+class Holder:
+    """A process holding `path` open (`how`: "mmap", "mapped" or "fd") until `close`."""
+
+    def __init__(self, path: Path, how: str) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", _HOLDER, str(path), how],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+        assert self._line() == "ready"
+
+    def _line(self) -> str:
+        assert self.proc.stdout is not None
+        return self.proc.stdout.readline().strip()
+
+    def write(self, at: int, data: bytes) -> None:
+        """`data` written at offset `at`, in the other process, before this returns."""
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(f"{at} {data.hex()}\n")
+        self.proc.stdin.flush()
+        assert self._line() == "ok"
+
+    def close(self) -> None:
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            self.proc.stdin.close()
+        self.proc.wait(30)
+        if self.proc.stdout is not None:
+            self.proc.stdout.close()
+
+    def __enter__(self) -> Holder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
