@@ -1,0 +1,85 @@
+"""A call's work is done once: its arguments validated once, its result dumped once, and
+what depends only on the config snapshot (a root's index identity) computed once per
+snapshot. Counted, not timed: calls of the validation, of the model's dump, of the hash."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+
+from app.registry import Registry
+from app.server import LoomServer
+from tests.live import text_of
+
+CALLS = 5
+
+
+class Counter:
+    def __init__(self) -> None:
+        self.n = 0
+
+    def wrap(self, fn: Callable[..., Any]) -> Callable[..., Any]:
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.n += 1
+            return fn(*args, **kwargs)
+
+        return counted
+
+
+@pytest.fixture
+def validations(monkeypatch: pytest.MonkeyPatch) -> Iterator[Counter]:
+    counter = Counter()
+    monkeypatch.setattr(FuncMetadata, "validate_arguments",
+                        counter.wrap(FuncMetadata.validate_arguments))
+    yield counter
+
+
+def calls(server: LoomServer, name: str, args: dict[str, Any], n: int = CALLS) -> list[Any]:
+    async def go() -> list[Any]:
+        async with Client(server) as client:
+            return [await client.call_tool(name, args) for _ in range(n)]
+
+    return asyncio.run(go())
+
+
+@pytest.mark.parametrize(
+    ("tool", "args"),
+    [
+        ("read_text_file", {"path": "src/main.py"}),
+        ("read_text_file", {"path": "src/main.py", "start_line": 1, "end_line": "1"}),
+        ("list_directory", {"path": "src", "depth": None}),
+        ("search_files", {"pattern": "*.py"}),
+        ("read_multiple_files", {"paths": '["src/main.py", "README.md"]'}),
+    ],
+)
+def test_arguments_are_validated_once_per_call(
+    one_root_config: Callable[..., Path], validations: Counter, tool: str, args: dict[str, Any]
+) -> None:
+    server = LoomServer(Registry(str(one_root_config()), audit=False))
+    got = calls(server, tool, args)
+    assert not any(r.is_error for r in got), text_of(got[0])
+    assert validations.n == CALLS
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        ({"path": "src/main.py", "start_line": 0}, "start_line must be at least 1 (got 0)"),
+        ({"path": "src/main.py", "startline": 2}, "unknown argument 'startline' (did you mean"),
+        ({}, "path"),
+    ],
+)
+def test_a_refused_call_is_validated_once_and_says_so_in_our_words(
+    one_root_config: Callable[..., Path], validations: Counter, args: dict[str, Any], said: str
+) -> None:
+    server = LoomServer(Registry(str(one_root_config()), audit=False))
+    got = calls(server, "read_text_file", args, n=1)
+    assert got[0].is_error and said in text_of(got[0]), text_of(got[0])
+    assert "pydantic" not in text_of(got[0]) and "Error executing" not in text_of(got[0])
+    assert validations.n <= 1
