@@ -5,6 +5,7 @@ snapshot. Counted, not timed: calls of the validation, of the model's dump, of t
 from __future__ import annotations
 
 import asyncio
+import hashlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -83,3 +84,24 @@ def test_a_refused_call_is_validated_once_and_says_so_in_our_words(
     assert got[0].is_error and said in text_of(got[0]), text_of(got[0])
     assert "pydantic" not in text_of(got[0]) and "Error executing" not in text_of(got[0])
     assert validations.n <= 1
+
+
+def test_the_index_identity_is_computed_once_per_snapshot(
+    one_root_config: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from app.corpus import ranked, trigram
+
+    counter = Counter()
+    monkeypatch.setattr(ranked.hashlib, "sha256", counter.wrap(hashlib.sha256))
+    registry = Registry(str(one_root_config()), audit=False)
+    snap = registry.current
+    root = snap.root("main")
+    first = [trigram.identity(snap, root), ranked.identity(snap, root, 0)]
+    for _ in range(CALLS):
+        assert [trigram.identity(snap, root), ranked.identity(snap, root, 0)] == first
+        assert ranked.dir_problem(snap) is None
+    assert counter.n == 2  # one per identity, whatever the number of calls
+    # A new snapshot computes its own (its rules may differ).
+    fresh = registry.reload()
+    assert trigram.identity(fresh, fresh.root("main")) == first[0]
+    assert counter.n == 4
