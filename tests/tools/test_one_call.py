@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.server.mcpserver.utilities.func_metadata import FuncMetadata
+from pydantic import BaseModel
 
 from app.registry import Registry
 from app.server import LoomServer
@@ -86,6 +88,36 @@ def test_a_refused_call_is_validated_once_and_says_so_in_our_words(
     assert validations.n <= 1
 
 
+@pytest.mark.parametrize(
+    ("tool", "args", "model"),
+    [
+        ("read_text_file", {"path": "src/main.py"}, "ReadTextResult"),
+        ("read_multiple_files", {"paths": ["src/main.py", "nope.py"]}, "ReadManyResult"),
+        ("stat_path", {"path": "README.md"}, "StatResult"),
+        ("search_text", {"query": "hello"}, "SearchTextResult"),
+    ],
+)
+def test_a_result_model_is_dumped_once(
+    one_root_config: Callable[..., Path], monkeypatch: pytest.MonkeyPatch,
+    tool: str, args: dict[str, Any], model: str,
+) -> None:
+    counter = Counter()
+    dump = BaseModel.model_dump
+
+    def counted(self: BaseModel, *a: Any, **kw: Any) -> Any:
+        # The tool boundary's dumps (app.tools.*: the whole, the lean one), not those the
+        # reading code makes to fit a page (app.fs.text.paging.json_len).
+        caller = sys._getframe(1).f_globals.get("__name__", "")
+        counter.n += type(self).__name__ == model and caller.startswith("app.tools")
+        return dump(self, *a, **kw)
+
+    monkeypatch.setattr(BaseModel, "model_dump", counted)
+    server = LoomServer(Registry(str(one_root_config()), audit=False))
+    got = calls(server, tool, args)
+    assert not any(r.is_error for r in got), text_of(got[0])
+    assert counter.n == CALLS
+
+
 def test_the_index_identity_is_computed_once_per_snapshot(
     one_root_config: Callable[..., Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -105,3 +137,49 @@ def test_the_index_identity_is_computed_once_per_snapshot(
     fresh = registry.reload()
     assert trigram.identity(fresh, fresh.root("main")) == first[0]
     assert counter.n == 4
+
+
+def sample(annotation: Any, pick: int) -> Any:
+    """A value of `annotation`: `pick` chooses among the shapes (None, empty, one, two)."""
+    import types
+    import typing
+
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin in (typing.Union, types.UnionType):
+        options = [a for a in args if a is not type(None)]
+        return None if pick % 3 == 0 and len(options) < len(args) else sample(options[0], pick)
+    if origin is list:
+        return [sample(args[0], pick + i) for i in range(pick % 3)]
+    if origin is typing.Literal:
+        return args[pick % len(args)]
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return instance(annotation, pick)
+    plain: dict[Any, list[Any]] = {str: ["", "x", "é\n"], int: [0, 1, 7],
+                                   bool: [False, True, True], float: [0.0, 1.5, 2.0]}
+    return plain.get(annotation, [None] * 3)[pick % 3]
+
+
+def instance(cls: type[BaseModel], pick: int) -> BaseModel:
+    values = {}
+    for i, (name, info) in enumerate(cls.model_fields.items()):
+        if info.is_required() or (pick + i) % 2:
+            values[name] = sample(info.annotation, pick + i)
+    return cls.model_validate(values)
+
+
+def models() -> list[type[BaseModel]]:
+    from tests.kit import result_models
+
+    return sorted(set(result_models().values()), key=lambda c: c.__name__)
+
+
+@pytest.mark.parametrize("cls", models(), ids=lambda c: c.__name__)
+@pytest.mark.parametrize("pick", range(6))
+def test_lean_from_the_whole_dump_is_pydantics_lean(cls: type[BaseModel], pick: int) -> None:
+    from app.tools.lean import lean, lean_of
+
+    try:
+        model = instance(cls, pick)
+    except ValueError:  # a sample its validators refuse: nothing to compare
+        pytest.skip("no valid sample")
+    assert lean_of(model, model.model_dump(mode="json")) == lean(model)
