@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -183,3 +184,34 @@ def test_lean_from_the_whole_dump_is_pydantics_lean(cls: type[BaseModel], pick: 
     except ValueError:  # a sample its validators refuse: nothing to compare
         pytest.skip("no valid sample")
     assert lean_of(model, model.model_dump(mode="json")) == lean(model)
+
+
+# What a small read never needs: the search machinery (the trigram index and its watcher,
+# the content search). Imported at the first search_text, not at start.
+NOT_AT_START = ("app.corpus.trigram", "app.fs.index.trigram", "app.fs.search.text")
+
+
+def test_start_and_a_small_read_do_not_import_the_search_machinery(
+    one_root_config: Callable[..., Path],
+) -> None:
+    code = f"""
+import asyncio, sys
+from mcp import Client
+from app.registry import Registry
+from app.server import LoomServer
+
+async def main():
+    async with Client(LoomServer(Registry({str(one_root_config())!r}, audit=False))) as c:
+        got = await c.call_tool("read_text_file", {{"path": "src/main.py"}})
+        assert not got.is_error
+        before = [m for m in {NOT_AT_START!r} if m in sys.modules]
+        got = await c.call_tool("search_text", {{"query": "hello"}})
+        assert not got.is_error
+        print(before, [m for m in {NOT_AT_START!r} if m in sys.modules])
+
+asyncio.run(main())
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == f"[] {list(NOT_AT_START)}"
