@@ -15,7 +15,8 @@ and the installed dependencies are the same). For each target, round by round
          sequential calls (the client's output-schema check left out, so the
          client's share of the machine is small); the server's CPU per call;
 - start-up: spawn to the first 200 on /healthz (http), spawn + `initialize`
-         (stdio), wall time.
+         (stdio), wall time; and the server's CPU time until then (less moved
+         by the machine's load than the wall time).
 
 Every answer is checked (no tool error, the file's last line in the text).
 Prints medians of `--runs` rounds and, with `--base`, the ratio this/base of
@@ -51,7 +52,8 @@ from benchmarks._rawhttp import RawHttpSession
 
 FILE = "small.py"
 LINES = 20
-MEASURES = ("http CPU/call ms", "stdio CPU/call ms", "http start ms", "stdio start ms")
+MEASURES = ("http CPU/call ms", "stdio CPU/call ms", "http start ms", "stdio start ms",
+            "http start CPU ms", "stdio start CPU ms")
 
 
 def checked(result: Any) -> None:
@@ -70,29 +72,35 @@ async def cpu_per_call(session: Any, pid: int, calls: int) -> float:
     return (cpu_seconds(pid) - c0) / calls * 1000
 
 
-async def http_round(tree: Path, config: Path, log: Path, calls: int) -> tuple[float, float]:
+Figures = tuple[float, float, float]  # start ms, start CPU ms, CPU ms per call
+
+
+async def http_round(tree: Path, config: Path, log: Path, calls: int) -> Figures:
     with ServerProcess(config, log=log, extra_env={"PYTHONPATH": str(tree)}) as server:
         start = server.wait_healthy() * 1000
+        start_cpu = cpu_seconds(server.pid) * 1000
         raw = RawHttpSession(server.url).open()
         try:
-            return start, await cpu_per_call(raw, server.pid, calls)
+            return start, start_cpu, await cpu_per_call(raw, server.pid, calls)
         finally:
             raw.close()
 
 
-async def stdio_round(tree: Path, config: Path, calls: int) -> tuple[float, float]:
+async def stdio_round(tree: Path, config: Path, calls: int) -> Figures:
     script = console_script()
     t0 = time.perf_counter()
     async with stdio_session(script[0], [*script[1:], "--config", str(config)],
                              env={"PYTHONPATH": str(tree)}) as session:
         start = (time.perf_counter() - t0) * 1000
-        return start, await cpu_per_call(session, newest_child(), calls)
+        pid = newest_child()
+        return start, cpu_seconds(pid) * 1000, await cpu_per_call(session, pid, calls)
 
 
 async def one_round(tree: Path, config: Path, log: Path, calls: int) -> dict[str, float]:
-    http_start, http_cpu = await http_round(tree, config, log, calls)
-    stdio_start, stdio_cpu = await stdio_round(tree, config, calls)
-    return dict(zip(MEASURES, (http_cpu, stdio_cpu, http_start, stdio_start), strict=True))
+    http_start, http_start_cpu, http_cpu = await http_round(tree, config, log, calls)
+    stdio_start, stdio_start_cpu, stdio_cpu = await stdio_round(tree, config, calls)
+    got = (http_cpu, stdio_cpu, http_start, stdio_start, http_start_cpu, stdio_start_cpu)
+    return dict(zip(MEASURES, got, strict=True))
 
 
 async def main(args: argparse.Namespace) -> None:
