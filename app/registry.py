@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from app import config as config_mod
 from app.audit import AuditLog
@@ -32,6 +33,7 @@ from app.security.protected import Protected
 from app.security.resolve import SecureRoot
 from app.security.tokenfile import TokenFile, TokenHolder, default_token_path, read_token
 
+T = TypeVar("T")
 _FROM_ENV = object()
 MAX_HELD = 256  # the server's own files held open at once (see app.security.protected)
 
@@ -45,6 +47,18 @@ class Snapshot:
     # The byte budget, one for the registry's life: every snapshot shares it, so a reload
     # carries the buckets' levels (`Budget.apply`). A snapshot built alone has none.
     budget: Budget = field(default_factory=Budget)
+    # What follows from this snapshot alone, computed at its first use (`once`).
+    _once: dict[Hashable, Any] = field(default_factory=dict, repr=False)
+
+    def once(self, key: Hashable, make: Callable[[], T]) -> T:
+        """`make()`, computed once for this snapshot under `key`: for work that depends
+        only on the config and the roots' handles (an index's identity), not redone per
+        call. Two threads asking at once may both compute it; one value is kept."""
+        try:
+            value: T = self._once[key]
+        except KeyError:
+            value = self._once.setdefault(key, make())
+        return value
 
     @property
     def limits(self) -> config_mod.Config:

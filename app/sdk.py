@@ -2,10 +2,9 @@
 
 The SDK (`mcp` 2.3) offers no public way to do some things this server needs:
 advertise `tools.listChanged`, answer `logging/setLevel`, not serve (nor advertise)
-prompt and resource lists it has none of, publish its own input
-and output schemas for a tool, check a call's arguments with the SDK's own
-validation before the SDK does, serve a session on streams of our own (stdio
-with a line bound), and decide which session a full table gives up. Each is
+prompt and resource lists it has none of, publish its own input and output
+schemas for a tool (and read the input schema back), serve a session on streams
+of our own (stdio with a line bound), and decide which session a full table gives up. Each is
 done here, and only here, by reaching into the SDK's private attributes or the
 internal `Tool` records of its tool manager. `RELIED_ON` lists every one of
 them with what it is expected to be; `tests/test_sdk.py` checks each on the
@@ -23,7 +22,7 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, NamedTuple
+from typing import Any
 
 from mcp.server.lowlevel import NotificationOptions, Server
 from mcp.server.mcpserver import MCPServer
@@ -54,7 +53,6 @@ RELIED_ON: tuple[Relied, ...] = (
     Relied(Tool, "fn_metadata", FuncMetadata),
     Relied(FuncMetadata, "output_schema", dict),
     Relied(FuncMetadata, "output_model", type),
-    Relied(FuncMetadata, "validate_arguments", ("arguments_to_validate",)),
     Relied(Server, "_request_handlers", dict),
     Relied(Server, "create_initialization_options", ("notification_options",)),
     Relied(Server, "add_request_handler", ("method", "params_type", "handler")),
@@ -101,17 +99,11 @@ async def run_session(server: MCPServer[Any], read: Any, write: Any) -> None:
 # -- registered tools --------------------------------------------------------------
 
 
-class ToolArguments(NamedTuple):
-    schema: dict[str, Any]  # the input schema clients see
-    validate: Callable[[dict[str, Any]], Any]  # the SDK's own validation of the arguments
-
-
-def tool_arguments(server: MCPServer[Any], name: str) -> ToolArguments | None:
-    """How tool `name` takes its arguments, or None when no such tool is registered."""
+def input_schema(server: MCPServer[Any], name: str) -> dict[str, Any] | None:
+    """The input schema clients see for tool `name`, or None when no such tool is
+    registered."""
     tool = server._tool_manager.get_tool(name)
-    if tool is None:
-        return None
-    return ToolArguments(tool.parameters, tool.fn_metadata.validate_arguments)
+    return None if tool is None else tool.parameters
 
 
 def publish_schemas(

@@ -18,10 +18,12 @@ from typing import Any, NoReturn
 
 import anyio.to_thread
 from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.subscriptions import InMemorySubscriptionBus
 from mcp.shared.exceptions import MCPError
 from mcp.shared.subscriptions import ToolsListChanged
 from mcp.types import INVALID_PARAMS, EmptyResult, GetPromptRequestParams, SetLevelRequestParams
+from pydantic import ValidationError
 
 from app import __version__, sdk
 from app.audit import current_client
@@ -29,7 +31,13 @@ from app.calls import InFlight
 from app.messages import shown
 from app.registry import Registry, Snapshot
 from app.tools import MODULES
-from app.tools.args import check_arguments, nulls_as_defaults, published_schema, unknown_tool
+from app.tools.args import (
+    check_names,
+    describe,
+    nulls_as_defaults,
+    published_schema,
+    unknown_tool,
+)
 from app.tools.base import ToolSpec, error_result, flat_schema, spec_of
 
 log = logging.getLogger("loomfs.server")
@@ -145,19 +153,29 @@ class LoomServer(MCPServer):
         suggestion; this is the one place all three are said instead: `unknown argument
         'dryrun' (did you mean 'dry_run'?)`, `start_line must be at least 1 (got 0)`,
         `unknown tool 'read_txt_file' (did you mean 'read_text_file'?)`.
+
+        The arguments are validated once, by the SDK as it calls the tool (pre-parsing
+        JSON-in-a-string the way some clients send lists); a refusal there comes back as
+        its `ToolError` caused by the `ValidationError`, which is said here instead.
         """
-        takes = sdk.tool_arguments(self, name)
-        if takes is None:  # the SDK would say `Unknown tool: x`, with no suggestion
+        schema = sdk.input_schema(self, name)
+        if schema is None:  # the SDK would say `Unknown tool: x`, with no suggestion
             known = [spec.name for spec, _ in self._catalog if spec.name in self.active_tools]
             said = unknown_tool(name, known)
             log.info("unknown tool refused: %r", said)
             return error_result(said)
-        arguments = nulls_as_defaults(takes.schema, arguments)
-        refusal = check_arguments(name, takes.schema, arguments, takes.validate)
-        if refusal is not None:
-            log.info("tool %r refused its arguments: %r", name, refusal)
-            return error_result(refusal)
-        return await super().call_tool(name, arguments, context)
+        arguments = nulls_as_defaults(schema, arguments)
+        refusal = check_names(name, schema, arguments)
+        if refusal is None:
+            try:
+                return await super().call_tool(name, arguments, context)
+            except ToolError as exc:
+                cause = exc.__cause__
+                if isinstance(exc, UnexpectedToolError) or not isinstance(cause, ValidationError):
+                    raise
+                refusal = describe(name, schema, cause)
+        log.info("tool %r refused its arguments: %r", name, refusal)
+        return error_result(refusal)
 
     async def reload(self) -> Snapshot:
         """Reload the config; on success follow it with the tool surface and notify."""

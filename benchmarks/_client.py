@@ -270,12 +270,15 @@ class StatusCounter:
 
 
 @contextlib.asynccontextmanager
-async def stdio_session(command: str, args: list[str]) -> AsyncIterator[Any]:
-    """An initialised ClientSession on a server spawned over stdio (stderr discarded)."""
+async def stdio_session(
+    command: str, args: list[str], env: dict[str, str] | None = None
+) -> AsyncIterator[Any]:
+    """An initialised ClientSession on a server spawned over stdio (stderr discarded);
+    `env`: variables set for it over the SDK's default environment."""
     from mcp import ClientSession
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
-    params = StdioServerParameters(command=command, args=args)
+    params = StdioServerParameters(command=command, args=args, env=env)
     with open(os.devnull, "w") as devnull:
         async with (
             stdio_client(params, errlog=devnull) as (read, write),

@@ -37,6 +37,10 @@ def index_dir(snap: Snapshot) -> str:
 
 
 def dir_problem(snap: Snapshot) -> str | None:
+    return snap.once("ranked.dir_problem", lambda: _dir_problem(snap))
+
+
+def _dir_problem(snap: Snapshot) -> str | None:
     where = index_dir(snap)
     for root in snap.roots.values():
         if contains(root.real, where):
@@ -45,7 +49,13 @@ def dir_problem(snap: Snapshot) -> str | None:
 
 
 def identity(snap: Snapshot, root: SecureRoot, per_file: int) -> str:
-    """Everything an index's content depends on: when it changes, the index is rebuilt."""
+    """Everything an index's content depends on: when it changes, the index is rebuilt.
+    Fixed for a snapshot (its rules, the root's open handle): computed once for each."""
+    return snap.once(("ranked.identity", root.name, per_file),
+                     lambda: _identity(snap, root, per_file))
+
+
+def _identity(snap: Snapshot, root: SecureRoot, per_file: int) -> str:
     rc = next((r for r in snap.config.roots if r.name == root.name), None)
     st = os.fstat(root.handle.fd)
     data = [

@@ -89,8 +89,11 @@ def close_all() -> None:
 
 
 def identity(snap: Snapshot, root: SecureRoot) -> str:
-    base = ranked.identity(snap, root, 0)
-    return hashlib.sha256(f"{trigram.SCHEMA}\0{base}".encode()).hexdigest()
+    def make() -> str:
+        base = ranked.identity(snap, root, 0)
+        return hashlib.sha256(f"{trigram.SCHEMA}\0{base}".encode()).hexdigest()
+
+    return snap.once(("trigram.identity", root.name), make)
 
 
 def narrow_for(snap: Snapshot, root: SecureRoot) -> Narrow | None:

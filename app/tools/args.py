@@ -5,14 +5,14 @@ signature. Left as is, the schema is open (an unknown argument is dropped
 without a word, so a misspelled `dryrun` writes), `edit_file`'s is nested
 through `$defs`/`$ref`, and every schema carries pydantic `title`s and length
 bounds outside OpenAI's strict subset. `published_schema()` rewrites it once at
-registration; `check_arguments()` runs before the SDK's own validation and
-answers a refusal that names the argument, or None when the SDK may proceed.
+registration; `check_names()` refuses an argument the tool does not take before
+the SDK validates the rest (once, as it calls the tool), and `describe()` says
+what that validation refused, naming each argument.
 """
 
 from __future__ import annotations
 
 import difflib
-from collections.abc import Callable
 from typing import Any
 
 from pydantic import ValidationError
@@ -172,23 +172,11 @@ def nulls_as_defaults(schema: dict[str, Any], arguments: dict[str, Any]) -> dict
     return {k: v for k, v in arguments.items() if v is not None or k in required}
 
 
-def check_arguments(
-    tool: str,
-    schema: dict[str, Any],
-    arguments: dict[str, Any],
-    validate: Callable[[dict[str, Any]], Any],
-) -> str | None:
-    """A refusal for arguments the tool would not take as sent, else None.
-
-    `validate` is the SDK's own validation of this tool (it pre-parses JSON-in-a-string
-    the way some clients send lists), so what passes here is exactly what the tool gets.
-    """
+def check_names(tool: str, schema: dict[str, Any], arguments: dict[str, Any]) -> str | None:
+    """A refusal naming the first argument the tool does not take, else None (the SDK's
+    validation of the values, which would drop it silently, may proceed)."""
     known = list(schema.get("properties", {}))
     for given in arguments:
         if given not in known:
             return unknown_argument(tool, known, given)
-    try:
-        validate(arguments)
-    except ValidationError as exc:
-        return describe(tool, schema, exc)
     return None

@@ -34,7 +34,7 @@ from app.calls import Call as Call
 from app.calls import Cancelled as Cancelled
 from app.calls import InFlight, request_key
 from app.errors import BadArgument, LoomError
-from app.tools.lean import lean
+from app.tools.lean import lean_of
 from app.tools.render import render
 
 if TYPE_CHECKING:
@@ -176,10 +176,12 @@ def ok_result(
 ) -> CallToolResult:
     """Lean structured content (`app.tools.lean`) plus one text item: the readable
     rendering (`app.tools.render`), or the whole result as compact JSON for
-    `text_format = "json"` and result types without a renderer. A plain dict
-    (search/fetch keep OpenAI's shape) is both, as it is."""
+    `text_format = "json"` and result types without a renderer. The model is dumped
+    once: the text and the lean content are made from that one dump (`lean_of`). A
+    plain dict (search/fetch keep OpenAI's shape) is both, as it is."""
     if isinstance(model, BaseModel):
-        whole, data = model.model_dump(mode="json"), lean(model)
+        whole = model.model_dump(mode="json")
+        data = lean_of(model, whole)
     else:
         whole = data = model
     text = None

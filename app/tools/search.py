@@ -11,7 +11,6 @@ from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 from pydantic import Field
 
-from app.corpus.trigram import narrow_for
 from app.fs.search.cursor import MAX_CURSOR
 from app.fs.search.files import search_files as find_files
 from app.fs.search.options import MAX_CONTEXT, MAX_EXCLUDE, MAX_QUERY, FilesOptions, TextOptions
@@ -21,7 +20,6 @@ from app.fs.search.results import (
     SearchFilesResult,
     SearchTextResult,
 )
-from app.fs.search.text import search_text as find_text
 from app.fs.text.paging import clamp_limit
 from app.tools.base import Call, Offset, RootArg, run, tool
 from app.tools.metered import metered, text_cap, text_used
@@ -82,6 +80,11 @@ async def search_text(
 
     def work(call: Call) -> SearchTextResult:
         limits = call.snapshot.limits
+        # The content search and its index (its watcher, its storage) are imported at the
+        # first search_text, not at start: a server that only reads never pays for them.
+        from app.corpus.trigram import narrow_for
+        from app.fs.search.text import search_text as find_text
+
         r = call.root(root)
         opts = TextOptions(
             query=query, path=path, file_glob=file_glob, case_sensitive=case_sensitive,
