@@ -187,7 +187,8 @@ def test_lean_from_the_whole_dump_is_pydantics_lean(cls: type[BaseModel], pick: 
 
 
 # What a small read never needs: the search machinery (the trigram index and its watcher,
-# the content search). Imported at the first search_text, not at start.
+# the content search), imported at the first search_text, not at start; and the git library
+# (dulwich), imported by the first delta a history call applies.
 NOT_AT_START = ("app.corpus.trigram", "app.fs.index.trigram", "app.fs.search.text")
 
 
@@ -205,6 +206,7 @@ async def main():
         got = await c.call_tool("read_text_file", {{"path": "src/main.py"}})
         assert not got.is_error
         before = [m for m in {NOT_AT_START!r} if m in sys.modules]
+        assert "dulwich" not in sys.modules, "a read loaded the git library"
         got = await c.call_tool("search_text", {{"query": "hello"}})
         assert not got.is_error
         print(before, [m for m in {NOT_AT_START!r} if m in sys.modules])

@@ -10,9 +10,6 @@ the result size the delta declared and refuses a copy outside the base.
 
 from __future__ import annotations
 
-from dulwich.errors import ApplyDeltaError
-from dulwich.pack import apply_delta
-
 from app.fs.history.errors import CorruptObject
 
 HEAD_BYTES = 20  # two sizes of up to 70 bits
@@ -39,6 +36,10 @@ def sizes(head: bytes, sha: bytes) -> tuple[int, int, int]:
 
 def apply(base: bytes, data: bytes, result_size: int, sha: bytes) -> bytes:
     """The delta `data` applied to `base`; its declared sizes were checked by the caller."""
+    # Imported here: dulwich costs start-up 10-70 ms, and only a packed object's delta needs it.
+    from dulwich.errors import ApplyDeltaError
+    from dulwich.pack import apply_delta
+
     try:
         out = apply_delta(base, data)
     except (ApplyDeltaError, ValueError, IndexError) as exc:
