@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 MOST_PER_STRING = 32
 _FOLD_BREAKS = re.compile(r"[^\x01-\x7f]|[kKsS]")  # where a folded string's trigrams stop
+_TERM = re.compile(r'"((?:[^"]|"")*)"|\) OR \(')  # a quoted trigram, or the next AND
 
 
 def trigrams(text: str) -> list[str]:
@@ -69,3 +70,14 @@ def plan(strings: Sequence[str], fold: bool) -> str | None:
             return None
         ors.append("(" + " AND ".join(quote(g) for g in grams) + ")")
     return " OR ".join(ors) if ors else None
+
+
+def groups(expr: str) -> list[list[str]]:
+    """The trigrams of each AND of a query `plan` made, in order (its inverse)."""
+    out: list[list[str]] = [[]]
+    for m in _TERM.finditer(expr):
+        if m.group(1) is None:
+            out.append([])
+        else:
+            out[-1].append(m.group(1).replace('""', '"'))
+    return out

@@ -32,7 +32,9 @@ import apsw
 from app.fs.index import shards
 from app.fs.index.access import Signature
 from app.fs.index.entry import Entry
+from app.fs.index.grams import groups, quote
 from app.fs.index.storage import OnePerFile, Unavailable, ensure_dir, private_file, remove
+from app.fs.index.trigram_text import PARTS, file_of
 from app.fs.index.watch import Watch
 
 # 2: files up to 8 MiB indexed (were 1 MiB); the shard count with it: an index split
@@ -248,12 +250,36 @@ class TrigramIndex:
                 con = self.reader(k)
                 if k and _identity(con) != ours:  # a shard made anew since: not the rows'
                     raise Unavailable("the trigram index's files disagree: being made again")
-                rows = con.execute("SELECT rowid FROM grams WHERE grams MATCH ?", (expr,))
-                ids.update(r[0] for r in rows)
+                ids |= held_by(con, expr)
             return ids, gen
 
     def size(self) -> int:
         return size_of(self.path)
+
+
+def held_by(con: apsw.Connection, expr: str) -> set[int]:
+    """The ids of the files of one shard whose text holds the trigrams of `expr` (a `plan`)."""
+    rows = con.execute("SELECT rowid FROM grams WHERE grams MATCH ?", (expr,))
+    return {file_of(r[0]) for r in rows} | _parted(con, expr)
+
+
+def _parted(con: apsw.Connection, expr: str) -> set[int]:
+    """The files held in parts (`trigram_text`) that hold every trigram of one of the ANDs
+    of `expr`: asked one trigram at a time over the parts, as a file's may be in several."""
+    if not con.execute("SELECT rowid FROM grams WHERE rowid >= ? LIMIT 1", (PARTS,)).fetchall():
+        return set()
+    found: set[int] = set()
+    for group in groups(expr):
+        files: set[int] | None = None
+        for gram in group:
+            rows = con.execute("SELECT rowid FROM grams WHERE grams MATCH ? AND rowid >= ?",
+                               (quote(gram), PARTS))
+            held = {file_of(r[0]) for r in rows}
+            files = held if files is None else files & held
+            if not files:
+                break
+        found |= files or set()
+    return found
 
 
 def size_of(path: str) -> int:

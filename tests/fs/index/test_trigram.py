@@ -29,6 +29,7 @@ from app.fs.index.entry import Entry
 from app.fs.index.grams import MOST_PER_STRING, plan, string_grams
 from app.fs.index.trigram import GRAMS, open_db
 from app.fs.index.trigram_build import MOST_BYTES, Build
+from app.fs.index.trigram_text import FileText
 from app.fs.index.watch import Watch
 from app.fs.search.needs import needs_of
 from app.fs.search.options import TextOptions
@@ -610,17 +611,17 @@ def _held_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ind
     for i in range(10):
         (top / f"f{i}.txt").write_text(f"needle {i}\n")
     release, held = threading.Event(), threading.Event()
-    real = trigram_build.read_at_most
+    real = trigram_build.FileText
     seen: list[int] = []
 
-    def slow(fd: int, limit: int) -> bytes | None:
+    def slow(fd: int, limit: int) -> FileText:
         seen.append(fd)
         if len(seen) > 3:
             held.set()
             release.wait(30)
         return real(fd, limit)
 
-    monkeypatch.setattr(trigram_build, "read_at_most", slow)
+    monkeypatch.setattr(trigram_build, "FileText", slow)
     monkeypatch.setattr(trigram_build, "COMMIT_BYTES", 0)
     ix = Indexed(secure_root(top), tmp_path / "state")
     ix.keeper.kick(ix.root, ix.identity)
