@@ -106,6 +106,14 @@ def random_unicode(path: Path, seed: int = 4, size: int = SIZE) -> None:
     _random_text(path, seed, code, size)
 
 
+def four_of_each(folder: Path) -> None:
+    """Four files of each random alphabet (random bytes, CJK, code points): 12 x 8 MiB."""
+    for i in range(4):
+        random_bytes(folder / f"noise{i}.txt", seed=20 + i)
+        random_cjk(folder / f"cjk{i}.txt", seed=30 + i)
+        random_unicode(folder / f"unicode{i}.txt", seed=40 + i)
+
+
 def tiny_files(folder: Path, n: int = 20_000) -> None:
     for i in range(n):
         d = folder / f"d{i // 500:03d}"
@@ -156,6 +164,9 @@ CASES: dict[str, tuple[Callable[[Path], None], str]] = {
     "one_letter_words": (lambda d: fill(d / "letters.txt", "a "), "needle"),
     "distinct_words": (lambda d: random_words(d / "distinct.txt"), "needle"),
     "random_bytes_no_nul": (lambda d: random_bytes(d / "noise.txt"), "needle"),
+    "random_cjk": (lambda d: random_cjk(d / "cjk.txt"), "needle"),
+    "random_unicode": (lambda d: random_unicode(d / "unicode.txt"), "needle"),
+    "four_files_of_each_random_alphabet": (lambda d: four_of_each(d), "needle"),
     "many_tiny_files": (tiny_files, "needle"),
     "deep_paths": (deep_paths, "needle"),
     "module_of_blank_lines": (blank_lines_module, "needle"),

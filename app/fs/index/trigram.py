@@ -29,10 +29,10 @@ from typing import NamedTuple
 
 import apsw
 
-from app.fs.index import shards
+from app.fs.index import shards, trigram_text
 from app.fs.index.access import Signature
 from app.fs.index.entry import Entry
-from app.fs.index.grams import groups, quote
+from app.fs.index.grams import Plan, groups, quote
 from app.fs.index.storage import OnePerFile, Unavailable, ensure_dir, private_file, remove
 from app.fs.index.trigram_text import PARTS, file_of
 from app.fs.index.watch import Watch
@@ -265,11 +265,17 @@ def held_by(con: apsw.Connection, expr: str) -> set[int]:
 
 def _parted(con: apsw.Connection, expr: str) -> set[int]:
     """The files held in parts (`trigram_text`) that hold every trigram of one of the ANDs
-    of `expr`: asked one trigram at a time over the parts, as a file's may be in several."""
-    if not con.execute("SELECT rowid FROM grams WHERE rowid >= ? LIMIT 1", (PARTS,)).fetchall():
+    of `expr`, its string longer than a part's overlap (a shorter one lies whole in one
+    part, which the query of `held_by` finds): asked one trigram at a time over the parts,
+    as the string's may be in two. Every AND of a query not `plan`'s own is so asked."""
+    lengths = expr.lengths if isinstance(expr, Plan) else None
+    spanning = [g for k, g in enumerate(groups(expr))
+                if lengths is None or lengths[k] > trigram_text.OVERLAP + 1]
+    if not spanning or not con.execute("SELECT rowid FROM grams WHERE rowid >= ? LIMIT 1",
+                                       (PARTS,)).fetchall():
         return set()
     found: set[int] = set()
-    for group in groups(expr):
+    for group in spanning:
         files: set[int] | None = None
         for gram in group:
             rows = con.execute("SELECT rowid FROM grams WHERE grams MATCH ? AND rowid >= ?",

@@ -1,14 +1,15 @@
 """A file's text as the trigram index takes it: read a window at a time, decoded as a search
-decodes it, and handed to SQLite in rows of at most `PART_CHARS` + 2 characters.
+decodes it, and handed to SQLite in rows of at most `PART_CHARS` + `OVERLAP` characters.
 
 SQLite's full-text table holds every distinct trigram of a row in memory until the row is
 written (about 130 bytes each): a file of 8 MiB of random CJK text has 2.8 million, which
 took 480 MB. So a file is never in memory whole, and a longer text is cut into parts, each
-a row of its own: part `n` holds characters `n * PART_CHARS` to `(n + 1) * PART_CHARS + 2`,
-so the two characters after its end are in it too, and every trigram of the file, those
-spanning a boundary included, is whole in one part. A text of one part is the row `fid`,
-as it always was; the parts of a longer one are rows `part_row(fid, n)`, above `PARTS`,
-where a query asks each trigram alone and joins them per file (`trigram.matching`).
+a row of its own: part `n` holds characters `n * PART_CHARS` to `(n + 1) * PART_CHARS +
+OVERLAP`, so every trigram of the file, those spanning a boundary included, is whole in
+one part, and so is every string of up to `OVERLAP` + 1 characters. A text of one part is
+the row `fid`, as it always was; the parts of a longer one are rows `part_row(fid, n)`,
+above `PARTS`, where a query asks a longer string's trigrams one at a time and joins them
+per file (`trigram.held_by`).
 
 What a file gives is what `text_of` makes of its bytes, whatever the windows: UTF-16/32 by
 its BOM, else UTF-8, bad bytes replaced (an incremental decoder gives what a whole decode
@@ -25,10 +26,12 @@ from collections.abc import Iterator
 from app.fs.text.textio import HEAD, WIDE_BOMS
 
 WINDOW = 1 << 16  # bytes read and decoded at a time
-PART_CHARS = 1 << 16  # characters a part starts with (and the 2 after them)
-OVERLAP = 2  # a trigram starting in a part's last two characters ends in the next part
+PART_CHARS = 1 << 17  # characters a part starts with (and the OVERLAP after them)
+OVERLAP = 256  # characters of the next part a part holds too: a trigram starting in its
+# last two characters ends there, and a string of up to OVERLAP + 1 characters lies whole
+# in one part (a query finds it without asking each trigram alone)
 PARTS = 1 << 48  # rowids of parts start here; file ids stay far below 2**(63 - PART_BITS)
-PART_BITS = 16  # parts of one file: at most 2**16 (8 MiB gives at most 129)
+PART_BITS = 16  # parts of one file: at most 2**16 (8 MiB gives at most 65)
 
 
 def part_row(fid: int, n: int) -> int:

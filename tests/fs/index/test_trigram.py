@@ -24,12 +24,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from app.fs.filters.ignore import KINDS
-from app.fs.index import entry, trigram, trigram_build
+from app.fs.index import entry, trigram, trigram_build, trigram_text
 from app.fs.index.entry import Entry
 from app.fs.index.grams import MOST_PER_STRING, plan, string_grams
 from app.fs.index.trigram import GRAMS, open_db
 from app.fs.index.trigram_build import MOST_BYTES, Build
-from app.fs.index.trigram_text import FileText
+from app.fs.index.trigram_text import OVERLAP, PART_CHARS, FileText
 from app.fs.index.watch import Watch
 from app.fs.search.needs import needs_of
 from app.fs.search.options import TextOptions
@@ -498,14 +498,17 @@ def _edit(top: Path, rnd: random.Random) -> None:
 @pytest.mark.skipif(rgkit.RG is None, reason="ripgrep (rg) is not installed")
 @settings(max_examples=12, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 10_000), built=st.booleans())
-@example(seed=1436, built=False)  # a link under an ignored name, written through it
+@given(seed=st.integers(0, 10_000), built=st.booleans(), parts=st.booleans())
+@example(seed=1436, built=False, parts=False)  # a link under an ignored name, written through it
 def test_with_the_index_on_hits_equal_ripgreps_across_edits(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, seed: int,
-    built: bool,
+    built: bool, parts: bool,
 ) -> None:
+    """`parts`: every file of over 7 characters indexed in parts of 5 (`trigram_text`)."""
     from app.fs.index import direct
     monkeypatch.setattr(direct, "SHARE", 1.0)  # small trees: searches without a walk too
+    monkeypatch.setattr(trigram_text, "PART_CHARS", 5 if parts else PART_CHARS)
+    monkeypatch.setattr(trigram_text, "OVERLAP", 2 if parts else OVERLAP)
     tmp = tmp_path_factory.mktemp("tri")
     root = small_root(tmp, {}, max_read=1 << 20)
     top = tmp / "r"
