@@ -259,8 +259,10 @@ class TrigramIndex:
 
 def held_by(con: apsw.Connection, expr: str) -> set[int]:
     """The ids of the files of one shard whose text holds the trigrams of `expr` (a `plan`)."""
-    rows = con.execute("SELECT rowid FROM grams WHERE grams MATCH ?", (expr,))
-    return {file_of(r[0]) for r in rows} | _parted(con, expr)
+    ids = {r[0] for r in con.execute("SELECT rowid FROM grams WHERE grams MATCH ?", (expr,))}
+    if ids and max(ids) >= PARTS:  # rows of parts among them
+        ids = {file_of(i) for i in ids}
+    return ids | _parted(con, expr)
 
 
 def _parted(con: apsw.Connection, expr: str) -> set[int]:

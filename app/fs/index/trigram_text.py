@@ -26,12 +26,12 @@ from collections.abc import Iterator
 from app.fs.text.textio import HEAD, WIDE_BOMS
 
 WINDOW = 1 << 16  # bytes read and decoded at a time
-PART_CHARS = 1 << 17  # characters a part starts with (and the OVERLAP after them)
+PART_CHARS = 1 << 16  # characters a part starts with (and the OVERLAP after them)
 OVERLAP = 256  # characters of the next part a part holds too: a trigram starting in its
 # last two characters ends there, and a string of up to OVERLAP + 1 characters lies whole
 # in one part (a query finds it without asking each trigram alone)
 PARTS = 1 << 48  # rowids of parts start here; file ids stay far below 2**(63 - PART_BITS)
-PART_BITS = 16  # parts of one file: at most 2**16 (8 MiB gives at most 65)
+PART_BITS = 16  # parts of one file: at most 2**16 (8 MiB gives at most 129)
 
 
 def part_row(fid: int, n: int) -> int:
