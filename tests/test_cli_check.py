@@ -12,6 +12,7 @@ from app.cli import main
 from app.corpus import trigram as corpus_trigram
 from app.fs.index import shards, trigram, trigram_build
 from app.fs.index.trigram_build import Build
+from app.fs.index.trigram_text import FileText
 from app.registry import Registry
 from tests.kit import roots_toml
 
@@ -76,16 +77,16 @@ def test_check_reports_each_roots_trigram_index_from_its_file(
     root = snap.roots["ws"]
     path = corpus_trigram.index_path(snap, root)
     idx = trigram.TrigramIndex(path)
-    stop, real = threading.Event(), trigram_build.read_at_most
+    stop, real = threading.Event(), trigram_build.FileText
     reads: list[int] = []
 
-    def read(fd: int, limit: int) -> bytes | None:  # the build stopped after 5 files
+    def read(fd: int, limit: int) -> FileText:  # the build stopped after 5 files
         reads.append(fd)
         if len(reads) == 5:
             stop.set()
         return real(fd, limit)
 
-    monkeypatch.setattr(trigram_build, "read_at_most", read)
+    monkeypatch.setattr(trigram_build, "FileText", read)
     built = Build(idx, root, corpus_trigram.identity(snap, root), stop).run()
     assert not built.complete and built.indexed == 5
     before = _listing(state / "index")

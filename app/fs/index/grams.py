@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 MOST_PER_STRING = 32
 _FOLD_BREAKS = re.compile(r"[^\x01-\x7f]|[kKsS]")  # where a folded string's trigrams stop
+_TERM = re.compile(r'"((?:[^"]|"")*)"|\) OR \(')  # a quoted trigram, or the next AND
 
 
 def trigrams(text: str) -> list[str]:
@@ -59,13 +60,39 @@ def quote(gram: str) -> str:
     return '"' + gram.replace('"', '""') + '"'
 
 
-def plan(strings: Sequence[str], fold: bool) -> str | None:
+class Plan(str):
+    """A query `plan` made (an FTS5 expression), with the length of each of its strings:
+    a string no longer than a part's overlap lies whole in one part of a file
+    (`trigram_text`), so the query finds it without asking its trigrams one at a time."""
+
+    lengths: tuple[int, ...]
+
+
+def plan(strings: Sequence[str], fold: bool) -> Plan | None:
     """An FTS5 query matching every file that holds one of `strings`, or None when one of
     them has no trigram to ask (the index cannot narrow)."""
     ors: list[str] = []
+    lengths: list[int] = []
     for s in dict.fromkeys(strings):
         grams = string_grams(s, fold)
         if not grams:
             return None
         ors.append("(" + " AND ".join(quote(g) for g in grams) + ")")
-    return " OR ".join(ors) if ors else None
+        lengths.append(len(s))
+    if not ors:
+        return None
+    made = Plan(" OR ".join(ors))
+    made.lengths = tuple(lengths)
+    return made
+
+
+def groups(expr: str) -> list[list[str]]:
+    """The trigrams of each AND of a query `plan` made, in order (its inverse; the lengths
+    of its strings are not in the text)."""
+    out: list[list[str]] = [[]]
+    for m in _TERM.finditer(expr):
+        if m.group(1) is None:
+            out.append([])
+        else:
+            out[-1].append(m.group(1).replace('""', '"'))
+    return out

@@ -1,11 +1,12 @@
 """The trigram index's shards: its trigrams split over `SHARDS` files, written at once.
 
 SQLite's full-text table takes one writer per file, and cutting text into trigrams is the
-whole cost of a build (about 7 MB of text a second on one core here). So a file's
-trigrams go to shard `id % SHARDS`: shard 0 is the index file itself (beside the `files`
-table), each other shard a file beside it (`shard_path`) with the same layout, written by
-its own thread and connection (`Writer`) while the build reads the next files; SQLite
-works without Python's lock, so two shards take two cores.
+whole cost of a build (about 7 MB of text a second on one core here). So a file's trigrams
+(its row, or every part of it: `trigram_text`) go to shard `id % SHARDS`: shard 0 is the
+index file itself (beside the `files` table), each other shard a file beside it
+(`shard_path`) with the same layout, written by its own thread and connection (`Writer`)
+while the build reads the next files; SQLite works without Python's lock, so two shards
+take two cores.
 
 A row of a file whose trigrams live in another shard is never trusted before they are
 there: the build first commits the row as `PENDING` (held without its text, with a
@@ -27,9 +28,10 @@ import threading
 import apsw
 
 from app.fs.index.entry import UNMATCHED
+from app.fs.index.trigram_text import part_rows
 
 SHARDS = 2
-QUEUED_BYTES = 32 << 20  # text handed to a writer and not yet written (one file always)
+QUEUED_BYTES = 8 << 20  # text handed to a writer and not yet written (one row always)
 PENDING = UNMATCHED  # the signature of a row whose trigrams are not committed yet
 
 
@@ -45,12 +47,16 @@ def paths(path: str) -> list[str]:
     return [shard_path(path, k) for k in range(SHARDS)]
 
 
-def write_grams(con: apsw.Connection, fid: int, text: str, replace: bool) -> None:
-    """Row `fid`'s trigrams: those it had dropped first (`replace`), those of `text` added."""
-    if replace:
-        con.execute("DELETE FROM grams WHERE rowid = ?", (fid,))
+def add_grams(con: apsw.Connection, rowid: int, text: str) -> None:
+    """The trigrams of `text` as row `rowid` (a file's, or one part of it: `trigram_text`)."""
     if text:
-        con.execute("INSERT INTO grams (rowid, body) VALUES (?, ?)", (fid, text))
+        con.execute("INSERT INTO grams (rowid, body) VALUES (?, ?)", (rowid, text))
+
+
+def drop_grams(con: apsw.Connection, fid: int) -> None:
+    """Every row of file `fid`: its one row, or its parts."""
+    con.execute("DELETE FROM grams WHERE rowid = ?", (fid,))
+    con.execute("DELETE FROM grams WHERE rowid BETWEEN ? AND ?", part_rows(fid))
 
 
 class Writer(threading.Thread):
@@ -64,17 +70,18 @@ class Writer(threading.Thread):
         self.queued = 0  # bytes of text handed over and not yet written
         self.error: BaseException | None = None
 
-    def put(self, fid: int, text: str, replace: bool) -> None:
-        """The trigrams of `text` for row `fid` (those it had dropped first if `replace`),
-        once the texts waiting are under `QUEUED_BYTES` (one is always let through)."""
+    def put(self, rowid: int, text: str) -> None:
+        """The trigrams of `text` as row `rowid`, once the texts waiting are under
+        `QUEUED_BYTES` (one is always let through)."""
         size = sys.getsizeof(text)
         with self.room:
             self.room.wait_for(lambda: self.queued == 0 or self.queued + size <= QUEUED_BYTES)
             self.queued += size
-        self.jobs.put(("put", fid, text, replace, size))
+        self.jobs.put(("put", rowid, text, size))
 
     def drop(self, fid: int) -> None:
-        self.put(fid, "", True)
+        """Every row of file `fid` dropped (before its new ones, or for good)."""
+        self.jobs.put(("drop", fid, "", 0))
 
     def commit(self) -> threading.Event:
         """Everything handed over so far to be committed: the event is set once it is (or
@@ -105,15 +112,18 @@ class Writer(threading.Thread):
                     self._commit(job[1])
                     continue
                 if self.error is None:
-                    self._write(job[1], job[2], job[3])
-                self._written(job[4])
+                    self._write(job[0], job[1], job[2])
+                self._written(job[3])
         except BaseException as exc:  # the build raises it at its next commit
             self.error = exc
             self._drain()
 
-    def _write(self, fid: int, text: str, replace: bool) -> None:
+    def _write(self, kind: str, key: int, text: str) -> None:
         try:
-            write_grams(self.con, fid, text, replace)
+            if kind == "drop":
+                drop_grams(self.con, key)
+            else:
+                add_grams(self.con, key, text)
         except apsw.Error as exc:
             self.error = exc
 
@@ -153,8 +163,8 @@ class Writer(threading.Thread):
             job = self.jobs.get()
             if job[0] == "commit":
                 job[1].set()
-            elif job[0] == "put":
-                self._written(job[4])
+            elif job[0] in ("put", "drop"):
+                self._written(job[3])
             elif job[0] == "end":
                 with contextlib.suppress(apsw.Error):
                     self.con.close()

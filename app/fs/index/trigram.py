@@ -29,10 +29,12 @@ from typing import NamedTuple
 
 import apsw
 
-from app.fs.index import shards
+from app.fs.index import shards, trigram_text
 from app.fs.index.access import Signature
 from app.fs.index.entry import Entry
+from app.fs.index.grams import Plan, groups, quote
 from app.fs.index.storage import OnePerFile, Unavailable, ensure_dir, private_file, remove
+from app.fs.index.trigram_text import PARTS, file_of
 from app.fs.index.watch import Watch
 
 # 2: files up to 8 MiB indexed (were 1 MiB); the shard count with it: an index split
@@ -248,12 +250,44 @@ class TrigramIndex:
                 con = self.reader(k)
                 if k and _identity(con) != ours:  # a shard made anew since: not the rows'
                     raise Unavailable("the trigram index's files disagree: being made again")
-                rows = con.execute("SELECT rowid FROM grams WHERE grams MATCH ?", (expr,))
-                ids.update(r[0] for r in rows)
+                ids |= held_by(con, expr)
             return ids, gen
 
     def size(self) -> int:
         return size_of(self.path)
+
+
+def held_by(con: apsw.Connection, expr: str) -> set[int]:
+    """The ids of the files of one shard whose text holds the trigrams of `expr` (a `plan`)."""
+    ids = {r[0] for r in con.execute("SELECT rowid FROM grams WHERE grams MATCH ?", (expr,))}
+    if ids and max(ids) >= PARTS:  # rows of parts among them
+        ids = {file_of(i) for i in ids}
+    return ids | _parted(con, expr)
+
+
+def _parted(con: apsw.Connection, expr: str) -> set[int]:
+    """The files held in parts (`trigram_text`) that hold every trigram of one of the ANDs
+    of `expr`, its string longer than a part's overlap (a shorter one lies whole in one
+    part, which the query of `held_by` finds): asked one trigram at a time over the parts,
+    as the string's may be in two. Every AND of a query not `plan`'s own is so asked."""
+    lengths = expr.lengths if isinstance(expr, Plan) else None
+    spanning = [g for k, g in enumerate(groups(expr))
+                if lengths is None or lengths[k] > trigram_text.OVERLAP + 1]
+    if not spanning or not con.execute("SELECT rowid FROM grams WHERE rowid >= ? LIMIT 1",
+                                       (PARTS,)).fetchall():
+        return set()
+    found: set[int] = set()
+    for group in spanning:
+        files: set[int] | None = None
+        for gram in group:
+            rows = con.execute("SELECT rowid FROM grams WHERE grams MATCH ? AND rowid >= ?",
+                               (quote(gram), PARTS))
+            held = {file_of(r[0]) for r in rows}
+            files = held if files is None else files & held
+            if not files:
+                break
+        found |= files or set()
+    return found
 
 
 def size_of(path: str) -> int:

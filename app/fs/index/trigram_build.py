@@ -10,18 +10,22 @@ passes over it), any other decoded as a search reads it (UTF-16/32 by its BOM, e
 bad bytes replaced, which keeps every valid character where it was) and given to SQLite,
 which keeps its trigrams only.
 
-Bounds: one file in memory at a time; at most `MOST_FILES` files held (a file past them is
-not added, and the index is not complete: searches walk and read it); a batch is committed
-every `COMMIT_BYTES` of text or `COMMIT_SECONDS`, and then published
-(`TrigramIndex.publish`), so a stopped build keeps what it did and the next one resumes (a
-file whose signature is unchanged is not read again). `stop` is looked at between files.
-Files the walk no longer sees are removed once a walk is complete, and so is everything
-when the rules changed (`adopt`).
+Bounds: a file is read a window at a time and handed to SQLite in parts (`trigram_text`),
+so what one file costs in memory is bounded whatever its alphabet (an 8 MiB file of random
+CJK text, 2.8 million distinct trigrams in one row, took 480 MB); at most `MOST_FILES`
+files held (a file past them is not added, and the index is not complete: searches walk and
+read it); a batch is committed every `COMMIT_BYTES` of text or `COMMIT_SECONDS`, and then
+published (`TrigramIndex.publish`), so a stopped build keeps what it did and the next one
+resumes (a file whose signature is unchanged is not read again). `stop` is looked at
+between files. Files the walk no longer sees are removed once a walk is complete, and so is
+everything when the rules changed (`adopt`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
+import functools
 import os
 import threading
 import time
@@ -32,10 +36,17 @@ from functools import partial
 import apsw
 
 from app.fs.filters.ignore import KINDS, Filter
-from app.fs.index.access import Signature, open_listed, storable
+from app.fs.index.access import Signature, open_listed, stale, storable
 from app.fs.index.adopt import adopt
 from app.fs.index.direct import pruned
-from app.fs.index.shards import PENDING, SHARDS, Writer, shard_path, write_grams
+from app.fs.index.shards import (
+    PENDING,
+    SHARDS,
+    Writer,
+    add_grams,
+    drop_grams,
+    shard_path,
+)
 from app.fs.index.trigram import (
     BINARY,
     TEXT,
@@ -43,18 +54,17 @@ from app.fs.index.trigram import (
     TrigramIndex,
     open_db,
 )
+from app.fs.index.trigram_text import FileText
 from app.fs.index.watch import RACY_WINDOW_NS, Watch
-from app.fs.text.textio import HEAD, WIDE_BOMS
-from app.security.handles import read_at_most
 from app.security.resolve import SecureRoot
 from app.security.walk import Walker
 
 MOST_BYTES = 8 << 20  # a larger file is not indexed: searches read it (the largest default
-# max_read_bytes: below it, every file a search reads by default is indexed; one file of
-# this size and its text are all the build holds in memory)
+# max_read_bytes: below it, every file a search reads by default is indexed)
 MOST_FILES = 200_000  # files one root's index holds at most: searches read the others
 COMMIT_BYTES = 16 << 20
 COMMIT_SECONDS = 1.0
+TRIM_BYTES = 1 << 20  # a build that read more gives the memory it freed back (`give_back`)
 
 Changed = dict[str, tuple[Signature, int, int] | None]
 
@@ -72,14 +82,21 @@ class BuildState:
     error: str | None = None
 
 
-def text_of(data: bytes) -> tuple[int, str]:
-    """What a file's bytes give the index: (state, text)."""
-    for bom, enc in WIDE_BOMS:
-        if data.startswith(bom):
-            return TEXT, data[len(bom):].decode(enc, "replace")
-    if data.find(b"\0", 0, HEAD) >= 0:
-        return BINARY, ""
-    return TEXT, data.decode("utf-8", "replace").replace("\0", " ")
+@functools.cache
+def _trim() -> Callable[[int], int] | None:
+    try:
+        return ctypes.CDLL(None).malloc_trim
+    except (OSError, AttributeError):  # not glibc
+        return None
+
+
+def give_back() -> None:
+    """The memory a build freed returned to the system: glibc keeps it otherwise (some
+    20 MiB of SQLite's and the parts' after 32 MiB of random text), for the life of the
+    process. Nothing where there is no `malloc_trim`."""
+    trim = _trim()
+    if trim is not None:
+        trim(0)
 
 
 class Build:
@@ -119,6 +136,8 @@ class Build:
                     w.finish(keep=False)
                 else:
                     w.con.close()
+            if self.state.indexed_bytes >= TRIM_BYTES:
+                give_back()
 
     def _run(self, con: apsw.Connection, others: list[apsw.Connection]) -> BuildState:
         idx = self.idx
@@ -213,39 +232,62 @@ class Build:
             return
         fd, sig = opened
         try:
-            data = read_at_most(fd, MOST_BYTES)  # None: over MOST_BYTES
-        except OSError:
-            return
+            fid = self._id(con, path, old)
+            state, read = self._grams(con, fid, fd, sig[0], replace=old is not None)
         finally:
             os.close(fd)
-        state, text = (WHOLE, "") if data is None else text_of(data)
-        fid = self._row(con, path, old, sig, state)
-        writer = self.writers[fid % SHARDS - 1] if fid % SHARDS else None
-        if writer is not None:  # its row pending until the shard has committed its trigrams
-            writer.put(fid, text, replace=old is not None)
-            self.final[path] = (sig, fid, state)
-        else:
-            write_grams(con, fid, text, replace=old is not None)
+        if state is None:  # a read failed midway: read by searches, and by the next build
+            sig, state = stale(sig), WHOLE
+        self._row(con, path, fid, sig, state)
         self.state.indexed += 1
-        self.state.indexed_bytes += len(data or b"")
-        self.batch += len(data or b"")
+        self.state.indexed_bytes += read
+        self.batch += read
 
-    def _row(self, con: apsw.Connection, path: str, old: int | None, sig: Signature,
-             state: int) -> int:
-        """The file's row, as it will be trusted (shard 0) or pending (the others)."""
-        if old is None:
-            self.held += 1
-            con.execute("INSERT INTO files (path, size, mtime, ctime, ino, state) "
-                        "VALUES (?, ?, ?, ?, ?, ?)", (path, *PENDING, WHOLE))
-            fid = con.last_insert_rowid()
+    def _grams(self, con: apsw.Connection, fid: int, fd: int, size: int, replace: bool
+               ) -> tuple[int | None, int]:
+        """The trigrams of the file open at `fd` written, a part at a time (those it had
+        dropped first): its state (None: a read failed) and the bytes read."""
+        writer = self.writers[fid % SHARDS - 1] if fid % SHARDS else None
+        put = writer.put if writer is not None else partial(add_grams, con)
+        drop = writer.drop if writer is not None else partial(drop_grams, con)
+        if replace:
+            drop(fid)
+        if size > MOST_BYTES:  # a search reads it (and the bound is in the reads below)
+            return WHOLE, 0
+        text = FileText(fd, MOST_BYTES)
+        wrote = False
+        try:
+            for rowid, part in text.rows(fid):
+                put(rowid, part)
+                wrote = True
+        except OSError:
+            state: int | None = None
         else:
-            fid = old
+            state = WHOLE if text.over else BINARY if text.binary else TEXT
+        if wrote and state != TEXT:
+            drop(fid)
+        return state, 0 if state == WHOLE else text.read
+
+    def _id(self, con: apsw.Connection, path: str, old: int | None) -> int:
+        """The file's id: its row's, or a new row's (held without its text until `_row`)."""
+        if old is not None:
+            return old
+        self.held += 1
+        con.execute("INSERT INTO files (path, size, mtime, ctime, ino, state) "
+                    "VALUES (?, ?, ?, ?, ?, ?)", (path, *PENDING, WHOLE))
+        return con.last_insert_rowid()
+
+    def _row(self, con: apsw.Connection, path: str, fid: int, sig: Signature,
+             state: int) -> None:
+        """The file's row, as it will be trusted (shard 0) or pending (the others, trusted
+        once their shard has committed its trigrams)."""
         final = fid % SHARDS == 0
         row = (*sig, state) if final else (*PENDING, WHOLE)
         con.execute("UPDATE files SET size = ?, mtime = ?, ctime = ?, ino = ?, state = ? "
                     "WHERE id = ?", (*row, fid))
         self.changed[path] = (row[:4], fid, row[4])
-        return fid
+        if not final:
+            self.final[path] = (sig, fid, state)
 
     def _sweep(self, con: apsw.Connection, known: dict, seen: set[str]) -> None:
         for path in known.keys() - seen:
@@ -256,7 +298,7 @@ class Build:
                 self.writers[fid % SHARDS - 1].drop(fid)
                 self.gone.append(fid)
             else:
-                write_grams(con, fid, "", replace=True)
+                drop_grams(con, fid)
                 con.execute("DELETE FROM files WHERE id = ?", (fid,))
             self.changed[path] = None
             self.state.removed += 1

@@ -24,11 +24,12 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from app.fs.filters.ignore import KINDS
-from app.fs.index import entry, trigram, trigram_build
+from app.fs.index import entry, trigram, trigram_build, trigram_text
 from app.fs.index.entry import Entry
 from app.fs.index.grams import MOST_PER_STRING, plan, string_grams
 from app.fs.index.trigram import GRAMS, open_db
 from app.fs.index.trigram_build import MOST_BYTES, Build
+from app.fs.index.trigram_text import OVERLAP, PART_CHARS, FileText
 from app.fs.index.watch import Watch
 from app.fs.search.needs import needs_of
 from app.fs.search.options import TextOptions
@@ -539,16 +540,19 @@ def _edit(top: Path, rnd: random.Random, ix: Indexed, holders: list[tuple[Holder
 @pytest.mark.skipif(rgkit.RG is None, reason="ripgrep (rg) is not installed")
 @settings(max_examples=12, deadline=None,
           suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(seed=st.integers(0, 10_000), built=st.booleans())
-@example(seed=1436, built=False)  # a link under an ignored name, written through it
-@example(seed=1004, built=False)  # a page written again through a map: nothing moved on disk
-@example(seed=220, built=False)  # a map held across a watch broken (an ignore file) and new
+@given(seed=st.integers(0, 10_000), built=st.booleans(), parts=st.booleans())
+@example(seed=1436, built=False, parts=False)  # a link under an ignored name, written through it
+@example(seed=1004, built=False, parts=False)  # a page written again through a map
+@example(seed=220, built=False, parts=False)  # a map held across a watch broken and new
 def test_with_the_index_on_hits_equal_ripgreps_across_edits(
     tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch, seed: int,
-    built: bool,
+    built: bool, parts: bool,
 ) -> None:
+    """`parts`: every file of over 7 characters indexed in parts of 5 (`trigram_text`)."""
     from app.fs.index import direct
     monkeypatch.setattr(direct, "SHARE", 1.0)  # small trees: searches without a walk too
+    monkeypatch.setattr(trigram_text, "PART_CHARS", 5 if parts else PART_CHARS)
+    monkeypatch.setattr(trigram_text, "OVERLAP", 2 if parts else OVERLAP)
     tmp = tmp_path_factory.mktemp("tri")
     root = small_root(tmp, {}, max_read=1 << 20)
     top = tmp / "r"
@@ -674,17 +678,17 @@ def _held_build(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Ind
     for i in range(10):
         (top / f"f{i}.txt").write_text(f"needle {i}\n")
     release, held = threading.Event(), threading.Event()
-    real = trigram_build.read_at_most
+    real = trigram_build.FileText
     seen: list[int] = []
 
-    def slow(fd: int, limit: int) -> bytes | None:
+    def slow(fd: int, limit: int) -> FileText:
         seen.append(fd)
         if len(seen) > 3:
             held.set()
             release.wait(30)
         return real(fd, limit)
 
-    monkeypatch.setattr(trigram_build, "read_at_most", slow)
+    monkeypatch.setattr(trigram_build, "FileText", slow)
     monkeypatch.setattr(trigram_build, "COMMIT_BYTES", 0)
     ix = Indexed(secure_root(top), tmp_path / "state")
     ix.keeper.kick(ix.root, ix.identity)

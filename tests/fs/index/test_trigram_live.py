@@ -21,6 +21,7 @@ import pytest
 from app.corpus import trigram as corpus_trigram
 from app.fs.index import access, trigram, trigram_build
 from app.fs.index.trigram_build import Build
+from app.fs.index.trigram_text import FileText
 from app.registry import Registry
 from tests.kit import roots_toml
 from tests.live import INIT_REQUEST, LiveServer, live_server
@@ -129,13 +130,13 @@ async def test_a_server_stopping_stops_its_build_which_the_next_resumes(
     for i in range(120):
         (root / f"f{i:03}.txt").write_text(f"needle {i}\n")
     cfg = config(write_config, tmp_path, root, [])
-    real = trigram_build.read_at_most
+    real = trigram_build.FileText
 
-    def slow(fd: int, limit: int) -> bytes | None:
+    def slow(fd: int, limit: int) -> FileText:
         time.sleep(0.2)
         return real(fd, limit)
 
-    monkeypatch.setattr(trigram_build, "read_at_most", slow)
+    monkeypatch.setattr(trigram_build, "FileText", slow)
     monkeypatch.setattr(trigram_build, "COMMIT_BYTES", 0)
     monkeypatch.setattr(trigram_build, "RACY_WINDOW_NS", 0)  # trusted once read
     corpus_trigram._keepers.clear()
@@ -158,7 +159,7 @@ async def test_a_server_stopping_stops_its_build_which_the_next_resumes(
     kept = int(con.execute("SELECT count(*) FROM files").fetchall()[0][0] or 0)
     con.close()
     assert 3 <= kept < 120
-    monkeypatch.setattr(trigram_build, "read_at_most", real)
+    monkeypatch.setattr(trigram_build, "FileText", real)
     snap = srv.registry.current
     main = snap.roots["main"]
     state = Build(trigram.TrigramIndex(keeper.idx.path), main,

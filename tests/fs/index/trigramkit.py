@@ -17,6 +17,7 @@ from app.fs.control import NoControl
 from app.fs.index import direct, shards, trigram
 from app.fs.index.narrow import Keeper
 from app.fs.index.trigram_build import BuildState
+from app.fs.index.trigram_text import file_of
 from app.fs.index.watch import RACY_WINDOW_NS
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
@@ -73,18 +74,20 @@ class Indexed:
             con.close()
 
     def holding(self, gram: str) -> set[int]:
-        """The ids of the rows whose trigrams include `gram`, in every shard, and whether
-        any shard's vocabulary lists it at all (a term with no row left is dropped)."""
+        """The ids of the files whose trigrams include `gram` (a row's, or a part's), in
+        every shard, and whether any shard's vocabulary lists it at all (a term with no row
+        left is dropped)."""
         got: set[int] = set()
         for path in shards.paths(self.idx.path):
             con = apsw.Connection(path)
             try:
-                ids = {r[0] for r in con.execute(
-                    "SELECT rowid FROM grams WHERE grams MATCH ?", ('"' + gram + '"',))}
+                rows = [r[0] for r in con.execute(
+                    "SELECT rowid FROM grams WHERE grams MATCH ?", ('"' + gram + '"',))]
+                ids = {file_of(r) for r in rows}
                 con.execute("CREATE VIRTUAL TABLE temp.v USING fts5vocab(main, grams, 'row')")
                 listed = con.execute("SELECT doc FROM temp.v WHERE term = ?",
                                      (gram,)).fetchall()
-                assert not listed or listed[0][0] == len(ids)
+                assert not listed or listed[0][0] == len(rows)
                 got |= ids | ({-1} if listed else set())
             finally:
                 con.close()
