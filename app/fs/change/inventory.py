@@ -27,13 +27,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from app.fs.change.atomic import replace_file
-from app.fs.change.purge import DIR_FLAGS, STAMP, walk_tree
-from app.fs.change.trash import RECORD, TRASH
+from app.fs.change.layout import DROPPED, RECORD, TRASH, stamp_key, stamp_time
+from app.fs.change.purge import DIR_FLAGS, walk_tree
 from app.security.handles import open_below
 from app.security.resolve import FILE_FLAGS, SecureRoot
 
 MAX_RECORD = 64 << 10
-DROPPED = "dropped.json"
 MAX_CACHED = 200_000
 log = logging.getLogger("loomfs.trash")
 
@@ -44,24 +43,25 @@ _trim_lock = threading.Lock()
 
 @dataclass(frozen=True)
 class Item:
-    id: str  # the item's path under .mcp-trash: `<stamp>/<path>`
+    id: str  # the item's path under .mcp-trash: `<stamp>/<name>` (`<stamp>/<path>`, older)
     stamp: str
     path: str  # where it lived in the root
     when: datetime
     kind: str  # delete | version
     bytes: int  # regular files' sizes, a folder's summed
+    disk: int = 0  # what its stamp folder takes on disk: folders, record, the item
+    op: str = "-"  # what put it there: delete, or the change that replaced it
+    client: str = "-"  # who asked, as the audit log names it
+
+    @property
+    def inner(self) -> list[str]:
+        """The item's path below its stamp folder."""
+        return self.id.split("/")[1:]
 
 
-def stamp_key(name: str) -> tuple[str, int] | None:
-    """Sort key of a stamp folder's name (time, then `-N`), None for any other name."""
-    m = STAMP.match(name)
-    if m is None:
-        return None
-    return m.group(1), int(name[len(m.group(1)) + 1 :] or 0)
-
-
-def stamp_time(name: str) -> datetime:
-    return datetime.strptime(name[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc)
+def _plain(path: object) -> bool:
+    # Only a plain relative path: a record edited to say `../x` must not lead out.
+    return isinstance(path, str) and all(p not in ("", ".", "..") for p in path.split("/"))
 
 
 def read_record(trash_fd: int, name: str) -> Record | None:
@@ -86,11 +86,10 @@ def read_record(trash_fd: int, name: str) -> Record | None:
         record = json.loads(data)
     except ValueError:
         return None
-    ok = isinstance(record, dict) and record.get("kind") in ("delete", "version")
-    path = record.get("path") if ok else None
-    # Only a plain relative path: a record edited to say `../x` must not lead out.
-    plain = isinstance(path, str) and all(p not in ("", ".", "..") for p in path.split("/"))
-    return record if plain else None
+    if not isinstance(record, dict) or record.get("kind") not in ("delete", "version"):
+        return None
+    name_ok = "name" not in record or (_plain(record["name"]) and "/" not in record["name"])
+    return record if _plain(record.get("path")) and name_ok else None
 
 
 def cached_record(trash_fd: int, name: str) -> Record | None:
@@ -132,7 +131,9 @@ def _guess_path(stamp_fd: int) -> list[str]:
 
 
 def item_of(trash_fd: int, name: str) -> Item | None:
-    """Stamp folder `name` as an item (None when it holds nothing to restore)."""
+    """Stamp folder `name` as an item (None when it holds nothing to restore). Flat (the
+    record names the item) or, for stamps of older versions, the item at its path below
+    the stamp folder (with a record saying so, or a delete found by `_guess_path`)."""
     record = read_record(trash_fd, name)
     try:
         stamp_fd = os.open(name, DIR_FLAGS, dir_fd=trash_fd)
@@ -140,21 +141,26 @@ def item_of(trash_fd: int, name: str) -> Item | None:
         return None
     try:
         if record is None:
-            parts, kind = _guess_path(stamp_fd), "delete"
+            inner, kind = _guess_path(stamp_fd), "delete"
+            path = "/".join(inner)
         else:
-            parts, kind = str(record["path"]).split("/"), str(record["kind"])
-        if not parts or not parts[-1]:
+            path, kind = str(record["path"]), str(record["kind"])
+            inner = [str(record["name"])] if "name" in record else path.split("/")
+        if not inner or not inner[-1]:
             return None
-        parent = open_below(stamp_fd, parts[:-1])
+        parent = open_below(stamp_fd, inner[:-1])
         try:
-            size = walk_tree(parent, parts[-1], remove=False)
+            size = walk_tree(parent, inner[-1], remove=False).bytes
         finally:
             os.close(parent)
+        disk = walk_tree(trash_fd, name, remove=False).disk
     except OSError:
         return None  # made but never filled (a crash), or changed by hand
     finally:
         os.close(stamp_fd)
-    return Item("/".join((name, *parts)), name, "/".join(parts), stamp_time(name), kind, size)
+    extra = record or {}
+    return Item("/".join((name, *inner)), name, path, stamp_time(name), kind, size, disk,
+                str(extra.get("op", "-")), str(extra.get("client", "-")))
 
 
 def trim_versions(root: SecureRoot, limit: int) -> None:

@@ -8,7 +8,8 @@ goes back are opened one name at a time with no link followed, and the item is
 moved back by one `renameat` that never replaces anything
 (`rename_noreplace`): an existing file at the original path needs `--to`. The
 folders missing on the way back are made. The item's stamp folder is removed
-once empty (its record and the folders that only held the item).
+once empty (its record, and for a stamp of the older nested layout the folders
+that only held the item).
 """
 
 from __future__ import annotations
@@ -19,8 +20,8 @@ import os
 from dataclasses import dataclass
 
 from app.fs.change.atomic import fsync_dir, rename_noreplace
-from app.fs.change.inventory import Item, dropped, item_of, stamp_key, stamps
-from app.fs.change.trash import RECORD, TRASH
+from app.fs.change.inventory import Item, dropped, item_of, stamps
+from app.fs.change.layout import RECORD, TRASH, stamp_key
 from app.security.handles import open_below
 from app.security.resolve import DIR_FLAGS
 
@@ -76,8 +77,8 @@ def restore(root_path: str, item_id: str, to: str | None = None) -> str:
             raise TrashError("an item cannot be restored into the trash")
         stamp_fd = os.open(item.stamp, DIR_FLAGS, dir_fd=trash_fd)
         try:
-            _move_back(root_path, stamp_fd, item.path.split("/"), dest, to is None)
-            _tidy(stamp_fd, item.path.split("/")[:-1])
+            _move_back(root_path, stamp_fd, item.inner, dest, to is None)
+            _tidy(stamp_fd, item.inner[:-1])
         finally:
             os.close(stamp_fd)
         with contextlib.suppress(OSError):

@@ -212,11 +212,17 @@ def test_the_trash_is_never_untracked_in_a_git_work_tree(tmp_path):
     assert ".mcp-trash" not in status and "dir/a.txt" in status
 
 
-def test_a_stamp_from_before_records_is_listed_and_restored(tmp_path):
+@pytest.mark.parametrize("record", [
+    None,  # a stamp from before records
+    '{"kind": "delete", "path": "dir/gone.txt"}',  # the nested layout, with its record
+])
+def test_a_stamp_of_an_older_layout_is_listed_and_restored(tmp_path, record):
     disk, cfg, _ = _root(tmp_path)
     old = disk.ws / ".mcp-trash" / "20200101T000000Z" / "dir" / "gone.txt"
     old.parent.mkdir(parents=True)
     old.write_text("old delete\n")
+    if record is not None:
+        (disk.ws / ".mcp-trash" / "20200101T000000Z" / ".mcp-trash").write_text(record + "\n")
     (disk.ws / ".mcp-trash" / "notes-by-hand").mkdir()  # not a stamp: not an item
     assert listed(cfg) == [["20200101T000000Z/dir/gone.txt", "dir/gone.txt",
                             "2020-01-01T00:00:00Z", "11", "delete"]]
