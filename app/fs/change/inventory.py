@@ -1,44 +1,41 @@
-"""What a root's trash holds, and the bound on what replaced versions take.
+"""What a root's trash holds, read from disk.
 
 Each stamp folder (`<UTC stamp>[-N]`) holds one item, a delete or a replaced
 file's version, and the record `app.fs.change.trash.Slot` wrote (`RECORD`: kind,
-path, and a version's size), read here within `MAX_RECORD` bytes and never
-through a link. A stamp folder without a readable record (one made before
-records existed) is a delete whose item is found by going down while a folder
-holds exactly one entry (a deleted folder with a single child is then shown as
-that child: restoring it puts back the same content).
+path, name, op, client, and a version's size), read here within `MAX_RECORD`
+bytes and never through a link. The item is `<stamp>/<name>`; a record without
+a name (the older nested layout) has its item at `<stamp>/<path>`, and a stamp
+folder without a readable record (made before records existed) is a delete
+whose item is found by going down while a folder holds exactly one entry (a
+deleted folder with a single child is then shown as that child: restoring it
+puts back the same content).
 
-`trim_versions` keeps the versions of a root within its `trash_max_bytes`:
-oldest first (by stamp, then `-N`), versions only, deletes never. What it
-removes is counted in `dropped.json` in the trash, which `--trash` reports.
-Records are cached by (trash device, inode, stamp): a stamp's record never
-changes once written, so a change reads only the records it has not seen.
+`--trash` lists every item this way; the server does only when another process
+changed the trash (app.fs.change.ledger keeps its account otherwise). What
+trimming removed is counted in `dropped.json`, which `--trash` reports.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
 import os
 import stat as stat_mod
-import threading
+from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
-from app.fs.change.atomic import replace_file
-from app.fs.change.layout import DROPPED, RECORD, TRASH, stamp_key, stamp_time
+from app.fs.change.layout import DROPPED, RECORD, stamp_key, stamp_time
 from app.fs.change.purge import DIR_FLAGS, walk_tree
 from app.security.handles import open_below
-from app.security.resolve import FILE_FLAGS, SecureRoot
+from app.security.resolve import FILE_FLAGS
 
 MAX_RECORD = 64 << 10
-MAX_CACHED = 200_000
-log = logging.getLogger("loomfs.trash")
 
 Record = dict[str, object]
-_cache: dict[tuple[int, int, str], Record | None] = {}
-_trim_lock = threading.Lock()
+# The work of reading the trash, counted for the tests: "listed" (entries of the trash
+# listed), "records" (records read). A change through the server does neither
+# (app.fs.change.ledger keeps its account), except once after another process changed it.
+WORK: Counter[str] = Counter()
 
 
 @dataclass(frozen=True)
@@ -66,6 +63,7 @@ def _plain(path: object) -> bool:
 
 def read_record(trash_fd: int, name: str) -> Record | None:
     """The record of stamp folder `name`, or None when it has none that reads."""
+    WORK["records"] += 1
     try:
         stamp_fd = os.open(name, DIR_FLAGS, dir_fd=trash_fd)
     except OSError:
@@ -92,20 +90,12 @@ def read_record(trash_fd: int, name: str) -> Record | None:
     return record if _plain(record.get("path")) and name_ok else None
 
 
-def cached_record(trash_fd: int, name: str) -> Record | None:
-    st = os.fstat(trash_fd)
-    key = (st.st_dev, st.st_ino, name)
-    if key not in _cache:
-        if len(_cache) > MAX_CACHED:
-            _cache.clear()
-        _cache[key] = read_record(trash_fd, name)
-    return _cache[key]
-
-
 def stamps(trash_fd: int) -> list[str]:
     """The stamp folders, oldest first."""
     with os.scandir(trash_fd) as it:
-        names = [e.name for e in it if e.is_dir(follow_symlinks=False)]
+        entries = list(it)
+    WORK["listed"] += len(entries)
+    names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
     keyed = [(k, n) for n in names if (k := stamp_key(n)) is not None]
     return [n for _, n in sorted(keyed)]
 
@@ -163,42 +153,9 @@ def item_of(trash_fd: int, name: str) -> Item | None:
                 str(extra.get("op", "-")), str(extra.get("client", "-")))
 
 
-def trim_versions(root: SecureRoot, limit: int) -> None:
-    """Remove the oldest versions while the versions take more than `limit` bytes; never
-    fails the change that called it (a trim that cannot finish is logged)."""
-    with _trim_lock, contextlib.suppress(OSError):
-        trash_fd = root.open_subdir((TRASH,))
-        try:
-            _trim(trash_fd, limit)
-        except OSError as exc:
-            log.warning("root %s: versions could not be trimmed (%s)", root.name, exc.strerror)
-        finally:
-            os.close(trash_fd)
-
-
-def _trim(trash_fd: int, limit: int) -> None:
-    versions = []
-    for name in stamps(trash_fd):
-        record = cached_record(trash_fd, name)
-        if record is not None and record["kind"] == "version":
-            size = record.get("bytes")
-            versions.append((name, size if isinstance(size, int) else 0))
-    total = sum(size for _, size in versions)
-    count = freed = 0
-    for name, size in versions:
-        if total <= limit:
-            break
-        walk_tree(trash_fd, name, remove=True)
-        st = os.fstat(trash_fd)
-        _cache.pop((st.st_dev, st.st_ino, name), None)
-        total -= size
-        count, freed = count + 1, freed + size
-    if count:
-        _add_dropped(trash_fd, count, freed)
-
-
 def dropped(trash_fd: int) -> Record:
-    """What `trim_versions` has removed so far: {"versions", "bytes", "last"}."""
+    """What trimming (app.fs.change.ledger) has removed so far: {"versions", "bytes" (on
+    disk), "last"}."""
     try:
         fd = os.open(DROPPED, FILE_FLAGS, dir_fd=trash_fd)
     except OSError:
@@ -210,13 +167,3 @@ def dropped(trash_fd: int) -> Record:
     finally:
         os.close(fd)
     return data if isinstance(data, dict) else {}
-
-
-def _add_dropped(trash_fd: int, count: int, freed: int) -> None:
-    was = dropped(trash_fd)
-    now = {
-        "versions": int(str(was.get("versions", 0))) + count,
-        "bytes": int(str(was.get("bytes", 0))) + freed,
-        "last": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
-    replace_file(trash_fd, DROPPED, json.dumps(now).encode() + b"\n", replace=True)

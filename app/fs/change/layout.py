@@ -9,9 +9,12 @@ item, so a file or folder a person puts there by hand is left alone.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
 import re
 import stat as stat_mod
+from collections.abc import Iterator
 from datetime import datetime, timezone
 
 TRASH = ".mcp-trash"
@@ -22,6 +25,8 @@ RECORD = TRASH
 IGNORE = ".gitignore"  # `*`: the trash never shows up as untracked in a git work tree
 DROPPED = "dropped.json"
 GENERATION = "generation"
+_GEN_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+_MAX_GEN = 64
 STAMP = re.compile(r"^(\d{8}T\d{6}Z)(?:-\d+)?$")
 
 
@@ -42,3 +47,38 @@ def on_disk(st: os.stat_result) -> int:
     one block of its file system (some report none for a folder)."""
     taken = st.st_blocks * 512
     return max(taken, st.st_blksize) if stat_mod.S_ISDIR(st.st_mode) else taken
+
+
+class Generation:
+    """The trash's `generation` file, held under an exclusive `flock`."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def read(self) -> int | None:
+        data = os.pread(self.fd, _MAX_GEN, 0)
+        text = data.decode("ascii", "replace").strip()
+        return int(text) if text.isdigit() else None
+
+    def bump(self) -> int:
+        now = (self.read() or 0) + 1
+        data = f"{now}\n".encode()
+        os.pwrite(self.fd, data, 0)
+        os.ftruncate(self.fd, len(data))
+        return now
+
+
+@contextlib.contextmanager
+def generation_lock(trash_fd: int) -> Iterator[Generation]:
+    fd = os.open(GENERATION, _GEN_FLAGS, 0o600, dir_fd=trash_fd)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield Generation(fd)
+    finally:
+        os.close(fd)  # releases the flock
+
+
+def bump_generation(trash_fd: int) -> None:
+    """For every writer outside the server: the trash changed, accounts must re-list."""
+    with generation_lock(trash_fd) as gen:
+        gen.bump()

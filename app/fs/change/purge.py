@@ -21,7 +21,7 @@ import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from app.fs.change.layout import RECORD, STAMP, TRASH, on_disk
+from app.fs.change.layout import RECORD, STAMP, TRASH, bump_generation, on_disk
 from app.security.resolve import DIR_FLAGS
 
 
@@ -162,6 +162,8 @@ def empty_trash(root_path: str, older_than: timedelta, *, dry_run: bool = False,
             record = _record_size(trash_fd, name)  # the trash's own note, not a delete's bytes
             out.bytes += walk_tree(trash_fd, name, remove=not dry_run).bytes - record
             out.removed.append(name)
+        if out.removed and not dry_run:
+            bump_generation(trash_fd)  # a server's account of this trash lists it again
     finally:
         os.close(trash_fd)
     return out

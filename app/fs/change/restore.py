@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from app.fs.change.atomic import fsync_dir, rename_noreplace
 from app.fs.change.inventory import Item, dropped, item_of, stamps
-from app.fs.change.layout import RECORD, TRASH, stamp_key
+from app.fs.change.layout import RECORD, TRASH, bump_generation, stamp_key
 from app.security.handles import open_below
 from app.security.resolve import DIR_FLAGS
 
@@ -83,6 +83,7 @@ def restore(root_path: str, item_id: str, to: str | None = None) -> str:
             os.close(stamp_fd)
         with contextlib.suppress(OSError):
             os.rmdir(item.stamp, dir_fd=trash_fd)
+        bump_generation(trash_fd)  # a server's account of this trash lists it again
         return "/".join(dest)
     finally:
         os.close(trash_fd)

@@ -37,6 +37,7 @@ from app.audit import current_client
 from app.errors import LoomError, NotFound, OSRefusal, os_error
 from app.fs.change.atomic import TEMP_FLAGS, fsync_dir, rename_noreplace
 from app.fs.change.layout import IGNORE, RECORD, TRASH
+from app.fs.change.ledger import settle
 from app.fs.change.locks import changing
 from app.security.paths import join
 from app.security.resolve import DIR_FLAGS, SecureRoot
@@ -185,4 +186,5 @@ def delete(root: SecureRoot, path: str, *, now: datetime | None = None) -> Delet
                 if not moved:
                     slot.undo()
                 slot.close()
-        return DeleteResult(path=parent.rel, trashed_to=join((TRASH, slot.id)))
+    settle(root, slot.stamp, "delete")  # the trash's account, trimmed past its caps
+    return DeleteResult(path=parent.rel, trashed_to=join((TRASH, slot.id)))

@@ -15,9 +15,9 @@ trash: never neither. A version that cannot be kept refuses the change.
 
 Per root (`Recovery`, docs/configuration.md): on by default for `workspace` and
 `sourcecode` roots; a file above `version_max_bytes` is replaced without a
-version, and the answer says so; the versions together stay within
-`trash_max_bytes`, the oldest removed first (`app.fs.change.inventory.trim_versions`),
-deletes never.
+version, and the answer says so; the trash stays within `trash_max_bytes` (what
+it takes on disk) and `trash_max_items`, the oldest versions removed first, deletes
+never (`app.fs.change.ledger.settle`).
 """
 
 from __future__ import annotations
@@ -30,8 +30,9 @@ from collections.abc import Callable
 
 from app.errors import OSRefusal, os_error
 from app.fs.change.atomic import TEMP_FLAGS
-from app.fs.change.inventory import trim_versions
-from app.fs.change.trash import TRASH, Slot
+from app.fs.change.layout import TRASH
+from app.fs.change.ledger import settle
+from app.fs.change.trash import Slot
 from app.security.paths import join
 from app.security.resolve import FILE_FLAGS, Parent, SecureRoot
 
@@ -77,7 +78,7 @@ class Keeper:
                 f"the previous version of '{self.parent.rel}' could not be kept in the trash "
                 f"({why}); nothing was changed"
             ) from None
-        trim_versions(self.root, policy.trash_max_bytes)
+        settle(self.root, self.kept.split("/")[1], "version")
 
 
 def keep(root: SecureRoot, parent: Parent, st: os.stat_result, op: str = "replace") -> str:
