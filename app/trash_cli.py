@@ -51,6 +51,7 @@ def trash_command(loaded: Any, listed: str | None, restore: list[str] | None,
                   to: str | None) -> int:
     from app.fs.change.restore import TrashError, list_trash
     from app.fs.change.restore import restore as put_back
+    from app.security.deny import DenyRules
 
     err = sys.stderr
     name = listed if listed is not None else (restore or ["", ""])[0]
@@ -61,7 +62,8 @@ def trash_command(loaded: Any, listed: str | None, restore: list[str] | None,
     root = roots[name]
     try:
         if restore is not None:
-            where = put_back(root.real, restore[1], to)
+            rules = DenyRules(extra=root.deny, allow=root.allow)
+            where = put_back(root.real, restore[1], to, rules)
             print(f"restored {shown(restore[1])} to {shown(where)}")
             return 0
         listing = list_trash(root.real)
@@ -69,7 +71,7 @@ def trash_command(loaded: Any, listed: str | None, restore: list[str] | None,
         print(f"root '{name}' has no trash" + (": nothing to restore" if restore else ""))
         return 1 if restore else 0
     except TrashError as exc:
-        print(f"loom-fs-mcp: {exc}", file=err)
+        print(f"loom-fs-mcp: {shown(str(exc))}", file=err)  # it may quote the ID or --to
         return 1
     except OSError as exc:
         print(f"loom-fs-mcp: the trash of root '{name}' cannot be used ({exc.strerror})",

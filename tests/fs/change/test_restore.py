@@ -281,3 +281,38 @@ def test_the_documented_defaults_are_the_shipped_ones():
     assert [Recovery.of_role(r).keep_versions for r in ("workspace", "sourcecode", "reference")
             ] == [True, True, False]
 
+
+
+# -- --restore's refusals: the root's deny rules, the depth bound, what it echoes ------
+
+
+DEEP = "/".join(["d"] * 64 + ["n.txt"])  # 65 levels: past MAX_DEPTH
+
+
+@pytest.mark.parametrize(("to", "item", "message"), [
+    # On main the check was `dest[0] == ".mcp-trash"`: this one restored into the trash.
+    (".MCP-TRASH/x", None, "matches deny pattern '.mcp-trash'; nothing was restored"),
+    (".mcp-trash/x", None, "matches deny pattern '.mcp-trash'; nothing was restored"),
+    (".ｍｃｐ-trash/x", None, "matches deny pattern '.mcp-trash'; nothing was restored"),
+    (".mcp-trash./x", None, "matches deny pattern '.mcp-trash'; nothing was restored"),
+    ("dir/.Git/x", None, "matches deny pattern '.git'"),  # any component
+    ("dir/server.PEM", None, "matches deny pattern '*.pem'"),
+    ("private/x.txt", None, "matches deny pattern 'private'"),  # the root's own deny
+    ("dir/.env", None, "matches deny pattern '.env'"),
+    (DEEP, None, "too deep: it would lie 65 levels below the root"),
+    (None, "20200101T000000Z/a\x1b[2Jb", "no item '20200101T000000Z/a\\x1b[2Jb' in the trash"),
+    ("x\x07/y", None, "'x\\x07/y' exists; nothing was restored"),
+])
+def test_restore_refuses_what_the_root_denies_and_escapes_what_it_echoes(
+        tmp_path, to, item, message):
+    disk, cfg, root = _root(tmp_path, deny=["private"])
+    (disk.ws / "x\x07").mkdir()
+    (disk.ws / "x\x07" / "y").write_text("here")
+    item_id = item or trash.delete(root, "notes.txt").trashed_to.split("/", 1)[1]
+    if item:
+        trash.delete(root, "notes.txt")  # a trash, without that item
+    before = disk.snapshot()
+    out = cli(cfg, "--restore", "ws", item_id, *(["--to", to] if to is not None else []))
+    assert out.returncode == 1, out.stdout
+    assert message in out.stderr and "\x1b" not in out.stderr and "\x07" not in out.stderr
+    assert disk.snapshot() == before
