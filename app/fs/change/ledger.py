@@ -32,7 +32,6 @@ import threading
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
-from app.fs.change.atomic import replace_file
 from app.fs.change.inventory import dropped, item_of, stamps
 from app.fs.change.layout import DROPPED, TRASH, generation_lock
 from app.fs.change.purge import walk_tree
@@ -141,10 +140,20 @@ def _settle(trash_fd: int, stamp: str, kind: str, policy: Recovery) -> None:
 
 
 def _add_dropped(trash_fd: int, count: int, freed: int) -> None:
+    """Add to `dropped.json`, in place (the generation lock is held, so no other writer):
+    a tally for `--trash`, not worth an fsync per change (one that reads torn or not at
+    all is shown as nothing dropped)."""
     was = dropped(trash_fd)
     now = {
         "versions": int(str(was.get("versions", 0))) + count,
         "bytes": int(str(was.get("bytes", 0))) + freed,
         "last": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
-    replace_file(trash_fd, DROPPED, json.dumps(now).encode() + b"\n", replace=True)
+    data = json.dumps(now).encode() + b"\n"
+    fd = os.open(DROPPED, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                 dir_fd=trash_fd)
+    try:
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
