@@ -125,8 +125,8 @@ def measure(size: int, runs: int, writes: int) -> dict[str, float]:
     try:
         cases = [Case(0, timed), Case(size, timed)]
         inventory.WORK.clear()
-        for _ in range(runs):
-            for case in cases:
+        for r in range(runs):
+            for case in cases if r % 2 else cases[::-1]:  # neither always goes first
                 case.round(writes)
         base, hist = (statistics.median(c.per_write) for c in cases)
         base_trim, hist_trim = (statistics.median(c.per_trim) for c in cases)

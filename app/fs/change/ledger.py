@@ -5,7 +5,8 @@ Every item made through the server (a delete, a kept version) is `settle`d once
 it is in place: its stamp folder is measured (`walk_tree`, what it takes on
 disk: folders, record, the item) and added to the trash's `Account`, which keeps
 the versions oldest first and the totals; then, while the trash takes more than
-`trash_max_bytes` or holds more than `trash_max_items` items, the oldest
+`trash_max_bytes` (its items, and the trash folder with its own few files) or
+holds more than `trash_max_items` items, the oldest
 versions are removed (never a delete, never the item just settled: a change on
 a full trash still succeeds and keeps its version). Nothing is listed: the
 account is the list.
@@ -33,7 +34,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from app.fs.change.inventory import dropped, item_of, stamps
-from app.fs.change.layout import DROPPED, TRASH, generation_lock
+from app.fs.change.layout import DROPPED, GENERATION, IGNORE, TRASH, generation_lock, on_disk
 from app.fs.change.purge import walk_tree
 from app.security.policy import Recovery
 from app.security.resolve import SecureRoot
@@ -73,11 +74,11 @@ class Account:
     def trim(self, trash_fd: int, policy: Recovery, keep: str) -> tuple[int, int]:
         """Remove the oldest versions but `keep` while past a cap: (how many, bytes)."""
         count = freed = 0
-        while self.taken > policy.trash_max_bytes or self.items > policy.trash_max_items:
+        own = _own_files(trash_fd)
+        while (self.taken + own > policy.trash_max_bytes
+               or self.items > policy.trash_max_items):
             oldest = next(iter(self.versions), None)
-            if oldest == keep:  # the newest is the only version left
-                break
-            if oldest is None:
+            if oldest is None or oldest == keep:  # none left but the one just kept
                 break
             self.taken -= self.versions.pop(oldest)
             try:
@@ -86,6 +87,16 @@ class Account:
                 continue  # gone already (another process): nothing to free
             count += 1
         return count, freed
+
+
+def _own_files(trash_fd: int) -> int:
+    """What the trash folder and its own files take on disk (a few stats, whatever it
+    holds): counted against `trash_max_bytes` with the items."""
+    taken = on_disk(os.fstat(trash_fd))
+    for name in (IGNORE, GENERATION, DROPPED):
+        with contextlib.suppress(OSError):
+            taken += on_disk(os.stat(name, dir_fd=trash_fd, follow_symlinks=False))
+    return taken
 
 
 _accounts: dict[tuple[int, int], Account] = {}

@@ -160,12 +160,17 @@ def test_a_file_above_version_max_bytes_is_replaced_and_the_answer_says_so(tmp_p
 
 
 def test_versions_stay_within_trash_max_bytes_oldest_first_deletes_never(tmp_path):
+    from app.fs.change.layout import on_disk
     from app.fs.change.restore import list_trash
 
     disk, _, probe = _root(tmp_path / "probe")  # what one small item takes on this disk
     trash.delete(probe, "dir/sub/b.txt")
     (one,) = list_trash(str(disk.ws)).items
-    _, cfg, root = _root(tmp_path / "ws", trash_max_bytes=3 * one.disk + one.disk // 2)
+    # The trash folder and its own files count too: .gitignore, generation, dropped.json.
+    files = [on_disk((disk.ws / ".mcp-trash" / n).lstat()) for n in (".gitignore", "generation")]
+    own = on_disk((disk.ws / ".mcp-trash").lstat()) + sum(files) + files[0]
+    cap = 3 * one.disk + own + one.disk // 2
+    _, cfg, root = _root(tmp_path / "ws", trash_max_bytes=cap)
     trash.delete(root, "dir/sub/b.txt")
     kept = [write.write_file(root, "f.txt", str(i) * 100, overwrite=True) for i in range(6)]
     rows = listed(cfg)
@@ -178,7 +183,7 @@ def test_versions_stay_within_trash_max_bytes_oldest_first_deletes_never(tmp_pat
     assert all(k.kept_version for k in kept[1:])
     footer = cli(cfg, "--trash", "ws").stdout.splitlines()
     assert footer[-3].startswith(f"3 item(s) take {3 * one.disk} bytes on disk, of "
-                                 f"trash_max_bytes {3 * one.disk + one.disk // 2} and "
+                                 f"trash_max_bytes {cap} and "
                                  "trash_max_items 10000 (past either")
     assert footer[-2] == (f"versions: 2, {2 * one.disk} bytes on disk; "
                           f"deletes: 1, {one.disk} bytes on disk")
