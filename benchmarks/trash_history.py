@@ -15,6 +15,8 @@ Then:
   `--runs` rounds of `--writes` writes;
 - trim: the `settle` inside each of those writes alone (account the version, remove the
   oldest), same medians;
+- CPU: the same two in this process's CPU time (`process_time`), which the disk's fsync
+  waits and other processes' load do not inflate as much as the wall clock;
 - listed: trash entries listed and records read during the measured writes (zero: the
   account is the list).
 
@@ -36,6 +38,7 @@ import tempfile
 import time
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):  # run as a script: make `app` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -82,11 +85,13 @@ class Timed:
     def __init__(self) -> None:
         self.real = versions.settle
         self.seconds: list[float] = []
+        self.cpu: list[float] = []
 
-    def __call__(self, *args: object) -> None:
-        t0 = time.perf_counter()
-        self.real(*args)  # type: ignore[arg-type]
+    def __call__(self, *args: Any) -> None:
+        t0, c0 = time.perf_counter(), time.process_time()
+        self.real(*args)
         self.seconds.append(time.perf_counter() - t0)
+        self.cpu.append(time.process_time() - c0)
 
 
 class Case:
@@ -103,14 +108,19 @@ class Case:
         self.first = time.perf_counter() - t0
         self.per_write: list[float] = []
         self.per_trim: list[float] = []
+        self.cpu_write: list[float] = []
+        self.cpu_trim: list[float] = []
 
     def round(self, writes: int) -> None:
         self.timed.seconds.clear()
-        t0 = time.perf_counter()
+        self.timed.cpu.clear()
+        t0, c0 = time.perf_counter(), time.process_time()
         for w in range(writes):
             write_file(self.root, "f.txt", str(w % 10), overwrite=True)
         self.per_write.append((time.perf_counter() - t0) / writes)
+        self.cpu_write.append((time.process_time() - c0) / writes)
         self.per_trim.append(statistics.median(self.timed.seconds))
+        self.cpu_trim.append(statistics.median(self.timed.cpu))
 
     def entries(self) -> int:
         return sum(1 for _ in os.scandir(os.path.join(self.folder, ".mcp-trash")))
@@ -130,8 +140,12 @@ def measure(size: int, runs: int, writes: int) -> dict[str, float]:
                 case.round(writes)
         base, hist = (statistics.median(c.per_write) for c in cases)
         base_trim, hist_trim = (statistics.median(c.per_trim) for c in cases)
+        cpu = [statistics.median(c.cpu_write) for c in cases]
+        cpu_trim = [statistics.median(c.cpu_trim) for c in cases]
         return {"first": cases[1].first, "write": hist, "trim": hist_trim,
                 "write_x": hist / base, "trim_x": hist_trim / base_trim,
+                "cpu": cpu[1], "cpu_x": cpu[1] / cpu[0], "cpu_trim": cpu_trim[1],
+                "cpu_trim_x": cpu_trim[1] / cpu_trim[0],
                 "listed": inventory.WORK["listed"] + inventory.WORK["records"],
                 "left": cases[1].entries()}
     finally:
@@ -180,12 +194,15 @@ def main() -> None:
     runs = max(args.runs, 3)
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"{'history':>8} {'first ms':>9} {'write ms':>9} {'trim ms':>8} {'write x':>8} "
-          f"{'trim x':>7} {'listed':>7} {'trash entries':>14}")
+          f"{'trim x':>7} {'CPU write ms':>13} {'x':>6} {'CPU trim ms':>12} {'x':>6} "
+          f"{'listed':>7} {'trash entries':>14}")
     for size in sizes:
         got = measure(size, runs, args.writes)
         print(f"{size:>8} {got['first'] * 1e3:9.2f} {got['write'] * 1e3:9.2f} "
               f"{got['trim'] * 1e3:8.3f} {got['write_x']:7.2f}x {got['trim_x']:6.2f}x "
-              f"{int(got['listed']):>7} {int(got['left']):>14}", flush=True)
+              f"{got['cpu'] * 1e3:13.3f} {got['cpu_x']:5.2f}x {got['cpu_trim'] * 1e3:12.3f} "
+              f"{got['cpu_trim_x']:5.2f}x {int(got['listed']):>7} {int(got['left']):>14}",
+              flush=True)
     print(f"(medians of {runs} rounds of {args.writes} writes; x: against a root with no "
           "history, its rounds interleaved with these in the same run)")
     deep_loop(args.loop, max_bytes=1 << 20, max_items=10_000)
