@@ -77,8 +77,10 @@ class Account:
         own = _own_files(trash_fd)
         while (self.taken + own > policy.trash_max_bytes
                or self.items > policy.trash_max_items):
-            oldest = next(iter(self.versions), None)
-            if oldest is None or oldest == keep:  # none left but the one just kept
+            # The first one, or the second when the first is the one just kept (another
+            # thread's version that settled later): one or two steps, whatever the count.
+            oldest = next((n for n in self.versions if n != keep), None)
+            if oldest is None:  # none left but the one just kept
                 break
             self.taken -= self.versions.pop(oldest)
             try:
