@@ -17,6 +17,7 @@ from app.audit import current_client
 from app.errors import LoomError, OSRefusal
 from app.fs.change import edit, trash, write
 from app.fs.change.edit import TextEdit
+from app.fs.change.layout import on_disk
 from tests.fs.conftest import make_disk, populate, roots_config, umask
 from tests.kit import loaded_root
 from tests.security.conftest import make_root
@@ -158,3 +159,75 @@ def test_the_audit_line_names_the_delete(tmp_path):
     root = make_root(tmp_path / "r", audit=lambda *a: lines.append(a))
     trash.delete(root, "f.txt", now=NOW)
     assert [(d, rel, op) for d, _, rel, op, _ in lines] == [("ALLOW", "f.txt", "delete")]
+
+
+# -- what a stamp folder reads as (app.fs.change.inventory.item_of), in-process ---------
+
+
+@pytest.mark.parametrize(("record", "files", "expected"), [
+    ('{"kind": "version", "path": "a/b/f.txt", "name": "f.txt", "op": "edit", '
+     '"client": "stdio", "bytes": 3}', {"f.txt": "abc"},
+     ("S/f.txt", "a/b/f.txt", "version", 3, "edit", "stdio")),
+    ('{"kind": "delete", "path": "a/f.txt"}', {"a/f.txt": "abcd"},  # nested layout
+     ("S/a/f.txt", "a/f.txt", "delete", 4, "-", "-")),
+    (None, {"a/b/f.txt": "ab"},  # record-less: down while one entry
+     ("S/a/b/f.txt", "a/b/f.txt", "delete", 2, "-", "-")),
+    (None, {"a/x": "1", "a/y": "22"},  # record-less: a folder of two
+     ("S/a", "a", "delete", 3, "-", "-")),
+    ('{"kind": "delete", "path": "../../out/f", "name": "f"}', {"f": "x"},  # leads out
+     ("S/f", "f", "delete", 1, "-", "-")),
+    ('{"kind": "delete", "path": "a/./f", "name": "f"}', {"f": "x"},
+     ("S/f", "f", "delete", 1, "-", "-")),
+    ('{"kind": "delete", "path": "f", "name": "../f"}', {"f": "x"},
+     ("S/f", "f", "delete", 1, "-", "-")),
+    ('{"kind": "delete", "path": "a/f", "name": "a/f"}', {"a/f": "xy"},  # a name is one part
+     ("S/a/f", "a/f", "delete", 2, "-", "-")),
+    ('{"kind": "purge", "path": "f", "name": "f"}', {"f": "x"},  # an unknown kind
+     ("S/f", "f", "delete", 1, "-", "-")),
+    ('not json', {"f": "x"}, ("S/f", "f", "delete", 1, "-", "-")),
+    ('["kind", "version"]', {"f": "x"}, ("S/f", "f", "delete", 1, "-", "-")),
+    ('{"kind": "version", "path": "g", "name": "g"}', {"f": "x"}, None),  # names nothing
+    (None, {}, None),  # made but never filled
+])
+def test_a_stamp_folder_reads_as_its_record_says_or_fails_safe(tmp_path, record, files,
+                                                               expected):
+    from app.fs.change import inventory
+
+    stamp = tmp_path / "20200101T000000Z"
+    stamp.mkdir()
+    if record is not None:
+        (stamp / ".mcp-trash").write_text(record + "\n")
+    for rel, text in files.items():
+        (stamp / rel).parent.mkdir(parents=True, exist_ok=True)
+        (stamp / rel).write_text(text)
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        item = inventory.item_of(fd, stamp.name)
+    finally:
+        os.close(fd)
+    if expected is None:
+        assert item is None
+        return
+    assert item is not None
+    got = (item.id.replace(stamp.name, "S", 1), item.path, item.kind, item.bytes, item.op,
+           item.client)
+    assert got == expected
+    assert item.stamp == stamp.name and item.when == datetime(2020, 1, 1, tzinfo=timezone.utc)
+    assert item.disk == sum(on_disk(p.lstat()) for p in (stamp, *stamp.rglob("*")))
+
+
+def test_a_record_that_is_a_link_is_not_read(tmp_path):
+    from app.fs.change import inventory
+
+    stamp = tmp_path / "20200101T000000Z"
+    stamp.mkdir()
+    (tmp_path / "elsewhere").write_text('{"kind": "version", "path": "f", "name": "f"}')
+    (stamp / ".mcp-trash").symlink_to(tmp_path / "elsewhere")
+    (stamp / "f").write_text("x")
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert inventory.read_record(fd, stamp.name) is None
+        item = inventory.item_of(fd, stamp.name)
+    finally:
+        os.close(fd)
+    assert item is not None and item.kind == "delete"
