@@ -80,6 +80,7 @@ class RootConfig(BaseModel):
     keep_versions: bool | None = None  # default: on for workspace and sourcecode roots
     version_max_bytes: Positive = 64 << 20
     trash_max_bytes: Positive = 1 << 30
+    trash_max_items: Positive = 10_000
 
 
 class Config(BaseModel):
@@ -296,6 +297,7 @@ def validate(model: Config, source: str, source_links: tuple[str, ...] = ()) -> 
                     if r.keep_versions is None else r.keep_versions,
                     version_max_bytes=r.version_max_bytes,
                     trash_max_bytes=r.trash_max_bytes,
+                    trash_max_items=r.trash_max_items,
                 ),
             )
         )

@@ -21,13 +21,37 @@ def shown(text: str) -> str:
 
 def item_line(item: Item) -> str:
     when = item.when.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return f"{shown(item.id)}  {shown(item.path)}  {when}  {item.bytes}  {item.kind}"
+    return (f"{shown(item.id)}  {shown(item.path)}  {when}  {item.bytes}  {item.kind}  "
+            f"{shown(item.op)}  {shown(item.client)}")
+
+
+def usage_lines(items: list[Item], recovery: Any, gone: dict[str, object]) -> list[str]:
+    """What the trash really takes, beside the root's caps (versions and deletes apart)."""
+    versions = [i for i in items if i.kind == "version"]
+    deletes = [i for i in items if i.kind != "version"]
+    taken = sum(i.disk for i in items)
+    cap_bytes, cap_items = recovery.trash_max_bytes, recovery.trash_max_items
+    lines = [
+        f"{len(items)} item(s) take {taken} bytes on disk, of trash_max_bytes {cap_bytes} "
+        f"and trash_max_items {cap_items} (past either the oldest versions go; deletes never)",
+        f"versions: {len(versions)}, {sum(i.disk for i in versions)} bytes on disk; "
+        f"deletes: {len(deletes)}, {sum(i.disk for i in deletes)} bytes on disk",
+    ]
+    if sum(i.disk for i in deletes) > cap_bytes or len(deletes) > cap_items:
+        lines.append("the deletes alone are past a cap: they are never removed by trimming "
+                     "(--empty-trash removes them)")
+    if gone:
+        lines.append(f"{gone.get('versions')} older version(s), {gone.get('bytes')} bytes on "
+                     f"disk, were removed to stay within the caps (the last at "
+                     f"{gone.get('last')})")
+    return lines
 
 
 def trash_command(loaded: Any, listed: str | None, restore: list[str] | None,
                   to: str | None) -> int:
     from app.fs.change.restore import TrashError, list_trash
     from app.fs.change.restore import restore as put_back
+    from app.security.deny import DenyRules
 
     err = sys.stderr
     name = listed if listed is not None else (restore or ["", ""])[0]
@@ -38,7 +62,8 @@ def trash_command(loaded: Any, listed: str | None, restore: list[str] | None,
     root = roots[name]
     try:
         if restore is not None:
-            where = put_back(root.real, restore[1], to)
+            rules = DenyRules(extra=root.deny, allow=root.allow)
+            where = put_back(root.real, restore[1], to, rules)
             print(f"restored {shown(restore[1])} to {shown(where)}")
             return 0
         listing = list_trash(root.real)
@@ -46,7 +71,7 @@ def trash_command(loaded: Any, listed: str | None, restore: list[str] | None,
         print(f"root '{name}' has no trash" + (": nothing to restore" if restore else ""))
         return 1 if restore else 0
     except TrashError as exc:
-        print(f"loom-fs-mcp: {exc}", file=err)
+        print(f"loom-fs-mcp: {shown(str(exc))}", file=err)  # it may quote the ID or --to
         return 1
     except OSError as exc:
         print(f"loom-fs-mcp: the trash of root '{name}' cannot be used ({exc.strerror})",
@@ -54,11 +79,6 @@ def trash_command(loaded: Any, listed: str | None, restore: list[str] | None,
         return 1
     for item in listing.items:
         print(item_line(item))
-    versions = sum(i.bytes for i in listing.items if i.kind == "version")
-    print(f"{len(listing.items)} item(s); versions take {versions} bytes of trash_max_bytes "
-          f"{root.recovery.trash_max_bytes} (past it the oldest versions go; deletes never)")
-    gone = listing.dropped
-    if gone:
-        print(f"{gone.get('versions')} older version(s), {gone.get('bytes')} bytes, were removed "
-              f"to stay within trash_max_bytes (the last at {gone.get('last')})")
+    for line in usage_lines(listing.items, root.recovery, listing.dropped):
+        print(line)
     return 0

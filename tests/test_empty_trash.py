@@ -41,7 +41,8 @@ def test_old_deletes_are_removed_new_ones_kept(one_root_config, tree, tmp_path) 
     done = run(cfg, "--empty-trash", "main", "--older-than", "30")
     assert done.returncode == 0, done.stderr
     assert "removed .mcp-trash/20200101T000000Z\n" in done.stdout
-    assert sorted(os.listdir(trash)) == ["20991231T235959Z", "notes-by-hand"]
+    assert sorted(os.listdir(trash)) == ["20991231T235959Z", "generation", "notes-by-hand"]
+    assert (trash / "generation").read_text() == "1\n"  # bumped: a server's account re-lists
     assert (outside / "keep.txt").read_text() == "keep"  # the link was removed as a link
 
 
@@ -93,6 +94,7 @@ def test_a_tree_of_any_depth_is_emptied(one_root_config, tree) -> None:
         done = run(cfg, "--empty-trash", "main", "--older-than", "0")
         assert done.returncode == 0, done.stderr[-2000:]
         assert "removed 2 item(s) (deletes and versions), 44 bytes" in done.stdout
-        assert os.listdir(tree / ".mcp-trash") == [".gitignore"]  # kept: not a stamp
+        # kept: not stamps (generation: the server's, then bumped by the emptying)
+        assert sorted(os.listdir(tree / ".mcp-trash")) == [".gitignore", "generation"]
     finally:  # pytest's own clean-up (shutil.rmtree) recurses: too deep for it
         subprocess.run(["rm", "-rf", str(tree)], check=True, timeout=60)

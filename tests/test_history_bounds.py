@@ -20,9 +20,7 @@ the depth breaks them (an extra depth-squared loop of opens put into any one of
 the moves, copies, creates or writes at depth was caught in every trial).
 One run of the machine (and one fixed long session, so that the deepest cases are
 always measured) records every call over its bound; each invariant is then one
-test over that record. The ones today's code breaks are marked
-`xfail(strict=True)` with what breaks them (a fix makes them fail until the mark
-goes).
+test over that record.
 """
 
 from __future__ import annotations
@@ -257,11 +255,6 @@ def violations(seen: dict[str, list[tuple[float, int]]], measures: tuple[int, ..
                     yield f"{kind} #{n + 1}: {now:.1f} {what}, the first {first:.1f}"
 
 
-VERSIONS_GROW = (
-    "every change that keeps a version trims the trash (inventory.trim_versions), which lists "
-    "every stamp folder it holds and reads each one's record: the Nth replacing change lists "
-    "N entries"
-)
 INVARIANTS: dict[str, tuple[tuple[int, ...], tuple[str, ...]]] = {
     "trash-listed-by-replacing-changes": ((TRASH,), KEEPING),
     "work-of-replacing-changes": ((IO,), KEEPING),
@@ -294,10 +287,8 @@ def run() -> dict[str, list[str]]:
 
 
 @pytest.mark.parametrize("invariant", [
-    pytest.param("trash-listed-by-replacing-changes",
-                 marks=pytest.mark.xfail(strict=True, reason=VERSIONS_GROW)),
-    pytest.param("work-of-replacing-changes",
-                 marks=pytest.mark.xfail(strict=True, reason=VERSIONS_GROW)),
+    "trash-listed-by-replacing-changes",
+    "work-of-replacing-changes",
     "work-of-copying-a-deep-folder",
     "trash-listed-by-copying-a-deep-folder",
     "work-of-depth-moves-creates-deletes",

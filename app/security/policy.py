@@ -39,7 +39,8 @@ class Recovery:
 
     keep_versions: bool
     version_max_bytes: int = 64 << 20  # a larger replaced file is not kept
-    trash_max_bytes: int = 1 << 30  # versions beyond it go, oldest first (deletes never)
+    trash_max_bytes: int = 1 << 30  # what the trash takes on disk; past it the oldest versions go
+    trash_max_items: int = 10_000  # items in the trash; past it too (deletes never go)
 
     @classmethod
     def of_role(cls, role: str) -> Recovery:

@@ -96,7 +96,7 @@ def copy_one(
             guard = unchanged_guard(dst, d_st) if d_st is not None else None
             if done.pay is not None:
                 done.pay(s_st.st_size, src.rel)  # refused: nothing of this file written
-            keeper = Keeper(root, dst, d_st)
+            keeper = Keeper(root, dst, d_st, op="copy")
             replace_with(dst.fd, dst.name, stream(fd, s_st, src.rel, control, done),
                          replace=d_st is not None, mode=s_st.st_mode,
                          guard=keeper.guarded(guard))

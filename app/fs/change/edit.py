@@ -228,7 +228,7 @@ def _edit(
     written = not dry_run and new_raw != raw
     if written and pay is not None:
         pay(len(new_raw), rel)
-    keeper = Keeper(root, parent, seen) if written else None
+    keeper = Keeper(root, parent, seen, op="edit") if written else None
     if keeper is not None:
         replace_file(parent.fd, parent.name, new_raw, replace=True, like=seen,
                      guard=keeper.guarded(unchanged_guard(parent, seen)))

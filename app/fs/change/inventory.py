@@ -1,71 +1,69 @@
-"""What a root's trash holds, and the bound on what replaced versions take.
+"""What a root's trash holds, read from disk.
 
 Each stamp folder (`<UTC stamp>[-N]`) holds one item, a delete or a replaced
 file's version, and the record `app.fs.change.trash.Slot` wrote (`RECORD`: kind,
-path, and a version's size), read here within `MAX_RECORD` bytes and never
-through a link. A stamp folder without a readable record (one made before
-records existed) is a delete whose item is found by going down while a folder
-holds exactly one entry (a deleted folder with a single child is then shown as
-that child: restoring it puts back the same content).
+path, name, op, client, and a version's size), read here within `MAX_RECORD`
+bytes and never through a link. The item is `<stamp>/<name>`; a record without
+a name (the older nested layout) has its item at `<stamp>/<path>`, and a stamp
+folder without a readable record (made before records existed) is a delete
+whose item is found by going down while a folder holds exactly one entry (a
+deleted folder with a single child is then shown as that child: restoring it
+puts back the same content).
 
-`trim_versions` keeps the versions of a root within its `trash_max_bytes`:
-oldest first (by stamp, then `-N`), versions only, deletes never. What it
-removes is counted in `dropped.json` in the trash, which `--trash` reports.
-Records are cached by (trash device, inode, stamp): a stamp's record never
-changes once written, so a change reads only the records it has not seen.
+`--trash` lists every item this way; the server does only when another process
+changed the trash (app.fs.change.ledger keeps its account otherwise). What
+trimming removed is counted in `dropped.json`, which `--trash` reports.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import logging
 import os
 import stat as stat_mod
-import threading
+from collections import Counter
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime
 
-from app.fs.change.atomic import replace_file
-from app.fs.change.purge import DIR_FLAGS, STAMP, walk_tree
-from app.fs.change.trash import RECORD, TRASH
+from app.fs.change.layout import DROPPED, RECORD, stamp_key, stamp_time
+from app.fs.change.purge import DIR_FLAGS, walk_tree
 from app.security.handles import open_below
-from app.security.resolve import FILE_FLAGS, SecureRoot
+from app.security.resolve import FILE_FLAGS
 
 MAX_RECORD = 64 << 10
-DROPPED = "dropped.json"
-MAX_CACHED = 200_000
-log = logging.getLogger("loomfs.trash")
 
 Record = dict[str, object]
-_cache: dict[tuple[int, int, str], Record | None] = {}
-_trim_lock = threading.Lock()
+# The work of reading the trash, counted for the tests: "listed" (entries of the trash
+# listed), "records" (records read). A change through the server does neither
+# (app.fs.change.ledger keeps its account), except once after another process changed it.
+WORK: Counter[str] = Counter()
 
 
 @dataclass(frozen=True)
 class Item:
-    id: str  # the item's path under .mcp-trash: `<stamp>/<path>`
+    id: str  # the item's path under .mcp-trash: `<stamp>/<name>` (`<stamp>/<path>`, older)
     stamp: str
     path: str  # where it lived in the root
     when: datetime
     kind: str  # delete | version
     bytes: int  # regular files' sizes, a folder's summed
+    disk: int = 0  # what its stamp folder takes on disk: folders, record, the item
+    op: str = "-"  # what put it there: delete, or the change that replaced it
+    client: str = "-"  # who asked, as the audit log names it
+
+    @property
+    def inner(self) -> list[str]:
+        """The item's path below its stamp folder."""
+        return self.id.split("/")[1:]
 
 
-def stamp_key(name: str) -> tuple[str, int] | None:
-    """Sort key of a stamp folder's name (time, then `-N`), None for any other name."""
-    m = STAMP.match(name)
-    if m is None:
-        return None
-    return m.group(1), int(name[len(m.group(1)) + 1 :] or 0)
-
-
-def stamp_time(name: str) -> datetime:
-    return datetime.strptime(name[:16], "%Y%m%dT%H%M%SZ").replace(tzinfo=timezone.utc)
+def _plain(path: object) -> bool:
+    # Only a plain relative path: a record edited to say `../x` must not lead out.
+    return isinstance(path, str) and all(p not in ("", ".", "..") for p in path.split("/"))
 
 
 def read_record(trash_fd: int, name: str) -> Record | None:
     """The record of stamp folder `name`, or None when it has none that reads."""
+    WORK["records"] += 1
     try:
         stamp_fd = os.open(name, DIR_FLAGS, dir_fd=trash_fd)
     except OSError:
@@ -86,27 +84,18 @@ def read_record(trash_fd: int, name: str) -> Record | None:
         record = json.loads(data)
     except ValueError:
         return None
-    ok = isinstance(record, dict) and record.get("kind") in ("delete", "version")
-    path = record.get("path") if ok else None
-    # Only a plain relative path: a record edited to say `../x` must not lead out.
-    plain = isinstance(path, str) and all(p not in ("", ".", "..") for p in path.split("/"))
-    return record if plain else None
-
-
-def cached_record(trash_fd: int, name: str) -> Record | None:
-    st = os.fstat(trash_fd)
-    key = (st.st_dev, st.st_ino, name)
-    if key not in _cache:
-        if len(_cache) > MAX_CACHED:
-            _cache.clear()
-        _cache[key] = read_record(trash_fd, name)
-    return _cache[key]
+    if not isinstance(record, dict) or record.get("kind") not in ("delete", "version"):
+        return None
+    name_ok = "name" not in record or (_plain(record["name"]) and "/" not in record["name"])
+    return record if _plain(record.get("path")) and name_ok else None
 
 
 def stamps(trash_fd: int) -> list[str]:
     """The stamp folders, oldest first."""
     with os.scandir(trash_fd) as it:
-        names = [e.name for e in it if e.is_dir(follow_symlinks=False)]
+        entries = list(it)
+    WORK["listed"] += len(entries)
+    names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
     keyed = [(k, n) for n in names if (k := stamp_key(n)) is not None]
     return [n for _, n in sorted(keyed)]
 
@@ -132,7 +121,9 @@ def _guess_path(stamp_fd: int) -> list[str]:
 
 
 def item_of(trash_fd: int, name: str) -> Item | None:
-    """Stamp folder `name` as an item (None when it holds nothing to restore)."""
+    """Stamp folder `name` as an item (None when it holds nothing to restore). Flat (the
+    record names the item) or, for stamps of older versions, the item at its path below
+    the stamp folder (with a record saying so, or a delete found by `_guess_path`)."""
     record = read_record(trash_fd, name)
     try:
         stamp_fd = os.open(name, DIR_FLAGS, dir_fd=trash_fd)
@@ -140,59 +131,31 @@ def item_of(trash_fd: int, name: str) -> Item | None:
         return None
     try:
         if record is None:
-            parts, kind = _guess_path(stamp_fd), "delete"
+            inner, kind = _guess_path(stamp_fd), "delete"
+            path = "/".join(inner)
         else:
-            parts, kind = str(record["path"]).split("/"), str(record["kind"])
-        if not parts or not parts[-1]:
+            path, kind = str(record["path"]), str(record["kind"])
+            inner = [str(record["name"])] if "name" in record else path.split("/")
+        if not inner or not inner[-1]:
             return None
-        parent = open_below(stamp_fd, parts[:-1])
+        parent = open_below(stamp_fd, inner[:-1])
         try:
-            size = walk_tree(parent, parts[-1], remove=False)
+            size = walk_tree(parent, inner[-1], remove=False).bytes
         finally:
             os.close(parent)
+        disk = walk_tree(trash_fd, name, remove=False).disk
     except OSError:
         return None  # made but never filled (a crash), or changed by hand
     finally:
         os.close(stamp_fd)
-    return Item("/".join((name, *parts)), name, "/".join(parts), stamp_time(name), kind, size)
-
-
-def trim_versions(root: SecureRoot, limit: int) -> None:
-    """Remove the oldest versions while the versions take more than `limit` bytes; never
-    fails the change that called it (a trim that cannot finish is logged)."""
-    with _trim_lock, contextlib.suppress(OSError):
-        trash_fd = root.open_subdir((TRASH,))
-        try:
-            _trim(trash_fd, limit)
-        except OSError as exc:
-            log.warning("root %s: versions could not be trimmed (%s)", root.name, exc.strerror)
-        finally:
-            os.close(trash_fd)
-
-
-def _trim(trash_fd: int, limit: int) -> None:
-    versions = []
-    for name in stamps(trash_fd):
-        record = cached_record(trash_fd, name)
-        if record is not None and record["kind"] == "version":
-            size = record.get("bytes")
-            versions.append((name, size if isinstance(size, int) else 0))
-    total = sum(size for _, size in versions)
-    count = freed = 0
-    for name, size in versions:
-        if total <= limit:
-            break
-        walk_tree(trash_fd, name, remove=True)
-        st = os.fstat(trash_fd)
-        _cache.pop((st.st_dev, st.st_ino, name), None)
-        total -= size
-        count, freed = count + 1, freed + size
-    if count:
-        _add_dropped(trash_fd, count, freed)
+    extra = record or {}
+    return Item("/".join((name, *inner)), name, path, stamp_time(name), kind, size, disk,
+                str(extra.get("op", "-")), str(extra.get("client", "-")))
 
 
 def dropped(trash_fd: int) -> Record:
-    """What `trim_versions` has removed so far: {"versions", "bytes", "last"}."""
+    """What trimming (app.fs.change.ledger) has removed so far: {"versions", "bytes" (on
+    disk), "last"}."""
     try:
         fd = os.open(DROPPED, FILE_FLAGS, dir_fd=trash_fd)
     except OSError:
@@ -204,13 +167,3 @@ def dropped(trash_fd: int) -> Record:
     finally:
         os.close(fd)
     return data if isinstance(data, dict) else {}
-
-
-def _add_dropped(trash_fd: int, count: int, freed: int) -> None:
-    was = dropped(trash_fd)
-    now = {
-        "versions": int(str(was.get("versions", 0))) + count,
-        "bytes": int(str(was.get("bytes", 0))) + freed,
-        "last": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-    }
-    replace_file(trash_fd, DROPPED, json.dumps(now).encode() + b"\n", replace=True)

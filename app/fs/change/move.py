@@ -132,7 +132,7 @@ def _move(
     refuse_destination(d_st, dst.rel, overwrite)
     if kind == "dir":
         raise AlreadyExists(f"destination '{dst.rel}' is a file; a directory never replaces a file")
-    keeper = Keeper(root, dst, d_st)
+    keeper = Keeper(root, dst, d_st, op="move")
     keeper()
     os.rename(src.name, dst.name, src_dir_fd=src.fd, dst_dir_fd=dst.fd)
     return kind, keeper

@@ -17,15 +17,12 @@ from __future__ import annotations
 
 import errno
 import os
-import re
 import stat
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
-from app.fs.change.trash import RECORD, TRASH
+from app.fs.change.layout import RECORD, STAMP, TRASH, bump_generation, on_disk
 from app.security.resolve import DIR_FLAGS
-
-STAMP = re.compile(r"^(\d{8}T\d{6}Z)(?:-\d+)?$")
 
 
 @dataclass
@@ -33,6 +30,19 @@ class Emptied:
     removed: list[str] = field(default_factory=list)  # stamp directories, oldest first
     kept: int = 0  # stamp directories younger than the cutoff
     bytes: int = 0  # sizes of the regular files removed (or that would be)
+
+
+@dataclass
+class Tally:
+    """What a walk met: the regular files' sizes, and what every entry takes on disk."""
+
+    bytes: int = 0
+    disk: int = 0
+
+    def add(self, st: os.stat_result) -> None:
+        self.disk += on_disk(st)
+        if stat.S_ISREG(st.st_mode):
+            self.bytes += st.st_size
 
 
 Ident = tuple[int, int]
@@ -51,9 +61,10 @@ class _Frame:
         self.ident, self.name, self.subdirs = ident, name, subdirs
 
 
-def walk_tree(dir_fd: int, name: str, remove: bool) -> int:
-    """Sizes of the regular files under `name` (removing everything when `remove`), with no
-    recursion and one folder open at a time, whatever the depth.
+def walk_tree(dir_fd: int, name: str, remove: bool) -> Tally:
+    """Sizes of the regular files under `name` and what it all takes on disk (removing
+    everything when `remove`), with no recursion and one folder open at a time, whatever
+    the depth.
 
     Depth-first: each folder's files are handled when it is opened, then its subfolders
     one by one; a folder done is left through `..`, whose device and inode must be those
@@ -61,19 +72,19 @@ def walk_tree(dir_fd: int, name: str, remove: bool) -> int:
     error rather than leading it elsewhere). Links are removed as links, never followed.
     """
     st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    total = Tally()
+    total.add(st)
     if not stat.S_ISDIR(st.st_mode):
         if remove:
             os.unlink(name, dir_fd=dir_fd)
-        return st.st_size if stat.S_ISREG(st.st_mode) else 0
-    total = 0
+        return total
     fd = os.open(name, DIR_FLAGS, dir_fd=dir_fd)
     try:
         stack = [_Frame(_ident(os.fstat(dir_fd)), "", [])]  # the folder holding `name`
         sub = name
         while stack:
             if sub:  # entered: `fd` is `sub`, a child of stack[-1]
-                size, subdirs = _files_of(fd, remove)
-                total += size
+                subdirs = _files_of(fd, remove, total)
                 stack.append(_Frame(_ident(os.fstat(fd)), sub, subdirs))
             frame = stack[-1]
             if frame.subdirs:
@@ -98,23 +109,20 @@ def walk_tree(dir_fd: int, name: str, remove: bool) -> int:
     return total
 
 
-def _files_of(fd: int, remove: bool) -> tuple[int, list[str]]:
-    """Sizes of the regular files directly in `fd` (removed with every non-folder when
-    `remove`), and the names of its subfolders."""
-    total = 0
+def _files_of(fd: int, remove: bool, total: Tally) -> list[str]:
+    """The entries directly in `fd` added to `total` (every non-folder removed when
+    `remove`); the names of its subfolders."""
     subdirs: list[str] = []
     with os.scandir(fd) as it:
         entries = list(it)
     for entry in entries:
         st = entry.stat(follow_symlinks=False)
+        total.add(st)
         if stat.S_ISDIR(st.st_mode):
             subdirs.append(entry.name)
-            continue
-        if stat.S_ISREG(st.st_mode):
-            total += st.st_size
-        if remove:
+        elif remove:
             os.unlink(entry.name, dir_fd=fd)
-    return total, subdirs
+    return subdirs
 
 
 def _record_size(trash_fd: int, name: str) -> int:
@@ -152,8 +160,10 @@ def empty_trash(root_path: str, older_than: timedelta, *, dry_run: bool = False,
                 out.kept += 1
                 continue
             record = _record_size(trash_fd, name)  # the trash's own note, not a delete's bytes
-            out.bytes += walk_tree(trash_fd, name, remove=not dry_run) - record
+            out.bytes += walk_tree(trash_fd, name, remove=not dry_run).bytes - record
             out.removed.append(name)
+        if out.removed and not dry_run:
+            bump_generation(trash_fd)  # a server's account of this trash lists it again
     finally:
         os.close(trash_fd)
     return out

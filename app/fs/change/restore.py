@@ -6,9 +6,12 @@ Like `--empty-trash` they work from the root's folder through directory handles:
 the trash, a stamp folder and every folder on the way to an item or to where it
 goes back are opened one name at a time with no link followed, and the item is
 moved back by one `renameat` that never replaces anything
-(`rename_noreplace`): an existing file at the original path needs `--to`. The
+(`rename_noreplace`): an existing file at the original path needs `--to`. A
+place the root's deny rules hide (the trash itself under any spelling, `.git`,
+a root's own `deny`) or one deeper than `MAX_DEPTH` is refused. The
 folders missing on the way back are made. The item's stamp folder is removed
-once empty (its record and the folders that only held the item).
+once empty (its record, and for a stamp of the older nested layout the folders
+that only held the item).
 """
 
 from __future__ import annotations
@@ -18,10 +21,13 @@ import errno
 import os
 from dataclasses import dataclass
 
+from app.errors import TooDeep
 from app.fs.change.atomic import fsync_dir, rename_noreplace
-from app.fs.change.inventory import Item, dropped, item_of, stamp_key, stamps
-from app.fs.change.trash import RECORD, TRASH
+from app.fs.change.inventory import Item, dropped, item_of, stamps
+from app.fs.change.layout import RECORD, TRASH, bump_generation, stamp_key
+from app.security.deny import DenyRules
 from app.security.handles import open_below
+from app.security.paths import check_depth
 from app.security.resolve import DIR_FLAGS
 
 
@@ -60,8 +66,23 @@ def _parts(path: str, what: str) -> list[str]:
     return parts
 
 
-def restore(root_path: str, item_id: str, to: str | None = None) -> str:
-    """Put item `item_id` back at its path (or `to`, relative to the root); the path."""
+def _check_dest(dest: list[str], rules: DenyRules) -> None:
+    """Refuse a place the root's deny rules hide (any component, folded as the server
+    folds names: `.MCP-TRASH` is the trash) or deeper than the server makes paths."""
+    where = "/".join(dest)
+    hit = rules.path(dest)
+    if hit is not None:
+        raise TrashError(f"'{where}' matches deny pattern '{hit}'; nothing was restored")
+    try:
+        check_depth(len(dest))
+    except TooDeep as exc:
+        raise TrashError(f"{exc.message}; nothing was restored") from None
+
+
+def restore(root_path: str, item_id: str, to: str | None = None,
+            rules: DenyRules | None = None) -> str:
+    """Put item `item_id` back at its path (or `to`, relative to the root), never where the
+    root's deny `rules` (by default the built-in ones) hide it; the path."""
     parts = _parts(item_id, "ID")
     if stamp_key(parts[0]) is None:
         raise TrashError(f"no item '{item_id}' in the trash (see --trash)")
@@ -72,16 +93,16 @@ def restore(root_path: str, item_id: str, to: str | None = None) -> str:
         if item is None or item.id != "/".join(parts):
             raise TrashError(f"no item '{item_id}' in the trash (see --trash)")
         dest = target or item.path.split("/")
-        if dest[0] == TRASH:
-            raise TrashError("an item cannot be restored into the trash")
+        _check_dest(dest, rules or DenyRules())
         stamp_fd = os.open(item.stamp, DIR_FLAGS, dir_fd=trash_fd)
         try:
-            _move_back(root_path, stamp_fd, item.path.split("/"), dest, to is None)
-            _tidy(stamp_fd, item.path.split("/")[:-1])
+            _move_back(root_path, stamp_fd, item.inner, dest, to is None)
+            _tidy(stamp_fd, item.inner[:-1])
         finally:
             os.close(stamp_fd)
         with contextlib.suppress(OSError):
             os.rmdir(item.stamp, dir_fd=trash_fd)
+        bump_generation(trash_fd)  # a server's account of this trash lists it again
         return "/".join(dest)
     finally:
         os.close(trash_fd)

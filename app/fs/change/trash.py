@@ -1,7 +1,8 @@
 """`delete`: move an entry into the root's trash; nothing is ever erased.
 
-The entry goes to `<root>/.mcp-trash/<UTC stamp>[-N]/<relative path>`, where
-the relative path is where it really lived (through in-root links). Each
+The entry goes to `<root>/.mcp-trash/<UTC stamp>[-N]/<name>`, flat: `name` is
+its last component, and the record beside it says where it really lived
+(through in-root links), so an item costs the same whatever its depth. Each
 delete gets a stamp directory of its own, made with `mkdir` (which fails when
 the name exists, so two deletes in the same second take `STAMP` and `STAMP-1`
 and never collide, across threads and processes alike). The move is one
@@ -12,7 +13,8 @@ directory; a link moves as itself, never its target.
 the server reaches it only from the root's handle with no link followed
 (`open_subdir`), so a `.mcp-trash` planted as a link is refused, not used.
 Each stamp directory also holds a one-line record (`RECORD`: what it holds,
-a delete or a replaced file's version, and the item's path), which
+a delete or a replaced file's version, the path it lived at, its name here,
+the operation that put it there and the client that asked), which
 `loom-fs-mcp --trash` lists and `--restore` reads (`app.fs.change.restore`);
 `.mcp-trash/.gitignore` (`*`) keeps the trash out of `git status`. A refused
 delete removes the stamp directory it made: nothing is left behind. The
@@ -31,17 +33,15 @@ from datetime import datetime, timezone
 
 from pydantic import BaseModel
 
+from app.audit import current_client
 from app.errors import LoomError, NotFound, OSRefusal, os_error
 from app.fs.change.atomic import TEMP_FLAGS, fsync_dir, rename_noreplace
+from app.fs.change.layout import IGNORE, RECORD, TRASH
+from app.fs.change.ledger import settle
 from app.fs.change.locks import changing
 from app.security.paths import join
 from app.security.resolve import DIR_FLAGS, SecureRoot
 
-TRASH = ".mcp-trash"
-# Each stamp folder's one-line record of what it holds (JSON: kind, path): named like the
-# trash itself, a floor name no entry the agent deletes or replaces can ever have.
-RECORD = TRASH
-IGNORE = ".gitignore"  # `*`: the trash never shows up as untracked in a git work tree
 MAX_SAME_SECOND = 100_000
 
 
@@ -110,49 +110,47 @@ def _new_stamp_dir(trash_fd: int, base: str) -> str:
 
 
 class Slot:
-    """A new stamp folder in the root's trash, its record written and the folders where
-    the entry lived made inside it: `fd` is the folder that receives the entry. `undo`
-    removes what was made (a refused change leaves nothing behind)."""
+    """A new stamp folder in the root's trash with its record written: `fd` is the folder
+    that receives the entry, flat, under its own last name (`name`), whatever the depth
+    it lived at. `undo` removes what was made (a refused change leaves nothing behind)."""
 
     def __init__(self, root: SecureRoot, parts: tuple[str, ...], kind: str,
-                 now: datetime | None = None, size: int | None = None) -> None:
+                 now: datetime | None = None, size: int | None = None,
+                 op: str = "delete") -> None:
+        self.name = parts[-1]
         self.fds = [open_trash(root)]
-        self.made: list[tuple[int, str]] = []  # (dir fd, name) of what we created
+        self.made: list[str] = []  # what we created: the stamp folder, then its record
         try:
             self.stamp = _new_stamp_dir(self.fds[0], stamp(now))
-            self.made.append((self.fds[0], self.stamp))
+            self.made.append(self.stamp)
             self.fds.append(os.open(self.stamp, DIR_FLAGS, dir_fd=self.fds[0]))
-            fields = {"kind": kind, "path": join(parts)}
-            record = json.dumps(fields if size is None else {**fields, "bytes": size},
-                                ensure_ascii=False)
-            _write_new(self.fds[-1], RECORD, record.encode() + b"\n")
-            self.made.append((self.fds[-1], RECORD))
-            # Recreate where it lived, so the owner can see where to put it back.
-            for folder in parts[:-1]:
-                os.mkdir(folder, 0o700, dir_fd=self.fds[-1])
-                self.made.append((self.fds[-1], folder))
-                self.fds.append(os.open(folder, DIR_FLAGS, dir_fd=self.fds[-1]))
+            fields: dict[str, object] = {"kind": kind, "path": join(parts), "name": self.name,
+                                         "op": op, "client": current_client.get()}
+            if size is not None:
+                fields["bytes"] = size
+            _write_new(self.fds[1], RECORD, json.dumps(fields, ensure_ascii=False).encode()
+                       + b"\n")
+            self.made.append(RECORD)
         except BaseException:
             self.undo()
             self.close()
             raise
-        self.id = join((self.stamp, *parts))  # the item's path under the trash
+        self.id = join((self.stamp, self.name))  # the item's path under the trash
 
     @property
     def fd(self) -> int:
-        return self.fds[-1]
+        return self.fds[1]
 
     def sync(self) -> None:
-        for fd in self.fds:  # each got a new entry: the stamp, the folders, the entry
+        for fd in self.fds:  # each got a new entry: the stamp folder, the entry
             fsync_dir(fd)
 
     def undo(self) -> None:
-        for dir_fd, made_name in reversed(self.made):
-            with contextlib.suppress(OSError):
-                if made_name == RECORD:
-                    os.unlink(made_name, dir_fd=dir_fd)
-                else:
-                    os.rmdir(made_name, dir_fd=dir_fd)
+        with contextlib.suppress(OSError):
+            if RECORD in self.made:
+                os.unlink(RECORD, dir_fd=self.fds[1])
+            if self.made:
+                os.rmdir(self.stamp, dir_fd=self.fds[0])
         self.made.clear()
 
     def close(self) -> None:
@@ -188,4 +186,5 @@ def delete(root: SecureRoot, path: str, *, now: datetime | None = None) -> Delet
                 if not moved:
                     slot.undo()
                 slot.close()
-        return DeleteResult(path=parent.rel, trashed_to=join((TRASH, slot.id)))
+    settle(root, slot.stamp, "delete")  # the trash's account, trimmed past its caps
+    return DeleteResult(path=parent.rel, trashed_to=join((TRASH, slot.id)))

@@ -4,19 +4,20 @@
 existing file each replace a file by a rename. Just before that rename (their
 entry's keys held, after their lost-update check) `Keeper` puts the file about
 to be replaced into the root's trash the way a delete does
-(`<root>/.mcp-trash/<UTC stamp>[-N]/<relative path>`, its record saying
-`version`): a hard link to the very file (same bytes, mode and times, no copy),
-or, where a link cannot be made (another file system, a file with other links
-that someone could still change in place), a copy fsynced before the change
+(`<root>/.mcp-trash/<UTC stamp>[-N]/<name>`, its record saying `version`,
+the path it lived at and the operation that replaced it): a hard link to the
+very file (same bytes, mode and times, no copy), or, where a link cannot be
+made (another file system, a file with other links that someone could still
+change in place), a copy fsynced before the change
 goes on. Link or copy come before the rename, so a crash leaves the old file
 (and perhaps its version too), or the new file and the old version in the
 trash: never neither. A version that cannot be kept refuses the change.
 
 Per root (`Recovery`, docs/configuration.md): on by default for `workspace` and
 `sourcecode` roots; a file above `version_max_bytes` is replaced without a
-version, and the answer says so; the versions together stay within
-`trash_max_bytes`, the oldest removed first (`app.fs.change.inventory.trim_versions`),
-deletes never.
+version, and the answer says so; the trash stays within `trash_max_bytes` (what
+it takes on disk) and `trash_max_items`, the oldest versions removed first, deletes
+never (`app.fs.change.ledger.settle`).
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from collections.abc import Callable
 
 from app.errors import OSRefusal, os_error
 from app.fs.change.atomic import TEMP_FLAGS
-from app.fs.change.inventory import trim_versions
-from app.fs.change.trash import TRASH, Slot
+from app.fs.change.layout import TRASH
+from app.fs.change.ledger import settle
+from app.fs.change.trash import Slot
 from app.security.paths import join
 from app.security.resolve import FILE_FLAGS, Parent, SecureRoot
 
@@ -43,8 +45,9 @@ class Keeper:
     """Keeps the file at `parent` (seen as `st`) in the trash when called; afterwards
     `kept` is its path under the root and `note` says why none was kept."""
 
-    def __init__(self, root: SecureRoot, parent: Parent, st: os.stat_result | None) -> None:
-        self.root, self.parent, self.st = root, parent, st
+    def __init__(self, root: SecureRoot, parent: Parent, st: os.stat_result | None,
+                 op: str = "replace") -> None:
+        self.root, self.parent, self.st, self.op = root, parent, st, op
         self.kept: str | None = None
         self.note: str | None = None
 
@@ -68,19 +71,20 @@ class Keeper:
                          f"root's limit for a kept version ({limit} bytes)")
             return
         try:
-            self.kept = join((TRASH, keep(self.root, self.parent, st)))
+            self.kept = join((TRASH, keep(self.root, self.parent, st, self.op)))
         except OSError as exc:
             why = os_error(exc).message
             raise OSRefusal(
                 f"the previous version of '{self.parent.rel}' could not be kept in the trash "
                 f"({why}); nothing was changed"
             ) from None
-        trim_versions(self.root, policy.trash_max_bytes)
+        settle(self.root, self.kept.split("/")[1], "version")
 
 
-def keep(root: SecureRoot, parent: Parent, st: os.stat_result) -> str:
-    """The file at `parent` linked (else copied) into a new stamp folder; its trash ID."""
-    slot = Slot(root, parent.target_parts, "version", size=st.st_size)
+def keep(root: SecureRoot, parent: Parent, st: os.stat_result, op: str = "replace") -> str:
+    """The file at `parent` linked (else copied) into a new stamp folder, named there by
+    its last component; its trash ID. `op` (write, edit, move, copy) goes in the record."""
+    slot = Slot(root, parent.target_parts, "version", size=st.st_size, op=op)
     done = False
     try:
         linked = False

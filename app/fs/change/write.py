@@ -185,7 +185,7 @@ def _put(
             if digest is None or not matches(digest, expected):
                 raise FileChanged()
             guard, st = unchanged_guard(parent, seen), seen
-        keeper = Keeper(root, parent, st)
+        keeper = Keeper(root, parent, st, op="write")
         try:
             replace_file(parent.fd, parent.name, data, replace=st is not None, like=st,
                          guard=keeper.guarded(guard))

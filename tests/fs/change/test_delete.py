@@ -3,6 +3,7 @@ root or the trash, never through a link; the trash stays out of every view."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -64,7 +65,8 @@ async def test_delete_moves_a_file_into_the_trash(disk, server):
 async def test_delete_a_directory_keeps_its_tree_in_the_trash(disk, server):
     is_error, res = await call(server, "delete", path="dir/sub")
     assert not is_error, res
-    assert res["trashed_to"].endswith("/dir/sub")
+    assert STAMP.match(res["trashed_to"]) and res["trashed_to"].count("/") == 2  # flat
+    assert res["trashed_to"].endswith("/sub")
     assert (disk.ws / res["trashed_to"] / "b.txt").read_text() == "beta\n"
     assert (disk.ws / "dir" / "a.txt").exists()
 
@@ -86,8 +88,10 @@ async def test_trash_path_is_where_the_entry_really_lived(disk, server):
     is_error, res = await call(server, "delete", path="link_in/a.txt")
     assert not is_error, res
     assert res["path"] == "link_in/a.txt"
-    assert res["trashed_to"].endswith("/dir/a.txt")
+    assert res["trashed_to"].endswith("/a.txt") and res["trashed_to"].count("/") == 2
     assert (disk.ws / res["trashed_to"]).read_text() == "alpha\n"
+    record = json.loads(((disk.ws / res["trashed_to"]).parent / ".mcp-trash").read_text())
+    assert (record["path"], record["op"]) == ("dir/a.txt", "delete")  # where it really lived
 
 
 async def test_same_name_deleted_twice_both_survive(disk, server):

@@ -32,7 +32,7 @@ def cli(cfg: Path, *args: str) -> subprocess.CompletedProcess[str]:
 def listed(cfg: Path, root: str = "ws") -> list[list[str]]:
     out = cli(cfg, "--trash", root)
     assert out.returncode == 0, out.stderr
-    return [line.split("  ") for line in out.stdout.splitlines()[:-1] if "  " in line]
+    return [line.split("  ") for line in out.stdout.splitlines() if line.count("  ") == 6]
 
 
 def module_config(disk: Disk) -> Path:
@@ -47,7 +47,8 @@ async def test_a_delete_through_the_tool_is_restored_by_the_cli(disk, server):
     before = (disk.ws / "dir" / "a.txt").read_bytes()
     is_error, res = await call(server, "delete", path="dir/a.txt")
     assert not is_error, res
-    ((item_id, path, when, size, kind),) = listed(module_config(disk))
+    ((item_id, path, when, size, kind, op, client),) = listed(module_config(disk))
+    assert op == "delete" and client.startswith("127.0.0.1:")  # who asked, as the audit says
     assert (".mcp-trash/" + item_id, path, size, kind) == (res["trashed_to"], "dir/a.txt",
                                                             str(len(before)), "delete")
     assert when.endswith("Z") and "T" in when
@@ -56,13 +57,14 @@ async def test_a_delete_through_the_tool_is_restored_by_the_cli(disk, server):
     assert (disk.ws / "dir" / "a.txt").read_bytes() == before
     assert stat.S_IMODE((disk.ws / "dir" / "a.txt").stat().st_mode) == 0o640
     assert listed(module_config(disk)) == []
-    assert os.listdir(disk.ws / ".mcp-trash") == [".gitignore"]  # the stamp is gone
+    # the stamp is gone; the trash's own files stay (generation: --restore changed it)
+    assert sorted(os.listdir(disk.ws / ".mcp-trash")) == [".gitignore", "generation"]
 
 
 async def test_a_deleted_folder_comes_back_whole(disk, server):
     is_error, _ = await call(server, "delete", path="dir")
     assert not is_error
-    ((item_id, path, _, size, kind),) = listed(module_config(disk))
+    ((item_id, path, _, size, kind, *_),) = listed(module_config(disk))
     assert (path, size, kind) == ("dir", "11", "delete")  # alpha\n + beta\n
     assert cli(module_config(disk), "--restore", "ws", item_id).returncode == 0
     assert (disk.ws / "dir" / "sub" / "b.txt").read_text() == "beta\n"
@@ -82,7 +84,7 @@ async def test_a_replaced_version_is_kept_and_restored_by_the_cli(disk, server, 
     is_error, res = await call(server, how, **args)
     assert not is_error, res
     assert target.read_bytes() != before
-    ((item_id, path, _, size, kind),) = listed(module_config(disk))
+    ((item_id, path, _, size, kind, *_),) = listed(module_config(disk))
     assert (path, size, kind) == ("dir/a.txt", str(len(before)), "version")
     assert res["kept_version"] == ".mcp-trash/" + item_id
     # The file is there again: putting the version back needs --to, and changes nothing.
@@ -158,18 +160,35 @@ def test_a_file_above_version_max_bytes_is_replaced_and_the_answer_says_so(tmp_p
 
 
 def test_versions_stay_within_trash_max_bytes_oldest_first_deletes_never(tmp_path):
-    _, cfg, root = _root(tmp_path, trash_max_bytes=250)
+    from app.fs.change.layout import on_disk
+    from app.fs.change.restore import list_trash
+
+    disk, _, probe = _root(tmp_path / "probe")  # what one small item takes on this disk
+    trash.delete(probe, "dir/sub/b.txt")
+    (one,) = list_trash(str(disk.ws)).items
+    # The trash folder and its own files count too: .gitignore, generation, dropped.json.
+    files = [on_disk((disk.ws / ".mcp-trash" / n).lstat()) for n in (".gitignore", "generation")]
+    own = on_disk((disk.ws / ".mcp-trash").lstat()) + sum(files) + files[0]
+    cap = 3 * one.disk + own + one.disk // 2
+    _, cfg, root = _root(tmp_path / "ws", trash_max_bytes=cap)
     trash.delete(root, "dir/sub/b.txt")
     kept = [write.write_file(root, "f.txt", str(i) * 100, overwrite=True) for i in range(6)]
     rows = listed(cfg)
     assert [r[4] for r in rows].count("delete") == 1
     versions_left = [r for r in rows if r[4] == "version"]
     assert len(versions_left) == 2
-    # 100-byte versions: the newest two fit, the three before them went, oldest first
+    # small versions, each taking what the delete takes: the newest two fit beside the
+    # delete, the three before them went, oldest first
     assert [".mcp-trash/" + r[0] for r in versions_left] == [k.kept_version for k in kept[-2:]]
     assert all(k.kept_version for k in kept[1:])
-    footer = cli(cfg, "--trash", "ws").stdout.splitlines()[-1]
-    assert "older version(s)" in footer and "were removed to stay within trash_max_bytes" in footer
+    footer = cli(cfg, "--trash", "ws").stdout.splitlines()
+    assert footer[-3].startswith(f"3 item(s) take {3 * one.disk} bytes on disk, of "
+                                 f"trash_max_bytes {cap} and "
+                                 "trash_max_items 10000 (past either")
+    assert footer[-2] == (f"versions: 2, {2 * one.disk} bytes on disk; "
+                          f"deletes: 1, {one.disk} bytes on disk")
+    assert footer[-1].startswith(f"3 older version(s), {3 * one.disk} bytes on disk, were "
+                                 "removed to stay within the caps")
 
 
 def test_a_version_that_cannot_be_kept_refuses_the_change(tmp_path, monkeypatch):
@@ -212,18 +231,24 @@ def test_the_trash_is_never_untracked_in_a_git_work_tree(tmp_path):
     assert ".mcp-trash" not in status and "dir/a.txt" in status
 
 
-def test_a_stamp_from_before_records_is_listed_and_restored(tmp_path):
+@pytest.mark.parametrize("record", [
+    None,  # a stamp from before records
+    '{"kind": "delete", "path": "dir/gone.txt"}',  # the nested layout, with its record
+])
+def test_a_stamp_of_an_older_layout_is_listed_and_restored(tmp_path, record):
     disk, cfg, _ = _root(tmp_path)
     old = disk.ws / ".mcp-trash" / "20200101T000000Z" / "dir" / "gone.txt"
     old.parent.mkdir(parents=True)
     old.write_text("old delete\n")
+    if record is not None:
+        (disk.ws / ".mcp-trash" / "20200101T000000Z" / ".mcp-trash").write_text(record + "\n")
     (disk.ws / ".mcp-trash" / "notes-by-hand").mkdir()  # not a stamp: not an item
     assert listed(cfg) == [["20200101T000000Z/dir/gone.txt", "dir/gone.txt",
-                            "2020-01-01T00:00:00Z", "11", "delete"]]
+                            "2020-01-01T00:00:00Z", "11", "delete", "-", "-"]]
     out = cli(cfg, "--restore", "ws", "20200101T000000Z/dir/gone.txt")
     assert out.returncode == 0, out.stderr
     assert (disk.ws / "dir" / "gone.txt").read_text() == "old delete\n"
-    assert sorted(os.listdir(disk.ws / ".mcp-trash")) == ["notes-by-hand"]
+    assert sorted(os.listdir(disk.ws / ".mcp-trash")) == ["generation", "notes-by-hand"]
 
 
 def test_names_are_printed_with_control_characters_escaped(tmp_path):
@@ -254,9 +279,45 @@ def test_the_documented_defaults_are_the_shipped_ones():
 
     docs = (Path(__file__).resolve().parents[3] / "docs" / "configuration.md").read_text()
     shipped = RootConfig(name="x", path=".", role="workspace")
-    for key in ("version_max_bytes", "trash_max_bytes"):
+    for key in ("version_max_bytes", "trash_max_bytes", "trash_max_items"):
         m = re.search(rf"^{key} = (\d+)\s", docs, re.MULTILINE)
         assert m and int(m.group(1)) == getattr(shipped, key) == getattr(
             Recovery(keep_versions=True), key), key
     assert [Recovery.of_role(r).keep_versions for r in ("workspace", "sourcecode", "reference")
             ] == [True, True, False]
+
+
+
+# -- --restore's refusals: the root's deny rules, the depth bound, what it echoes ------
+
+
+DEEP = "/".join(["d"] * 64 + ["n.txt"])  # 65 levels: past MAX_DEPTH
+
+
+@pytest.mark.parametrize(("to", "item", "message"), [
+    # On main the check was `dest[0] == ".mcp-trash"`: this one restored into the trash.
+    (".MCP-TRASH/x", None, "matches deny pattern '.mcp-trash'; nothing was restored"),
+    (".mcp-trash/x", None, "matches deny pattern '.mcp-trash'; nothing was restored"),
+    (".ｍｃｐ-trash/x", None, "matches deny pattern '.mcp-trash'; nothing was restored"),
+    (".mcp-trash./x", None, "matches deny pattern '.mcp-trash'; nothing was restored"),
+    ("dir/.Git/x", None, "matches deny pattern '.git'"),  # any component
+    ("dir/server.PEM", None, "matches deny pattern '*.pem'"),
+    ("private/x.txt", None, "matches deny pattern 'private'"),  # the root's own deny
+    ("dir/.env", None, "matches deny pattern '.env'"),
+    (DEEP, None, "too deep: it would lie 65 levels below the root"),
+    (None, "20200101T000000Z/a\x1b[2Jb", "no item '20200101T000000Z/a\\x1b[2Jb' in the trash"),
+    ("x\x07/y", None, "'x\\x07/y' exists; nothing was restored"),
+])
+def test_restore_refuses_what_the_root_denies_and_escapes_what_it_echoes(
+        tmp_path, to, item, message):
+    disk, cfg, root = _root(tmp_path, deny=["private"])
+    (disk.ws / "x\x07").mkdir()
+    (disk.ws / "x\x07" / "y").write_text("here")
+    item_id = item or trash.delete(root, "notes.txt").trashed_to.split("/", 1)[1]
+    if item:
+        trash.delete(root, "notes.txt")  # a trash, without that item
+    before = disk.snapshot()
+    out = cli(cfg, "--restore", "ws", item_id, *(["--to", to] if to is not None else []))
+    assert out.returncode == 1, out.stdout
+    assert message in out.stderr and "\x1b" not in out.stderr and "\x07" not in out.stderr
+    assert disk.snapshot() == before

@@ -4,6 +4,7 @@ and says why, UTC stamps whatever the local zone, the audit line's operation."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import stat
 import time
@@ -12,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
+from app.audit import current_client
 from app.errors import LoomError, OSRefusal
-from app.fs.change import trash
+from app.fs.change import copy, edit, move, trash, write
+from app.fs.change.edit import TextEdit
+from app.fs.change.layout import on_disk
 from tests.fs.conftest import make_disk, populate, roots_config, umask
 from tests.kit import loaded_root
 from tests.security.conftest import make_root
@@ -35,16 +39,70 @@ def test_the_trash_and_everything_made_in_it_is_private(ws):
     top, root = ws
     with umask(0o022):
         res = trash.delete(root, "dir/sub/deep/c.txt", now=NOW)
-    assert res.trashed_to == ".mcp-trash/20261130T071500Z/dir/sub/deep/c.txt"
+    assert res.trashed_to == ".mcp-trash/20261130T071500Z/c.txt"  # flat: no replica of dir/
     made = [top / ".mcp-trash", top / ".mcp-trash" / "20261130T071500Z"]
-    here = made[-1]
-    for folder in ("dir", "sub", "deep"):
-        here = here / folder
-        made.append(here)
     assert {p.name: stat.S_IMODE(p.stat().st_mode) for p in made} == {
         p.name: 0o700 for p in made
     }
-    assert (here / "c.txt").read_text() == "C\n"
+    assert sorted(os.listdir(made[-1])) == [".mcp-trash", "c.txt"]
+    assert stat.S_IMODE((made[-1] / ".mcp-trash").stat().st_mode) == 0o600
+    assert (made[-1] / "c.txt").read_text() == "C\n"
+
+
+def test_the_record_says_where_it_lived_what_replaced_it_and_who(ws):
+    top, root = ws
+    token = current_client.set("127.0.0.1:5000")
+    try:
+        trash.delete(root, "dir/sub/deep/c.txt", now=NOW)
+        kept = write.write_file(root, "dir/a.txt", "new", overwrite=True).kept_version
+        edited = edit.edit_file(root, "notes.txt", [TextEdit(old_text="one", new_text="1")],
+                                max_output_chars=1000).kept_version
+        (top / "m.txt").write_text("moved\n")
+        (top / "c.txt").write_text("copied\n")
+        moved = move.move_file(root, "m.txt", "dir/a.txt", overwrite=True).kept_version
+        copied = copy.copy_file(root, "c.txt", root, "notes.txt", overwrite=True).kept_version
+    finally:
+        current_client.reset(token)
+    records = [json.loads((top / ".mcp-trash" / "20261130T071500Z" / ".mcp-trash").read_text())]
+    for item in (kept, edited, moved, copied):
+        assert item is not None and item.count("/") == 2  # .mcp-trash/<stamp>/<name>
+        records.append(json.loads((top / Path(item).parent / ".mcp-trash").read_text()))
+    assert [(r["kind"], r["path"], r["name"], r["op"], r["client"]) for r in records] == [
+        ("delete", "dir/sub/deep/c.txt", "c.txt", "delete", "127.0.0.1:5000"),
+        ("version", "dir/a.txt", "a.txt", "write", "127.0.0.1:5000"),
+        ("version", "notes.txt", "notes.txt", "edit", "127.0.0.1:5000"),
+        ("version", "dir/a.txt", "a.txt", "move", "127.0.0.1:5000"),
+        ("version", "notes.txt", "notes.txt", "copy", "127.0.0.1:5000"),
+    ]
+
+
+def _inodes_and_blocks(top: Path) -> tuple[int, int]:
+    found = [top, *top.rglob("*")]
+    return len({p.lstat().st_ino for p in found}), sum(p.lstat().st_blocks for p in found)
+
+
+def _version_cost(tmp_path: Path, depth: int) -> tuple[int, int]:
+    """Inodes and 512-byte blocks that 3 kept versions of an empty file `depth` folders deep
+    add to the trash."""
+    disk = make_disk(tmp_path / str(depth))
+    root = loaded_root(roots_config(disk), "ws")
+    path = "/".join(["d"] * depth + ["f.txt"])
+    (disk.ws / path).parent.mkdir(parents=True, exist_ok=True)
+    (disk.ws / path).write_text("")
+    write.write_file(root, path, "", overwrite=True)  # the trash and its own files exist
+    before = _inodes_and_blocks(disk.ws / ".mcp-trash")
+    for _ in range(3):
+        write.write_file(root, path, "", overwrite=True)
+    after = _inodes_and_blocks(disk.ws / ".mcp-trash")
+    return after[0] - before[0], after[1] - before[1]
+
+
+def test_a_kept_version_costs_the_same_whatever_the_depth_of_its_file(tmp_path):
+    """On main a version of a file 60 folders deep made 60 folders in the trash."""
+    top, deep = _version_cost(tmp_path, 0), _version_cost(tmp_path, 60)
+    assert deep == top
+    inodes, blocks = top  # per version: its stamp folder, its record, the kept file
+    assert inodes <= 3 * 3 and blocks <= 3 * 16, top
 
 
 @pytest.mark.parametrize(
@@ -107,3 +165,75 @@ def test_the_audit_line_names_the_delete(tmp_path):
     root = make_root(tmp_path / "r", audit=lambda *a: lines.append(a))
     trash.delete(root, "f.txt", now=NOW)
     assert [(d, rel, op) for d, _, rel, op, _ in lines] == [("ALLOW", "f.txt", "delete")]
+
+
+# -- what a stamp folder reads as (app.fs.change.inventory.item_of), in-process ---------
+
+
+@pytest.mark.parametrize(("record", "files", "expected"), [
+    ('{"kind": "version", "path": "a/b/f.txt", "name": "f.txt", "op": "edit", '
+     '"client": "stdio", "bytes": 3}', {"f.txt": "abc"},
+     ("S/f.txt", "a/b/f.txt", "version", 3, "edit", "stdio")),
+    ('{"kind": "delete", "path": "a/f.txt"}', {"a/f.txt": "abcd"},  # nested layout
+     ("S/a/f.txt", "a/f.txt", "delete", 4, "-", "-")),
+    (None, {"a/b/f.txt": "ab"},  # record-less: down while one entry
+     ("S/a/b/f.txt", "a/b/f.txt", "delete", 2, "-", "-")),
+    (None, {"a/x": "1", "a/y": "22"},  # record-less: a folder of two
+     ("S/a", "a", "delete", 3, "-", "-")),
+    ('{"kind": "delete", "path": "../../out/f", "name": "f"}', {"f": "x"},  # leads out
+     ("S/f", "f", "delete", 1, "-", "-")),
+    ('{"kind": "delete", "path": "a/./f", "name": "f"}', {"f": "x"},
+     ("S/f", "f", "delete", 1, "-", "-")),
+    ('{"kind": "delete", "path": "f", "name": "../f"}', {"f": "x"},
+     ("S/f", "f", "delete", 1, "-", "-")),
+    ('{"kind": "delete", "path": "a/f", "name": "a/f"}', {"a/f": "xy"},  # a name is one part
+     ("S/a/f", "a/f", "delete", 2, "-", "-")),
+    ('{"kind": "purge", "path": "f", "name": "f"}', {"f": "x"},  # an unknown kind
+     ("S/f", "f", "delete", 1, "-", "-")),
+    ('not json', {"f": "x"}, ("S/f", "f", "delete", 1, "-", "-")),
+    ('["kind", "version"]', {"f": "x"}, ("S/f", "f", "delete", 1, "-", "-")),
+    ('{"kind": "version", "path": "g", "name": "g"}', {"f": "x"}, None),  # names nothing
+    (None, {}, None),  # made but never filled
+])
+def test_a_stamp_folder_reads_as_its_record_says_or_fails_safe(tmp_path, record, files,
+                                                               expected):
+    from app.fs.change import inventory
+
+    stamp = tmp_path / "20200101T000000Z"
+    stamp.mkdir()
+    if record is not None:
+        (stamp / ".mcp-trash").write_text(record + "\n")
+    for rel, text in files.items():
+        (stamp / rel).parent.mkdir(parents=True, exist_ok=True)
+        (stamp / rel).write_text(text)
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        item = inventory.item_of(fd, stamp.name)
+    finally:
+        os.close(fd)
+    if expected is None:
+        assert item is None
+        return
+    assert item is not None
+    got = (item.id.replace(stamp.name, "S", 1), item.path, item.kind, item.bytes, item.op,
+           item.client)
+    assert got == expected
+    assert item.stamp == stamp.name and item.when == datetime(2020, 1, 1, tzinfo=timezone.utc)
+    assert item.disk == sum(on_disk(p.lstat()) for p in (stamp, *stamp.rglob("*")))
+
+
+def test_a_record_that_is_a_link_is_not_read(tmp_path):
+    from app.fs.change import inventory
+
+    stamp = tmp_path / "20200101T000000Z"
+    stamp.mkdir()
+    (tmp_path / "elsewhere").write_text('{"kind": "version", "path": "f", "name": "f"}')
+    (stamp / ".mcp-trash").symlink_to(tmp_path / "elsewhere")
+    (stamp / "f").write_text("x")
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert inventory.read_record(fd, stamp.name) is None
+        item = inventory.item_of(fd, stamp.name)
+    finally:
+        os.close(fd)
+    assert item is not None and item.kind == "delete"

@@ -1,0 +1,172 @@
+"""The running account of a root's trash: what it takes, so trimming costs the same
+whether it holds 10 items or 100,000.
+
+Every item made through the server (a delete, a kept version) is `settle`d once
+it is in place: its stamp folder is measured (`walk_tree`, what it takes on
+disk: folders, record, the item) and added to the trash's `Account`, which keeps
+the versions oldest first and the totals; then, while the trash takes more than
+`trash_max_bytes` (its items, and the trash folder with its own few files) or
+holds more than `trash_max_items` items, the oldest
+versions are removed (never a delete, never the item just settled: a change on
+a full trash still succeeds and keeps its version). Nothing is listed: the
+account is the list.
+
+Another process may change the trash (`--restore`, `--empty-trash`, another
+server on the same root). Each writer bumps the counter in `generation` under
+an exclusive `flock` on that file; the server holds the same lock while it
+settles, and when the counter is not the one it left, it lists the trash once
+(`item_of` on each stamp folder) and goes on from there. A counter that does not
+read (a torn write) is a change too: fail closed, re-list.
+
+Each trash has its own lock (and its own `flock`): one root's trimming never
+waits for another's. Nothing here fails the change that called it: a trim that
+cannot finish is logged and the next change tries again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import threading
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from app.fs.change.inventory import dropped, item_of, stamps
+from app.fs.change.layout import DROPPED, GENERATION, IGNORE, TRASH, generation_lock, on_disk
+from app.fs.change.purge import walk_tree
+from app.security.policy import Recovery
+from app.security.resolve import SecureRoot
+
+log = logging.getLogger("loomfs.trash")
+MAX_ACCOUNTS = 1024  # trashes this process keeps an account of (past it: re-list)
+
+
+@dataclass(eq=False)
+class Account:
+    """One trash as this process last left it: `generation` None until listed."""
+
+    generation: int | None = None
+    versions: dict[str, int] = field(default_factory=dict)  # stamp -> on disk, oldest first
+    deletes: dict[str, int] = field(default_factory=dict)  # stamp -> on disk
+    taken: int = 0  # on disk, versions and deletes
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    @property
+    def items(self) -> int:
+        return len(self.versions) + len(self.deletes)
+
+    def add(self, stamp: str, kind: str, disk: int) -> None:
+        into = self.versions if kind == "version" else self.deletes
+        self.taken += disk - into.get(stamp, 0)
+        into[stamp] = disk
+
+    def relist(self, trash_fd: int) -> None:
+        self.versions.clear()
+        self.deletes.clear()
+        self.taken = 0
+        for name in stamps(trash_fd):
+            item = item_of(trash_fd, name)
+            if item is not None:
+                self.add(name, item.kind, item.disk)
+
+    def trim(self, trash_fd: int, policy: Recovery, keep: str) -> tuple[int, int]:
+        """Remove the oldest versions but `keep` while past a cap: (how many, bytes)."""
+        count = freed = 0
+        own = _own_files(trash_fd)
+        while (self.taken + own > policy.trash_max_bytes
+               or self.items > policy.trash_max_items):
+            # The first one, or the second when the first is the one just kept (another
+            # thread's version that settled later): one or two steps, whatever the count.
+            oldest = next((n for n in self.versions if n != keep), None)
+            if oldest is None:  # none left but the one just kept
+                break
+            self.taken -= self.versions.pop(oldest)
+            try:
+                freed += walk_tree(trash_fd, oldest, remove=True).disk
+            except FileNotFoundError:
+                continue  # gone already (another process): nothing to free
+            count += 1
+        return count, freed
+
+
+def _own_files(trash_fd: int) -> int:
+    """What the trash folder and its own files take on disk (a few stats, whatever it
+    holds): counted against `trash_max_bytes` with the items."""
+    taken = on_disk(os.fstat(trash_fd))
+    for name in (IGNORE, GENERATION, DROPPED):
+        with contextlib.suppress(OSError):
+            taken += on_disk(os.stat(name, dir_fd=trash_fd, follow_symlinks=False))
+    return taken
+
+
+_accounts: dict[tuple[int, int], Account] = {}
+_accounts_lock = threading.Lock()
+
+
+def account_of(trash_fd: int) -> Account:
+    """The account of the trash `trash_fd` (by device and inode), made on first use."""
+    st = os.fstat(trash_fd)
+    key = (st.st_dev, st.st_ino)
+    with _accounts_lock:
+        found = _accounts.get(key)
+        if found is None:
+            if len(_accounts) >= MAX_ACCOUNTS:
+                _accounts.clear()  # each is listed again when next used
+            found = _accounts[key] = Account()
+        return found
+
+
+def settle(root: SecureRoot, stamp: str, kind: str) -> None:
+    """Account the item just made in stamp folder `stamp` and trim past the root's caps;
+    never fails the change that called it."""
+    with contextlib.suppress(OSError):
+        trash_fd = root.open_subdir((TRASH,))
+        try:
+            _settle(trash_fd, stamp, kind, root.recovery)
+        except OSError as exc:
+            log.warning("root %s: the trash could not be trimmed (%s)", root.name,
+                        exc.strerror)
+        finally:
+            os.close(trash_fd)
+
+
+def _settle(trash_fd: int, stamp: str, kind: str, policy: Recovery) -> None:
+    account = account_of(trash_fd)
+    with account.lock, generation_lock(trash_fd) as gen:
+        if account.generation is None or gen.read() != account.generation:
+            account.generation = None  # until the list is whole
+            account.relist(trash_fd)  # the new item is in it
+        else:
+            account.add(stamp, kind, walk_tree(trash_fd, stamp, remove=False).disk)
+        count = freed = 0
+        whole = False
+        try:
+            count, freed = account.trim(trash_fd, policy, keep=stamp)
+            whole = True
+        finally:  # a trim cut short leaves an account to list again
+            bumped = gen.bump()
+            account.generation = bumped if whole else None
+        if count:
+            _add_dropped(trash_fd, count, freed)
+
+
+def _add_dropped(trash_fd: int, count: int, freed: int) -> None:
+    """Add to `dropped.json`, in place (the generation lock is held, so no other writer):
+    a tally for `--trash`, not worth an fsync per change (one that reads torn or not at
+    all is shown as nothing dropped)."""
+    was = dropped(trash_fd)
+    now = {
+        "versions": int(str(was.get("versions", 0))) + count,
+        "bytes": int(str(was.get("bytes", 0))) + freed,
+        "last": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+    data = json.dumps(now).encode() + b"\n"
+    fd = os.open(DROPPED, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
+                 dir_fd=trash_fd)
+    try:
+        os.pwrite(fd, data, 0)
+        os.ftruncate(fd, len(data))
+    finally:
+        os.close(fd)
