@@ -5,10 +5,13 @@ from __future__ import annotations
 import errno
 import os
 import resource
+from collections.abc import Callable
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
+from app.security import protected
 from app.security.protected import Protected
 
 
@@ -133,3 +136,156 @@ def test_a_file_that_cannot_be_opened_for_want_of_descriptors_is_not_passed_over
     assert len(p) == 0
     p.hold_paths([str(tmp_path / "missing"), str(tmp_path / "token")])
     assert p.hit(os.stat(tmp_path / "token"))
+
+
+class _OsWith:
+    """The `os` module as app.security.protected sees it, with `fstat` failing on the
+    descriptors in `failing` (every other call is the real one)."""
+
+    def __init__(self, err: int, failing: set[int] | None = None) -> None:
+        self.err, self.failing, self.fstats = err, failing, 0
+
+    def fstat(self, fd: int) -> os.stat_result:
+        self.fstats += 1
+        if self.failing is None or fd in self.failing:
+            raise OSError(self.err, os.strerror(self.err))
+        return os.fstat(fd)
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(os, name)
+
+
+def _open_fds() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.parametrize("err", [errno.EACCES, errno.EIO, errno.EMFILE, errno.EBADF,
+                                 errno.EOVERFLOW, errno.ENOMEM])
+def test_a_sweep_that_cannot_look_keeps_holding(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, err: int
+) -> None:
+    """Fail closed: `fstat` on a held descriptor failing is not "its last link is gone";
+    the file stays the server's own (and its inode number stays taken)."""
+    (tmp_path / "token").write_text("t")
+    p = Protected()
+    p.hold_paths([str(tmp_path / "token")])
+    st = os.stat(tmp_path / "token")
+    fake = _OsWith(err, set(p._held.values()))
+    monkeypatch.setattr(protected, "os", fake)
+    assert p.sweep() == 0
+    assert fake.fstats == 1  # the one look it makes, and it failed
+    monkeypatch.undo()
+    assert len(p) == 1 and p.hit(st) and p.hit(os.stat(tmp_path / "token"))
+
+
+def test_a_sweep_lets_go_of_a_file_really_gone(tmp_path: Path) -> None:
+    """The case the table is not: `fstat` answers, and `st_nlink` is 0."""
+    (tmp_path / "token").write_text("t")
+    (tmp_path / "kept").write_text("k")
+    p = Protected()
+    p.hold_paths([str(tmp_path / "token"), str(tmp_path / "kept")])
+    gone = os.stat(tmp_path / "token")
+    (tmp_path / "token").unlink()
+    before = _open_fds()
+    assert p.sweep() == 1 and _open_fds() == before - 1  # its descriptor closed
+    assert (gone.st_dev, gone.st_ino) not in p.ids and p.hit(os.stat(tmp_path / "kept"))
+
+
+@pytest.mark.parametrize("err", [errno.EIO, errno.EBADF, errno.EOVERFLOW])
+def test_a_file_that_cannot_be_looked_at_once_open_is_not_held_and_not_leaked(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, err: int
+) -> None:
+    """Adopting fails when `fstat` on the descriptor just opened fails: nothing is held,
+    the descriptor taken is closed (no crash closing something else), None is answered."""
+    (tmp_path / "cfg").write_text("x")
+    p = Protected()
+    fd = os.open(tmp_path / "cfg", os.O_RDONLY)
+    try:
+        before = _open_fds()
+        monkeypatch.setattr(protected, "os", _OsWith(err))
+        assert p.hold_fd(fd) is None
+        p.hold_paths([str(tmp_path / "cfg")])  # opened, cannot be looked at: not held
+        monkeypatch.undo()
+        assert _open_fds() == before  # the duplicate and the path's descriptor closed
+        assert len(p) == 0 and not p.hit(os.stat(tmp_path / "cfg"))
+        os.fstat(fd)  # the caller's descriptor is still open
+    finally:
+        os.close(fd)
+
+
+def _fifo(path: Path) -> None:
+    os.mkfifo(path)
+
+
+@pytest.mark.parametrize("make", [_fifo, Path.mkdir], ids=["fifo", "folder"])
+def test_an_own_file_replaced_by_a_fifo_or_folder_gives_no_identity(
+    tmp_path: Path, make: Callable[[Path], None]
+) -> None:
+    """The audit log path replaced by something that is not a regular file: nothing is
+    held (no root could read it as the server's file), nothing is answered, no descriptor
+    is left open; the regular files named beside it are still held."""
+    (tmp_path / "cfg").write_text("x")
+    odd = tmp_path / "audit.log"
+    make(odd)
+    p = Protected()
+    before = _open_fds()
+    fd = os.open(odd, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        assert p.hold_fd(fd) is None
+    finally:
+        os.close(fd)
+    p.hold_paths([str(odd), str(tmp_path / "cfg")])
+    assert len(p) == 1 and not p.hit(os.stat(odd)) and p.hit(os.stat(tmp_path / "cfg"))
+    assert _open_fds() == before + 1  # the config's one descriptor, nothing for the odd one
+
+
+def test_a_file_held_again_answers_its_identity_and_is_held_once(tmp_path: Path) -> None:
+    (tmp_path / "cfg").write_text("x")
+    st = os.stat(tmp_path / "cfg")
+    p = Protected()
+    fd = os.open(tmp_path / "cfg", os.O_RDONLY)
+    try:
+        assert p.hold_fd(fd) == (st.st_dev, st.st_ino)
+        before = _open_fds()
+        assert p.hold_fd(fd) == (st.st_dev, st.st_ino)  # already held: the same answer
+        assert _open_fds() == before  # and the second duplicate closed
+    finally:
+        os.close(fd)
+    assert len(p) == 1
+
+
+@pytest.mark.parametrize(
+    "first", [None, "", "missing", "missing/below", "loop"],
+    ids=["none", "empty", "missing", "not-a-folder", "symlink-loop"],
+)
+def test_a_path_that_names_nothing_does_not_stop_the_ones_after(
+    tmp_path: Path, first: str | None
+) -> None:
+    """hold_paths goes on past a path with nothing to hold: every later file is held."""
+    (tmp_path / "loop").symlink_to("loop")
+    if first == "missing/below":
+        (tmp_path / "missing").write_text("a file, not a folder")
+    names = ["a", "b", "c"]
+    for n in names:
+        (tmp_path / n).write_text(n)
+    p = Protected()
+    given = None if first is None else (first and str(tmp_path / first))
+    p.hold_paths([given, str(tmp_path / "a"), None, str(tmp_path / "b"), "", str(tmp_path / "c")])
+    assert len(p) == 3 and all(p.hit(os.stat(tmp_path / n)) for n in names)
+
+
+def test_a_sweep_is_due_at_exactly_sweep_seconds(monkeypatch: pytest.MonkeyPatch,
+                                                  tmp_path: Path) -> None:
+    """Every `SWEEP_SECONDS`, not one tick later: the clock is the module's, set by hand."""
+    now = [1000.0]
+    monkeypatch.setattr(protected, "time", SimpleNamespace(monotonic=lambda: now[0]))
+    (tmp_path / "a").write_text("x")
+    p = Protected()
+    p.hold_paths([str(tmp_path / "a")])
+    (tmp_path / "a").unlink()
+    now[0] += protected.SWEEP_SECONDS - 0.5
+    p.sweep_due()
+    assert len(p) == 1
+    now[0] += 0.5
+    p.sweep_due()
+    assert len(p) == 0
