@@ -21,6 +21,7 @@ from app.security import Walker
 from app.security import openat2 as openat2_mod
 from app.security import walk as walk_mod
 from benchmarks._trees import build_seed_tree
+from tests.kit import count_folder_opens
 from tests.security.conftest import make_root
 
 
@@ -367,18 +368,6 @@ def test_the_servers_own_files_are_invisible_under_any_name(tmp_path: Path) -> N
     assert walker.examined_entries == 3
 
 
-def _counting_opens(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    count = [0]
-    real = os.open
-
-    def counting(path, flags, *a, **kw):
-        if flags & os.O_DIRECTORY:
-            count[0] += 1
-        return real(path, flags, *a, **kw)
-
-    monkeypatch.setattr(os, "open", counting)
-    return count
-
 
 @pytest.mark.parametrize(("levels", "deeper", "most_opens"), [
     (0, True, 0), (10, True, 10), (119, True, 119), (120, False, 120), (500, False, 120)])
@@ -392,7 +381,7 @@ def test_deeper_than_stops_at_the_first_entry_past_its_levels(
     here.mkdir(parents=True)
     top = os.open(tmp_path / "top", os.O_RDONLY | os.O_DIRECTORY)
     fds = len(os.listdir("/proc/self/fd"))
-    count = _counting_opens(monkeypatch)
+    count = count_folder_opens(monkeypatch)
     try:
         assert walk_mod.deeper_than(top, levels, max_entries=1000) is deeper
     finally:

@@ -17,6 +17,7 @@ from app.fs.change import copying
 from app.fs.change.copy import copy_file
 from app.security.resolve import SecureRoot
 from tests.fs.conftest import CancelAfter, Cancelled, temp_leftovers
+from tests.kit import count_folder_opens
 from tests.security.conftest import make_root
 
 
@@ -42,24 +43,12 @@ class _Counting:
         pass
 
 
-def _opened_folders(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    count = [0]
-    real = os.open
-
-    def counting(path, flags, *a, **kw):
-        if flags & os.O_DIRECTORY:
-            count[0] += 1
-        return real(path, flags, *a, **kw)
-
-    monkeypatch.setattr(os, "open", counting)
-    return count
-
 
 def _opens_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, levels: int) -> int:
     top = tmp_path / f"t{levels}"
     _chain(top, levels)
     root = make_root(top)  # the component walk: every folder opened is an os.open
-    count = _opened_folders(monkeypatch)
+    count = count_folder_opens(monkeypatch)
     out = copy_file(root, "src", root, "dst")
     monkeypatch.undo()
     assert out.files == levels and not out.truncated

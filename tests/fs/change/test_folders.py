@@ -17,6 +17,7 @@ import pytest
 from app.errors import LoomError
 from app.fs.change import atomic, write
 from app.security.paths import MAX_DEPTH
+from tests.kit import count_folder_opens
 from tests.security.conftest import make_root
 
 NO_SPACE = "no space left on device"
@@ -133,15 +134,7 @@ def test_a_write_that_succeeds_keeps_its_folders_and_a_deep_one_is_made_in_one_p
 
 def _folder_opens(top: Path, monkeypatch: pytest.MonkeyPatch, path: str) -> int:
     root = make_root(top)  # the component walk: every folder opened is an os.open
-    count = [0]
-    real = os.open
-
-    def counting(name, flags, *a, **kw):
-        if flags & os.O_DIRECTORY:
-            count[0] += 1
-        return real(name, flags, *a, **kw)
-
-    monkeypatch.setattr(os, "open", counting)
+    count = count_folder_opens(monkeypatch)
     assert write.write_file(root, f"{path}/g.txt", "x\n").created
     monkeypatch.undo()
     return count[0]
