@@ -35,6 +35,14 @@ from app.fs.index.trigram import TrigramIndex
 from tests.fs.index.trigramkit import later
 from tests.kit import secure_root
 trigram_build.COMMIT_BYTES = 48 << 10  # a commit every few files: many windows to die in
+import time
+class SlowText(trigram_build.FileText):
+    # Each file's read 4 ms longer: a build of 150 files outlasts the longest wait before the
+    # kill (0.5 s) on any machine, so the kills land mid-build, not after it.
+    def __init__(self, *a, **kw):
+        time.sleep(0.004)
+        super().__init__(*a, **kw)
+trigram_build.FileText = SlowText
 root = secure_root(Path({top!r}))
 idx = TrigramIndex({path!r})
 print("go", flush=True)
