@@ -167,3 +167,282 @@ def test_a_copy_stopped_by_the_byte_budget_keeps_what_it_copied(tmp_path):
     assert "stopped at 'sub/p1.bin': byte budget spent" in (out.note or "")
     assert (top / "dst" / "p0.bin").stat().st_size == 150_000
     assert not (top / "dst" / "sub" / "p1.bin").exists()
+
+
+# One file's copy (app.fs.change.copying) on its own: its refusals name the file, its bounds
+# count what earlier files of the call copied, its reads stop one byte past the size it saw.
+
+class _OnFirstCheck:
+    """A control that runs `act` at its first check (the copy's first chunk)."""
+
+    def __init__(self, act) -> None:
+        self.act, self.checks = act, 0
+
+    def check(self) -> None:
+        self.checks += 1
+        if self.checks == 1:
+            self.act()
+
+    def progress(self, *a: object) -> None:
+        pass
+
+
+def _one(root: SecureRoot, source: str, dest: str, done: copying.Copied, *,
+         overwrite: bool = False, control=None) -> None:
+    from app.fs.control import NoControl
+    with root.open_parent(source, op="t", perm="read") as src, \
+            root.open_parent(dest, op="t", perm="write") as dst:
+        copying.copy_one(root, src, dst, overwrite=overwrite, control=control or NoControl(),
+                         done=done)
+
+
+@pytest.mark.parametrize("name, message", [
+    ("missing.txt", "no such file or directory: 'missing.txt'"),
+    ("link.txt", "too many levels of symbolic links"),  # never followed
+    ("sub", "not a regular file: 'sub'"),
+])
+def test_a_source_that_cannot_be_opened_as_a_file_is_named(tmp_path, name, message):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.txt").write_text("a")
+    (tmp_path / "link.txt").symlink_to("a.txt")
+    root = make_root(tmp_path)
+    with root.open_parent(name, op="t", perm="read") as src, pytest.raises(LoomError) as e:
+        copying.open_source(src)
+    assert message in e.value.message
+
+
+def test_the_byte_bound_counts_what_the_call_copied_before(tmp_path, monkeypatch):
+    monkeypatch.setattr(copying, "MAX_COPY_BYTES", 10)
+    (tmp_path / "four.txt").write_bytes(b"4444")
+    (tmp_path / "six.txt").write_bytes(b"666666")
+    (tmp_path / "seven.txt").write_bytes(b"7777777")
+    root = make_root(tmp_path)
+    paid: list[tuple[int, str]] = []
+    done = copying.Copied(lambda n, rel: paid.append((n, rel)))
+    _one(root, "four.txt", "c1.txt", done)
+    _one(root, "six.txt", "c2.txt", done)  # exactly the bound: copied
+    assert (done.files, done.bytes) == (2, 10)
+    assert paid == [(4, "four.txt"), (6, "six.txt")]
+    done = copying.Copied()
+    done.bytes = 4
+    with pytest.raises(LoomError) as e:
+        _one(root, "seven.txt", "c3.txt", done)
+    assert e.value.message == (
+        "'seven.txt' is 7 bytes; one copy_file call copies at most 10 bytes")
+    assert not (tmp_path / "c3.txt").exists() and done.bytes == 4
+
+
+def test_copying_a_file_onto_another_name_of_itself_is_refused(tmp_path):
+    (tmp_path / "a.txt").write_text("a")
+    os.link(tmp_path / "a.txt", tmp_path / "twin.txt")
+    root = make_root(tmp_path)
+    with pytest.raises(LoomError) as e:
+        copy_file(root, "a.txt", root, "twin.txt", overwrite=True)
+    assert e.value.message == "source and destination are the same file"
+
+
+def test_a_destination_replaced_during_the_copy_is_not_overwritten(tmp_path):
+    (tmp_path / "a.txt").write_text("new")
+    (tmp_path / "b.txt").write_text("old")
+    root = make_root(tmp_path)
+
+    def swap() -> None:  # another program replaces the destination by a rename
+        (tmp_path / "other").write_text("theirs")
+        os.rename(tmp_path / "other", tmp_path / "b.txt")
+
+    with pytest.raises(LoomError) as e:
+        _one(root, "a.txt", "b.txt", copying.Copied(), overwrite=True,
+             control=_OnFirstCheck(swap))
+    assert "changed" in e.value.message
+    assert (tmp_path / "b.txt").read_text() == "theirs" and not temp_leftovers(tmp_path)
+
+
+def _reads(monkeypatch) -> list[int]:
+    got: list[int] = []
+    real = os.read
+
+    def read(fd: int, n: int) -> bytes:
+        data = real(fd, n)
+        got.append(len(data))
+        return data
+
+    monkeypatch.setattr(copying.os, "read", read)
+    return got
+
+
+@pytest.mark.parametrize("grow, reads", [
+    (b"", [4, 4, 0]),  # the size it saw, then one more byte asked for, none there
+    (b"+" * 12, [4, 4, 1]),  # grown: one byte past the size is enough to tell
+])
+def test_a_copy_reads_one_byte_past_the_size_it_saw_and_no_more(tmp_path, monkeypatch, grow,
+                                                                reads):
+    monkeypatch.setattr(copying, "CHUNK", 4)
+    (tmp_path / "a.txt").write_bytes(b"12345678")
+    root = make_root(tmp_path)
+
+    def append() -> None:
+        with open(tmp_path / "a.txt", "ab") as f:
+            f.write(grow)
+
+    got = _reads(monkeypatch)
+    done = copying.Copied()
+    if grow:
+        with pytest.raises(LoomError) as e:
+            _one(root, "a.txt", "b.txt", done, control=_OnFirstCheck(append))
+        assert e.value.message == "'a.txt' changed while it was copied; nothing was written"
+        assert not (tmp_path / "b.txt").exists() and done.bytes == 0
+    else:
+        done.bytes = 2  # an earlier file of the same call
+        _one(root, "a.txt", "b.txt", done, control=_OnFirstCheck(append))
+        assert (tmp_path / "b.txt").read_bytes() == b"12345678" and done.bytes == 10
+    monkeypatch.undo()
+    assert got == reads
+
+
+def test_a_copy_waiting_for_its_destinations_key_can_be_cancelled(tmp_path):
+    import threading
+
+    from app.fs.change.locks import changing
+    (tmp_path / "a.txt").write_text("a")
+    (tmp_path / "b.txt").write_text("b")
+    root = make_root(tmp_path)
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            _one(root, "a.txt", "b.txt", copying.Copied(), overwrite=True,
+                 control=CancelAfter(0))
+        except BaseException as exc:
+            failed.append(exc)
+
+    with root.open_parent("b.txt", op="t", perm="write") as held, changing(held):
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        t.join(timeout=60)  # cancelled at its first poll, the key still held here
+        assert not t.is_alive() and [type(x) for x in failed] == [Cancelled]
+    t.join(timeout=60)
+    assert (tmp_path / "b.txt").read_text() == "b"
+
+
+# copy_file's own refusals, in process: each one names the path and is audited as copy_file.
+
+def _audited(top: Path) -> tuple[SecureRoot, list[tuple]]:
+    (top / "a.txt").write_text("a")
+    (top / "b.txt").write_text("b")
+    (top / ".env").write_text("secret")
+    (top / ".git").mkdir()
+    (top / ".git" / "config").write_text("c")
+    (top / "gitlink").symlink_to(".git")
+    (top / "link.txt").symlink_to("a.txt")
+    lines: list[tuple] = []
+    return make_root(top, audit=lambda *a: lines.append(a)), lines
+
+
+@pytest.mark.parametrize("source, destination, message, audited", [
+    (".env", "e.txt", "matches deny pattern '.env'", ".env"),
+    ("a.txt", ".env", "matches deny pattern '.env'", ".env"),
+    ("gitlink/config", "c.txt", "matches deny pattern '.git'", "gitlink/config"),
+    ("a.txt", "gitlink/a.txt", "matches deny pattern '.git'", "gitlink/a.txt"),
+    ("a.txt", "x/y/z/a.txt", "it would lie 4 levels below the root (the server makes paths at "
+     "most 3 levels deep); nothing was copied", "x/y/z/a.txt"),
+])
+def test_a_refused_copy_is_audited_as_copy_file(tmp_path, monkeypatch, source, destination,
+                                                message, audited):
+    from app.fs.change import copy as copy_mod
+    monkeypatch.setattr(copy_mod, "MAX_DEPTH", 3)
+    root, lines = _audited(tmp_path)
+    (tmp_path / "x" / "y" / "z").mkdir(parents=True)
+    with pytest.raises(LoomError) as e:
+        copy_file(root, source, root, destination)
+    assert message in e.value.message
+    assert {op for *_, op, _ in lines} == {"copy_file"}
+    denied = [line for line in lines if line[0] == "DENY"]
+    assert denied == [("DENY", root.name, audited, "copy_file",
+                       f"{e.value.rule}: {e.value.message}")]
+
+
+def test_a_destination_at_the_depth_bound_is_copied(tmp_path, monkeypatch):
+    from app.fs.change import copy as copy_mod
+    monkeypatch.setattr(copy_mod, "MAX_DEPTH", 3)
+    root, lines = _audited(tmp_path)
+    (tmp_path / "x" / "y").mkdir(parents=True)
+    assert copy_file(root, "a.txt", root, "x/y/a.txt").files == 1
+    assert (tmp_path / "x" / "y" / "a.txt").read_text() == "a"
+    assert [line[0] for line in lines] == ["ALLOW", "ALLOW"]
+
+
+@pytest.mark.parametrize("source, destination, message", [
+    ("a.txt", "b.txt", "destination 'b.txt' already exists; pass overwrite=true to replace it"),
+    ("link.txt", "l.txt", "'link.txt' is a symbolic link; links are never copied"),
+])
+def test_no_overwrite_unless_asked_and_no_link_copied(tmp_path, source, destination, message):
+    root, _ = _audited(tmp_path)
+    with pytest.raises(LoomError) as e:
+        copy_file(root, source, root, destination)
+    assert e.value.message == message
+    assert (tmp_path / "b.txt").read_text() == "b" and not (tmp_path / "l.txt").exists()
+
+
+def test_an_os_error_while_copying_names_the_destination(tmp_path, monkeypatch):
+    from app.fs.change import copy as copy_mod
+    root, _ = _audited(tmp_path)
+
+    def failing(*a: object, **k: object) -> None:
+        raise OSError(errno.EIO, "I/O error")
+
+    monkeypatch.setattr(copy_mod, "copy_one", failing)
+    with pytest.raises(LoomError) as e:
+        copy_file(root, "a.txt", root, "new.txt")
+    assert e.value.message.endswith(": 'new.txt'")
+
+
+@pytest.mark.parametrize("options, kept, note", [
+    ({}, True, None),
+    ({"version_max_bytes": 4}, False, "the previous version (14 bytes) was not kept: above "
+     "this root's limit for a kept version (4 bytes)"),
+])
+def test_a_copy_over_a_file_says_where_its_version_went_or_why_none(tmp_path, options, kept,
+                                                                   note):
+    from app.registry import Registry
+    from tests.fs.conftest import make_disk, populate
+    from tests.kit import config_file, roots_toml
+    disk = make_disk(tmp_path)
+    populate(disk)
+    cfg = config_file(tmp_path, roots_toml(("ws", disk.ws, "workspace", options),
+                                           audit_log=tmp_path / "state" / "audit.log"))
+    root = Registry(str(cfg), audit=False).current.root("ws")
+    out = copy_file(root, "dir/a.txt", root, "notes.txt", overwrite=True)
+    assert out.note == note and (out.kept_version is not None) == kept
+    if kept:
+        assert out.kept_version.startswith(".mcp-trash/")
+        assert out.kept_version.endswith("/notes.txt")
+
+
+def test_a_source_rewritten_in_place_at_its_size_is_refused(tmp_path):
+    (tmp_path / "a.txt").write_bytes(b"12345678")
+    root = make_root(tmp_path)
+
+    def rewrite() -> None:  # same size, new bytes, another time
+        with open(tmp_path / "a.txt", "r+b") as f:
+            f.write(b"abcdefgh")
+        os.utime(tmp_path / "a.txt", ns=(1, 1))
+
+    with pytest.raises(LoomError) as e:
+        _one(root, "a.txt", "b.txt", copying.Copied(), control=_OnFirstCheck(rewrite))
+    assert e.value.message == "'a.txt' changed while it was copied; nothing was written"
+    assert not (tmp_path / "b.txt").exists()
+
+
+def test_a_destination_made_by_another_program_during_the_copy_is_kept(tmp_path):
+    (tmp_path / "a.txt").write_text("ours")
+    root = make_root(tmp_path)
+
+    def make() -> None:
+        (tmp_path / "new.txt").write_text("theirs")
+
+    from app.fs.change import copy as copy_mod
+    with pytest.raises(LoomError) as e:
+        copy_mod.copy_file(root, "a.txt", root, "new.txt", control=_OnFirstCheck(make))
+    assert e.value.message == (
+        "destination 'new.txt' already exists; pass overwrite=true to replace it")
+    assert (tmp_path / "new.txt").read_text() == "theirs" and not temp_leftovers(tmp_path)

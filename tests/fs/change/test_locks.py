@@ -77,3 +77,14 @@ def test_two_paths_to_one_folder_share_the_name_key_and_links_share_the_file_key
         t.join(timeout=10)
         assert entered.is_set()
     assert len(TABLE) == 0
+
+
+def test_a_name_key_is_its_folders_identity_and_name_and_sorts_before_every_file_key(
+        tmp_path: Path):
+    # One global order: a call holding both kinds takes every name key first.
+    disk, root = populated_ws(tmp_path)
+    st = os.stat(disk.ws / "dir")
+    with root.open_parent("dir/a.txt", op="t", perm="write") as parent:
+        key = name_key(parent)
+    assert key == ("0name", st.st_dev, st.st_ino, "a.txt")
+    assert sorted([("1file", 0, 0), key, ("1file", st.st_dev, st.st_ino)])[0] == key

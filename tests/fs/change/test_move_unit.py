@@ -377,3 +377,31 @@ def _open_under(top: Path) -> set[str]:
             if target == str(top) or target.startswith(f"{top}/"):
                 found.add(f"{fd} {target}")
     return found
+
+
+def test_the_exposing_refusal_keeps_its_pattern() -> None:
+    assert exposure.exposes("s/a", "d/b", "config/prod.yaml").pattern == "config/prod.yaml"
+
+
+def test_a_link_to_a_folder_inside_a_moved_folder_is_never_entered(tmp_path):
+    top = tmp_path / "r"
+    (top / "app").mkdir(parents=True)
+    (top / "elsewhere").mkdir()
+    (top / "elsewhere" / "secret").write_text("s")
+    (top / "app" / "lnk").symlink_to("../elsewhere")  # a rule reaches below its name
+    root = secure_root(top, deny=["app/lnk/secret"])
+    move.move_file(root, "app", "moved")
+    assert (top / "moved" / "lnk").is_symlink()
+
+
+def test_a_folder_that_cannot_be_listed_is_named_whatever_its_path_holds(tmp_path, monkeypatch):
+    top = tmp_path / "r"
+    src = top / "a XX" / "XX b"  # spaces, and the text of no separator, are parts of names
+    (src / "config").mkdir(parents=True)
+    (src / "config" / "prod.yaml").write_text("SECRET")
+    root = secure_root(top, deny=["a XX/XX b/*/prod.yaml"])
+    _fail_at(monkeypatch, "listed", "config", errno.EACCES)
+    with pytest.raises(OSRefusal) as exc:
+        move.move_file(root, "a XX/XX b", "other")
+    assert "folder 'a XX/XX b/config' cannot be listed" in exc.value.message
+

@@ -5,6 +5,7 @@ it and `--restore` puts it back (the console script, run as a person would)."""
 from __future__ import annotations
 
 import errno
+import json
 import os
 import shutil
 import stat
@@ -321,3 +322,66 @@ def test_restore_refuses_what_the_root_denies_and_escapes_what_it_echoes(
     assert out.returncode == 1, out.stdout
     assert message in out.stderr and "\x1b" not in out.stderr and "\x07" not in out.stderr
     assert disk.snapshot() == before
+
+
+def _record(ws: Path, kept: str) -> dict:
+    return json.loads((ws / Path(kept).parent / ".mcp-trash").read_text())
+
+
+def test_a_version_kept_as_a_copy_keeps_the_mode_times_and_size_of_the_file(tmp_path):
+    disk, _, root = _root(tmp_path)
+    os.chmod(disk.ws / "notes.txt", 0o640)
+    os.utime(disk.ws / "notes.txt", ns=(1_000_000_000, 2_000_000_000))
+    os.link(disk.ws / "notes.txt", disk.ws / "dir" / "other")  # two names: copied
+    was = (disk.ws / "notes.txt").stat()
+    out = copy.copy_file(root, "dir/a.txt", root, "notes.txt", overwrite=True)
+    st = (disk.ws / out.kept_version).stat()
+    assert st.st_ino != was.st_ino and st.st_nlink == 1
+    assert (stat.S_IMODE(st.st_mode), st.st_mtime_ns) == (0o640, 2_000_000_000)
+    assert _record(disk.ws, out.kept_version)["bytes"] == was.st_size
+
+
+def test_a_file_changed_before_its_copy_is_kept_refuses_the_change(tmp_path):
+    from app.errors import os_error
+    disk, _, root = _root(tmp_path)
+    os.link(disk.ws / "notes.txt", disk.ws / "dir" / "other")
+    seen = (disk.ws / "dir" / "other").stat()  # what was looked at: then replaced
+    (disk.ws / "notes.txt").unlink()
+    (disk.ws / "notes.txt").write_text("someone else's\n")
+    with root.open_parent("notes.txt", op="t", perm="write") as parent, \
+            pytest.raises(LoomError) as e:
+        versions.Keeper(root, parent, seen)()
+    why = os_error(OSError(errno.ESTALE, "")).message
+    assert e.value.message == (f"the previous version of 'notes.txt' could not be kept in the "
+                               f"trash ({why}); nothing was changed")
+    assert not [p for p in (disk.ws / ".mcp-trash").iterdir() if p.name[0].isdigit()]
+
+
+def test_a_version_that_cannot_be_synced_leaves_no_stamp_folder(tmp_path, monkeypatch):
+    disk, _, root = _root(tmp_path)
+
+    def fail(self) -> None:
+        raise OSError(errno.EIO, "I/O error")
+
+    monkeypatch.setattr(trash.Slot, "sync", fail)
+    with pytest.raises(LoomError):
+        write.write_file(root, "notes.txt", "x", overwrite=True)
+    monkeypatch.undo()
+    assert (disk.ws / "notes.txt").read_text() != "x"
+    assert not [p for p in (disk.ws / ".mcp-trash").iterdir() if p.name[0].isdigit()]
+
+
+def test_a_version_of_a_link_is_the_link_never_its_target(tmp_path):
+    disk, _, root = _root(tmp_path)
+    os.symlink("notes.txt", disk.ws / "ln")
+    st = (disk.ws / "notes.txt").stat()  # one name: linked
+    with root.open_parent("ln", op="t", perm="write") as parent:
+        kept = versions.keep(root, parent, st, op="write")
+    assert (disk.ws / ".mcp-trash" / kept).is_symlink()
+
+
+def test_a_file_of_exactly_version_max_bytes_is_kept(tmp_path):
+    disk, _, root = _root(tmp_path, version_max_bytes=14)
+    assert (disk.ws / "notes.txt").stat().st_size == 14
+    out = write.write_file(root, "notes.txt", "x", overwrite=True)
+    assert out.note is None and (disk.ws / out.kept_version).stat().st_size == 14

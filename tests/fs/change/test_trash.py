@@ -237,3 +237,68 @@ def test_a_record_that_is_a_link_is_not_read(tmp_path):
     finally:
         os.close(fd)
     assert item is not None and item.kind == "delete"
+
+
+# The trash's names and its generation counter (app.fs.change.layout) on their own.
+
+@pytest.mark.parametrize("name, key", [
+    ("20261130T071500Z", ("20261130T071500Z", 0)),
+    ("20261130T071500Z-1", ("20261130T071500Z", 1)),
+    ("20261130T071500Z-12", ("20261130T071500Z", 12)),
+    ("20261130T071500Z-", None),
+    ("20261130T071500Z-1a", None),
+    ("20261130T071500Zx", None),
+    ("x20261130T071500Z", None),
+    ("2026113T071500Z", None),
+    ("20261130T071500", None),
+    (".gitignore", None),
+    ("dropped.json", None),
+])
+def test_only_a_stamps_name_has_a_sort_key(name, key):
+    from app.fs.change.layout import stamp_key
+    assert stamp_key(name) == key
+
+
+def test_a_stamps_time_is_utc_whatever_its_suffix():
+    from app.fs.change.layout import stamp_time
+    assert stamp_time("20261130T071500Z") == NOW
+    assert stamp_time("20261130T071500Z-7") == NOW
+
+
+@pytest.mark.parametrize("mode, blocks, taken", [
+    (stat.S_IFREG | 0o644, 0, 0),
+    (stat.S_IFREG | 0o644, 3, 1536),
+    (stat.S_IFDIR | 0o755, 0, 4096),  # a folder that reports no blocks: one of its fs
+    (stat.S_IFDIR | 0o755, 16, 8192),
+])
+def test_what_an_entry_takes_on_disk(mode, blocks, taken):
+    from types import SimpleNamespace
+    st = SimpleNamespace(st_mode=mode, st_blocks=blocks, st_blksize=4096)
+    assert on_disk(st) == taken
+
+
+@pytest.mark.parametrize("before, read, after", [
+    (None, None, b"1\n"),
+    (b"41\n", 41, b"42\n"),
+    (b"  7      \n\n\n", 7, b"8\n"),  # the longer old text is cut away
+    (b"9\xff", None, b"1\n"),  # not a number: counted afresh
+    (b"-3\n", None, b"1\n"),
+    (b"0" * 64 + b"5", 0, b"1\n"),  # at most 64 bytes are read
+])
+def test_the_generation_counter_reads_and_bumps(tmp_path: Path, before, read, after):
+    from app.fs.change.layout import GENERATION, bump_generation, generation_lock
+    if before is not None:
+        (tmp_path / GENERATION).write_bytes(before)
+    fd = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with generation_lock(fd) as gen:
+            assert gen.read() == read
+        bump_generation(fd)
+        assert (tmp_path / GENERATION).read_bytes() == after
+        with generation_lock(fd) as gen:
+            assert gen.bump() == int(after) + 1
+    finally:
+        os.close(fd)
+    assert (tmp_path / GENERATION).read_bytes() == b"%d\n" % (int(after) + 1)
+    if before is None:  # made by the lock: private
+        assert stat.S_IMODE(os.stat(tmp_path / GENERATION).st_mode) == 0o600
