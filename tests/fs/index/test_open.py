@@ -15,8 +15,10 @@ Each test runs the writer in another process, as a database or a log does.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -178,11 +180,14 @@ def test_a_map_let_go_after_writing_is_read_again_by_the_next_build_whatever_its
     assert w2 is not None and not w2.dirty and ix.idx.view["src/a.txt"].sig == before
 
 
-def _events(w: watch.Watch, folder: Path, do: list[tuple[str, str]]) -> None:
+@contextlib.contextmanager
+def _events(w: watch.Watch, folder: Path, do: list[tuple[str, str]]) -> Iterator[None]:
+    """The events of `do` drained; the files still open stay so until the block ends (closed
+    before the answer is read, the watch's thread could count their closes first)."""
     fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    held: dict[str, int] = {}
     try:
         w.add(fd, "d/")
-        held: dict[str, int] = {}
         for what, name in do:
             if what == "open":
                 held[name] = os.open(folder / name, os.O_RDWR)
@@ -194,9 +199,10 @@ def _events(w: watch.Watch, folder: Path, do: list[tuple[str, str]]) -> None:
             elif what == "read":
                 (folder / name).read_bytes()
         w.drain()
+        yield
+    finally:
         for h in held.values():
             os.close(h)
-    finally:
         os.close(fd)
 
 
@@ -223,8 +229,8 @@ def test_the_watch_counts_opens_less_closes_per_file(
     for n in "ab":
         (folder / n).write_text("x\n")
     w = watch.Watch()
-    _events(w, folder, do)
-    assert w.held() == held and not w.broken
+    with _events(w, folder, do):
+        assert w.held() == held and not w.broken
     w.close()
 
 
@@ -235,6 +241,6 @@ def test_a_new_watch_keeps_what_the_one_it_replaces_knew_held(tmp_path: Path) ->
     folder.mkdir()
     (folder / "a").write_text("x\n")
     old = watch.Watch()
-    _events(old, folder, [("open", "a")])
-    old.close()
+    with _events(old, folder, [("open", "a")]):
+        old.close()
     assert watch.Watch(None, old).held() == {"d/a"}
