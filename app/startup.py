@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from app.config import LoadedConfig
 from app.config_checks import check_token_file, resolve_links
 from app.errors import ConfigError
-from app.security import statedir
+from app.security import ops, statedir
 from app.security.tokenfile import (
     TokenFile,
     TokenHolder,
@@ -153,8 +153,7 @@ def announce_auth(auth: HttpAuth, url: str) -> None:
 
 def platform_refusal() -> str | None:
     """Why this platform cannot run the handle-based choke point, or None."""
-    needed = (os.open, os.stat, os.mkdir, os.rename, os.unlink, os.readlink)
-    if all(fn in os.supports_dir_fd for fn in needed) and os.scandir in os.supports_fd:
+    if ops.supported():
         return None
     why = (
         "this platform lacks the dir_fd/O_NOFOLLOW system calls that confinement relies on; "

@@ -15,16 +15,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from app.errors import NotARegularFile
+from app.security import ops
+from app.security.ops import DIR_FLAGS, FILE_FLAGS
 from app.security.paths import join
 
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_O_NOCTTY = getattr(os, "O_NOCTTY", 0)
-DIR_FLAGS = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
-# O_NONBLOCK: opening a FIFO must not hang the call; the fstat that follows refuses it.
-FILE_FLAGS = os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_NOCTTY | _O_CLOEXEC
 
 
 class DirHandle:
@@ -86,11 +82,30 @@ class Parent(_Opened):
     def target(self) -> str:
         return join(self.target_parts)
 
+    # The operations on the entry itself (app.security.ops: one name, no link followed).
+
     def lstat(self) -> os.stat_result | None:
-        try:
-            return os.stat(self.name, dir_fd=self.fd, follow_symlinks=False)
-        except FileNotFoundError:
-            return None
+        return ops.lstat_or_none(self.fd, self.name)
+
+    def open_file(self) -> int:
+        return ops.open_file(self.fd, self.name)
+
+    def open_dir(self) -> int:
+        return ops.open_dir(self.fd, self.name)
+
+    def readlink(self) -> str:
+        return ops.readlink(self.fd, self.name)
+
+    def mkdir(self, mode: int = 0o777) -> None:
+        ops.mkdir(self.fd, self.name, mode)
+
+    def rename_over(self, dst: Parent) -> None:
+        """This entry renamed to `dst`'s, replacing what was there."""
+        ops.rename(self.fd, self.name, dst.fd, dst.name)
+
+    def rename_noreplace(self, dst: Parent) -> None:
+        """This entry renamed to `dst`'s; `FileExistsError` if that name is taken."""
+        ops.rename_noreplace(self.fd, self.name, dst.fd, dst.name)
 
 
 def open_below(top: int, parts: Sequence[str]) -> int:
@@ -129,7 +144,7 @@ class Descent:
         return len(self.parts)
 
     def enter(self, name: str) -> int:
-        fd = os.open(name, DIR_FLAGS, dir_fd=self.fds[-1])
+        fd = ops.open_dir(self.fds[-1], name)
         self.opened += 1
         self.fds.append(fd)
         self.parts.append(name)

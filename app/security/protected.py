@@ -49,6 +49,11 @@ class Known(NamedTuple):
     ids: frozenset[Identity]
     inodes: frozenset[int]
 
+    def holds(self, dev: int, ino: int) -> bool:
+        """Whether (dev, ino) is one of the files held: the one identity test (a set miss
+        on the inode number first)."""
+        return ino in self.inodes and (dev, ino) in self.ids
+
 SWEEP_SECONDS = 30.0
 # Open enough to hold: O_PATH needs no permission and is never a read; elsewhere a
 # non-blocking read-only open (a FIFO must not stall the load).
@@ -172,5 +177,4 @@ class Protected:
         )
 
     def hit(self, st: os.stat_result) -> bool:
-        known = self.known
-        return st.st_ino in known.inodes and (st.st_dev, st.st_ino) in known.ids
+        return self.known.holds(st.st_dev, st.st_ino)

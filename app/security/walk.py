@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from operator import attrgetter
 from typing import NamedTuple
 
+from app.security import admission
 from app.security.handles import Descent
 from app.security.resolve import DIR_FLAGS, SecureRoot
 
@@ -40,7 +41,6 @@ FILE, DIR, SYMLINK, OTHER = "file", "dir", "symlink", "other"
 MAX_HELD = 32  # parent handles one walk keeps open for their subdirectories
 
 _by_name = attrgetter("name")
-_inode = os.DirEntry.inode
 _new_entry = tuple.__new__
 
 
@@ -159,9 +159,6 @@ class Walker:
     def _dirs(self, held: set[_Held]) -> Iterator[WalkDir]:
         rules = self.root.rules
         open_subdir = self.root.open_subdir
-        denied = rules.name
-        whole_paths = rules.protects_whole_paths()
-        protected = rules.identities
         max_depth = self.max_depth
         keep = self.keep
         count_hidden = self.count_hidden
@@ -176,25 +173,15 @@ class Walker:
                 try:
                     with os.scandir(fd) as it:
                         if count_hidden:
-                            listed = list(it)
-                            entries = [e for e in listed if denied(e.name) is None]
+                            every = list(it)
+                            entries = admission.listed(rules, parts, fd, every)
+                            self.hidden_entries += len(every) - len(entries)
                         else:  # the hot path of every search: no list of its own
-                            entries = [e for e in it if denied(e.name) is None]
+                            entries = admission.listed(rules, parts, fd, it)
                 except OSError:
                     self.unreadable_dirs += 1
                     continue
-                if whole_paths:
-                    entries = [e for e in entries if rules.prefixes((*parts, e.name)) is None]
-                # The server's own files under any name (hard links): one set test per
-                # directory in C, a stat only when an inode number matches.
-                known = protected.known if protected is not None else None
-                if known is not None and not known.inodes.isdisjoint(map(_inode, entries)):
-                    dev = os.fstat(fd).st_dev
-                    ids = known.ids
-                    entries = [e for e in entries if (dev, e.inode()) not in ids]
                 entries.sort(key=_by_name)
-                if count_hidden:
-                    self.hidden_entries += len(listed) - len(entries)
                 self.examined_entries += len(entries)
                 if keep is not None:
                     entries = keep(parts, fd, entries)

@@ -10,9 +10,9 @@ What holds:
   through. The name is on the floor deny list (the agent never sees one), the
   file is removed on any failure, and `app.fs.change.sweep` removes a crash's
   leftovers at the next start.
-- "Do not replace" holds under races: `renameat2(RENAME_NOREPLACE)` when the
-  kernel and file system offer it, else `link()` + `unlink()` (also atomic
-  for files). Only a *directory* on a system without `renameat2` falls back to
+- "Do not replace" holds under races: `ops.rename_noreplace`, decided by the
+  kernel (`renameat2(RENAME_NOREPLACE)`, else `link()` + `unlink()` for a file).
+  Only a *directory* on a system without `renameat2` falls back to
   check-then-rename, whose window is a few microseconds.
 
 What does not: a writer that bypasses this server between the last identity
@@ -23,31 +23,21 @@ need mandatory locks, which POSIX does not offer.
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import errno
-import functools
 import logging
 import os
 import secrets
-import stat as stat_mod
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from app.errors import OSRefusal
+from app.security import ops
+from app.security.ops import rename_noreplace
 
 TEMP_PREFIX = ".mcp-tmp-"
-RENAME_NOREPLACE = 1
 # The kernel drops set-id bits whenever a non-owner writes a file; an agent's
 # rewrite must not produce a set-id program either, so only the rwx bits are kept.
 KEPT_MODE_BITS = 0o777
 
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_O_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
-_RENAMEAT2_SYSCALL = {"x86_64": 316, "aarch64": 276, "arm64": 276}
-# Answers meaning "this kernel or file system has no RENAME_NOREPLACE": use the fallback.
-_UNSUPPORTED = {errno.ENOSYS, errno.EINVAL, getattr(errno, "ENOTSUP", -1), errno.EOPNOTSUPP}
 
 log = logging.getLogger("loomfs.fs")
 
@@ -67,19 +57,12 @@ class Identity:
         return cls(st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def lstat_at(dir_fd: int, name: str) -> os.stat_result | None:
-    try:
-        return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return None
-
-
 def create_temp(dir_fd: int, mode: int) -> tuple[int, str]:
     """A new, empty, exclusively created temp file beside the target."""
     for _ in range(16):
         name = TEMP_PREFIX + secrets.token_hex(8)
         try:
-            return os.open(name, TEMP_FLAGS, mode, dir_fd=dir_fd), name
+            return ops.create(dir_fd, name, mode), name
         except FileExistsError:
             continue
     raise OSRefusal("could not create a temporary file in the target directory")
@@ -99,59 +82,6 @@ def fsync_dir(dir_fd: int) -> None:
         # Some file systems (and Windows) cannot fsync a directory. The change is
         # already visible; failing the call now would report a write that happened.
         log.warning("directory fsync failed (%s); the change is made", exc.strerror)
-
-
-@functools.cache
-def _renameat2() -> Callable[..., int] | None:
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-    except OSError:
-        return None
-    fn = getattr(libc, "renameat2", None)
-    if fn is not None:
-        fn.restype = ctypes.c_int
-        fn.argtypes = (ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint)
-        return fn
-    number = _RENAMEAT2_SYSCALL.get(os.uname().machine)
-    if number is None:
-        return None
-    syscall = libc.syscall
-    syscall.restype = ctypes.c_long
-
-    def via_syscall(a: int, b: bytes, c: int, d: bytes, flags: int) -> int:
-        return int(syscall(ctypes.c_long(number), a, b, c, d, ctypes.c_uint(flags)))
-
-    return via_syscall
-
-
-def rename_noreplace(src_fd: int, src: str, dst_fd: int, dst: str) -> None:
-    """Rename `src` to `dst`; FileExistsError if `dst` exists, decided atomically."""
-    fn = _renameat2()
-    if fn is not None:
-        if fn(src_fd, os.fsencode(src), dst_fd, os.fsencode(dst), RENAME_NOREPLACE) == 0:
-            return
-        err = ctypes.get_errno()
-        if err not in _UNSUPPORTED:
-            raise OSError(err, os.strerror(err))
-    st = os.stat(src, dir_fd=src_fd, follow_symlinks=False)
-    if not stat_mod.S_ISDIR(st.st_mode):
-        try:
-            # linkat() without AT_SYMLINK_FOLLOW: a link moves as itself, never its target.
-            os.link(src, dst, src_dir_fd=src_fd, dst_dir_fd=dst_fd, follow_symlinks=False)
-        except NotImplementedError:  # no linkat() on this platform
-            pass
-        except OSError as exc:
-            if exc.errno not in (errno.EPERM, errno.EOPNOTSUPP, errno.EMLINK):
-                raise
-        else:
-            os.unlink(src, dir_fd=src_fd)
-            return
-    # Directories (and file systems without hard links): check, then rename.
-    if lstat_at(dst_fd, dst) is not None:
-        raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST))
-    os.rename(src, dst, src_dir_fd=src_fd, dst_dir_fd=dst_fd)
 
 
 def replace_file(
@@ -206,12 +136,12 @@ def replace_with(
         if guard is not None:
             guard()
         if replace:
-            os.rename(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+            ops.rename(dir_fd, tmp, dir_fd, name)
         else:
             rename_noreplace(dir_fd, tmp, dir_fd, name)
         renamed = True
     finally:
         if not renamed:
             with contextlib.suppress(OSError):
-                os.unlink(tmp, dir_fd=dir_fd)
+                ops.unlink(dir_fd, tmp)
     fsync_dir(dir_fd)

@@ -18,7 +18,7 @@ from app.fs.change.move import refuse_destination
 from app.fs.change.versions import Keeper
 from app.fs.change.write import unchanged_guard
 from app.fs.control import Control, Pay
-from app.security.resolve import FILE_FLAGS, Parent, SecureRoot
+from app.security.resolve import Parent, SecureRoot
 
 CHUNK = 1 << 20
 MAX_COPY_BYTES = 1 << 30  # one call copies at most this much, a file or a folder
@@ -39,7 +39,7 @@ class Copied:
 def open_source(parent: Parent) -> tuple[int, os.stat_result]:
     """The entry `parent.name` opened read-only, never through a link; a regular file."""
     try:
-        fd = os.open(parent.name, FILE_FLAGS, dir_fd=parent.fd)
+        fd = parent.open_file()
     except OSError as exc:
         raise os_error(exc, parent.rel) from None
     st = os.fstat(fd)

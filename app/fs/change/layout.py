@@ -17,6 +17,8 @@ import stat as stat_mod
 from collections.abc import Iterator
 from datetime import datetime, timezone
 
+from app.security import ops
+
 TRASH = ".mcp-trash"
 # Each stamp folder's one-line record of what it holds (JSON: kind, path, name, op,
 # client, and a version's bytes): named like the trash itself, a floor name no entry the
@@ -25,7 +27,7 @@ RECORD = TRASH
 IGNORE = ".gitignore"  # `*`: the trash never shows up as untracked in a git work tree
 DROPPED = "dropped.json"
 GENERATION = "generation"
-_GEN_FLAGS = os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+_GEN_FLAGS = os.O_RDWR | os.O_CREAT
 _MAX_GEN = 64
 STAMP = re.compile(r"^(\d{8}T\d{6}Z)(?:-\d+)?$")
 
@@ -70,7 +72,7 @@ class Generation:
 
 @contextlib.contextmanager
 def generation_lock(trash_fd: int) -> Iterator[Generation]:
-    fd = os.open(GENERATION, _GEN_FLAGS, 0o600, dir_fd=trash_fd)
+    fd = ops.open_at(trash_fd, GENERATION, _GEN_FLAGS)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield Generation(fd)

@@ -52,7 +52,7 @@ from app.fs.change.exposure import MAX_CHECKED, refuse_exposing
 from app.fs.change.locks import changing
 from app.fs.change.versions import Keeper
 from app.security.paths import MAX_DEPTH
-from app.security.resolve import DIR_FLAGS, Parent, SecureRoot
+from app.security.resolve import Parent, SecureRoot
 from app.security.walk import TooManyEntries, deeper_than, kind_of_mode
 
 
@@ -134,7 +134,7 @@ def _move(
         raise AlreadyExists(f"destination '{dst.rel}' is a file; a directory never replaces a file")
     keeper = Keeper(root, dst, d_st, op="move")
     keeper()
-    os.rename(src.name, dst.name, src_dir_fd=src.fd, dst_dir_fd=dst.fd)
+    src.rename_over(dst)
     return kind, keeper
 
 
@@ -148,7 +148,7 @@ def refuse_too_deep(src: Parent, dst: Parent, kind: str) -> None:
         return
     if depth <= MAX_DEPTH:
         try:
-            top = os.open(src.name, DIR_FLAGS, dir_fd=src.fd)
+            top = src.open_dir()
             try:
                 if not deeper_than(top, MAX_DEPTH - depth, max_entries=MAX_CHECKED):
                     return

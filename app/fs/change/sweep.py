@@ -16,6 +16,7 @@ import os
 from collections import deque
 
 from app.fs.change.atomic import TEMP_PREFIX
+from app.security import ops
 from app.security.resolve import SecureRoot
 
 log = logging.getLogger("loomfs.sweep")
@@ -36,13 +37,13 @@ def sweep_temp_files(root: SecureRoot, *, max_dirs: int = 100_000) -> int:
         except OSError:
             continue
         try:
-            with os.scandir(fd) as it:
+            with ops.scandir(fd) as it:
                 entries = list(it)
             for entry in entries:
                 if entry.name.startswith(TEMP_PREFIX):
                     if entry.is_file(follow_symlinks=False):
                         try:
-                            os.unlink(entry.name, dir_fd=fd)
+                            ops.unlink(fd, entry.name)
                             removed += 1
                         except OSError:
                             pass

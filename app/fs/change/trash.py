@@ -35,12 +35,13 @@ from pydantic import BaseModel
 
 from app.audit import current_client
 from app.errors import LoomError, NotFound, OSRefusal, os_error
-from app.fs.change.atomic import TEMP_FLAGS, fsync_dir, rename_noreplace
+from app.fs.change.atomic import fsync_dir, rename_noreplace
 from app.fs.change.layout import IGNORE, RECORD, TRASH
 from app.fs.change.ledger import settle
 from app.fs.change.locks import changing
+from app.security import ops
 from app.security.paths import join
-from app.security.resolve import DIR_FLAGS, SecureRoot
+from app.security.resolve import SecureRoot
 
 MAX_SAME_SECOND = 100_000
 
@@ -57,7 +58,7 @@ def stamp(now: datetime | None = None) -> str:
 def open_trash(root: SecureRoot) -> int:
     """The trash directory's handle, created on first use (the server's own access)."""
     with contextlib.suppress(FileExistsError):
-        os.mkdir(TRASH, 0o700, dir_fd=root.handle.fd)
+        ops.mkdir(root.handle.fd, TRASH, 0o700)
     try:
         fd = root.open_subdir((TRASH,))
     except OSError:
@@ -77,7 +78,7 @@ def open_trash(root: SecureRoot) -> int:
 def _write_new(dir_fd: int, name: str, data: bytes) -> None:
     """A new small file, never through a link; FileExistsError when the name is taken.
     Not fsynced: a record lost to a power cut leaves its item listed by its place."""
-    fd = os.open(name, TEMP_FLAGS, 0o600, dir_fd=dir_fd)
+    fd = ops.create(dir_fd, name)
     try:
         os.write(fd, data)
     finally:
@@ -98,7 +99,7 @@ def _new_stamp_dir(trash_fd: int, base: str) -> str:
     for n in range(start, MAX_SAME_SECOND):
         name = base if n == 0 else f"{base}-{n}"
         try:
-            os.mkdir(name, 0o700, dir_fd=trash_fd)
+            ops.mkdir(trash_fd, name, 0o700)
         except FileExistsError:
             continue
         with _last_lock:
@@ -123,7 +124,7 @@ class Slot:
         try:
             self.stamp = _new_stamp_dir(self.fds[0], stamp(now))
             self.made.append(self.stamp)
-            self.fds.append(os.open(self.stamp, DIR_FLAGS, dir_fd=self.fds[0]))
+            self.fds.append(ops.open_dir(self.fds[0], self.stamp))
             fields: dict[str, object] = {"kind": kind, "path": join(parts), "name": self.name,
                                          "op": op, "client": current_client.get()}
             if size is not None:
@@ -148,9 +149,9 @@ class Slot:
     def undo(self) -> None:
         with contextlib.suppress(OSError):
             if RECORD in self.made:
-                os.unlink(RECORD, dir_fd=self.fds[1])
+                ops.unlink(self.fds[1], RECORD)
             if self.made:
-                os.rmdir(self.stamp, dir_fd=self.fds[0])
+                ops.rmdir(self.fds[0], self.stamp)
         self.made.clear()
 
     def close(self) -> None:

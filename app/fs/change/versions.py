@@ -29,12 +29,12 @@ import stat as stat_mod
 from collections.abc import Callable
 
 from app.errors import OSRefusal, os_error
-from app.fs.change.atomic import TEMP_FLAGS
 from app.fs.change.layout import TRASH
 from app.fs.change.ledger import settle
 from app.fs.change.trash import Slot
+from app.security import ops
 from app.security.paths import join
-from app.security.resolve import FILE_FLAGS, Parent, SecureRoot
+from app.security.resolve import Parent, SecureRoot
 
 CHUNK = 1 << 20
 # Where a hard link cannot be made, the version is copied instead.
@@ -90,8 +90,7 @@ def keep(root: SecureRoot, parent: Parent, st: os.stat_result, op: str = "replac
         linked = False
         if st.st_nlink == 1:
             try:
-                os.link(parent.name, parent.name, src_dir_fd=parent.fd, dst_dir_fd=slot.fd,
-                        follow_symlinks=False)
+                ops.link(parent.fd, parent.name, slot.fd, parent.name)
                 linked = True
             except OSError as exc:
                 if exc.errno not in _NO_LINK:
@@ -104,24 +103,24 @@ def keep(root: SecureRoot, parent: Parent, st: os.stat_result, op: str = "replac
     finally:
         if not done:
             with contextlib.suppress(OSError):
-                os.unlink(parent.name, dir_fd=slot.fd)
+                ops.unlink(slot.fd, parent.name)
             slot.undo()
         slot.close()
 
 
 def _copy(parent: Parent, dir_fd: int, st: os.stat_result) -> None:
-    src = os.open(parent.name, FILE_FLAGS, dir_fd=parent.fd)
+    src = ops.open_file(parent.fd, parent.name)
     try:
         if (os.fstat(src).st_dev, os.fstat(src).st_ino) != (st.st_dev, st.st_ino):
             raise OSError(errno.ESTALE, "the file changed before its version was kept")
-        out = os.open(parent.name, TEMP_FLAGS, 0o600, dir_fd=dir_fd)
+        out = ops.create(dir_fd, parent.name)
         try:
             while chunk := os.read(src, CHUNK):
                 view = memoryview(chunk)
                 while view:
                     view = view[os.write(out, view) :]
             os.fchmod(out, st.st_mode & 0o777)
-            os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+            ops.set_times(out, st.st_atime_ns, st.st_mtime_ns)
             os.fsync(out)
         finally:
             os.close(out)

@@ -36,14 +36,14 @@ from app.errors import (
     TooLarge,
     os_error,
 )
-from app.fs.change.atomic import Identity, fsync_dir, lstat_at, replace_file
+from app.fs.change.atomic import Identity, fsync_dir, replace_file
 from app.fs.change.folders import Made, open_parent_making, undone_on_failure
 from app.fs.change.locks import changing
 from app.fs.change.versions import Keeper
 from app.fs.control import Control
 from app.fs.hashing import matches, sha256_bytes, sha256_fd
 from app.security.paths import check_depth
-from app.security.resolve import FILE_FLAGS, Parent, SecureRoot
+from app.security.resolve import Parent, SecureRoot
 
 
 class WriteResult(BaseModel):
@@ -63,7 +63,7 @@ class DirectoryResult(BaseModel):
 def existing_target(parent: Parent) -> os.stat_result | None:
     """The regular file a write would replace, or None; anything else is refused."""
     try:
-        st = lstat_at(parent.fd, parent.name)
+        st = parent.lstat()
     except OSError as exc:
         raise os_error(exc, parent.rel) from None
     if st is None:
@@ -80,7 +80,7 @@ def existing_target(parent: Parent) -> os.stat_result | None:
 def _open_regular(parent: Parent) -> tuple[int, os.stat_result]:
     """The entry `parent.name` opened read-only (never through a link), if a regular file."""
     try:
-        fd = os.open(parent.name, FILE_FLAGS, dir_fd=parent.fd)
+        fd = parent.open_file()
     except OSError as exc:
         raise os_error(exc, parent.rel) from None
     try:
@@ -134,7 +134,7 @@ def unchanged_guard(parent: Parent, seen: os.stat_result) -> Callable[[], None]:
     want = Identity.of(seen)
 
     def guard() -> None:
-        now = lstat_at(parent.fd, parent.name)
+        now = parent.lstat()
         if now is None or not stat_mod.S_ISREG(now.st_mode) or Identity.of(now) != want:
             raise FileChanged()
 
@@ -251,9 +251,9 @@ def create_directory(
     with parent, undone_on_failure(made):
         refuse_deep(root, parent.target_parts, op)
         try:
-            os.mkdir(parent.name, 0o777, dir_fd=parent.fd)
+            parent.mkdir()
         except FileExistsError:
-            st = lstat_at(parent.fd, parent.name)
+            st = parent.lstat()
             if st is not None and stat_mod.S_ISDIR(st.st_mode):
                 return DirectoryResult(path=parent.rel, created=False)
             if st is not None and stat_mod.S_ISLNK(st.st_mode):

@@ -32,7 +32,8 @@ from typing import NamedTuple
 
 from app.fs.filters.gitignore import MAX_RULES, IgnoreFile
 from app.fs.filters.glob import Glob, compile_glob
-from app.security.resolve import FILE_FLAGS, SecureRoot
+from app.security import ops
+from app.security.resolve import SecureRoot
 
 # In precedence order: the first kind whose deepest matching file says something decides.
 KINDS = (".rgignore", ".ignore", ".gitignore")
@@ -83,7 +84,7 @@ def _read(dir_fd: int, name: str, budget: Budget) -> IgnoreFile | None:
     read: a symbolic link (ripgrep follows it; links are never followed here), a folder,
     a file without read permission."""
     try:
-        fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
+        fd = ops.open_file(dir_fd, name)
     except OSError as exc:
         budget.unread += exc.errno != errno.ENOENT  # gone since the listing: not there
         return None

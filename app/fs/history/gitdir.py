@@ -31,30 +31,18 @@ import errno
 import os
 import re
 import stat as stat_mod
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from contextlib import contextmanager
 
 from app.errors import NotFound, os_error
 from app.fs.history.store import HEX, RepoRefused, RootObjectStore, open_dir_at, read_small
-from app.security.resolve import DIR_FLAGS, SecureRoot
+from app.security import ops
+from app.security.handles import open_below
+from app.security.resolve import SecureRoot
 
 MAX_REF_BYTES = 4096
 MAX_PACKED_REFS = 16 * 1024 * 1024  # kept as bytes and searched, never parsed into a table
 MAX_SHALLOW = 1024 * 1024  # 25,000 boundary commits
-
-
-def _open_dirs(dir_fd: int, parts: Sequence[str]) -> int:
-    """A directory below `dir_fd`, opened one component at a time with no link followed.
-    (`SecureRoot.open_subdir` starts again from the root, so it would find a `.git`
-    swapped since the call opened its own.)"""
-    fd = os.dup(dir_fd)
-    for part in parts:
-        try:
-            nxt = os.open(part, DIR_FLAGS, dir_fd=fd)
-        finally:
-            os.close(fd)
-        fd = nxt
-    return fd
 
 
 _REF_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_./+-]*$")
@@ -100,7 +88,7 @@ class GitDir:
                 root.record("DENY", ".git", op, NotFound(msg))
                 raise NotFound(msg) from None
             try:
-                st = os.stat(".git", dir_fd=root.handle.fd, follow_symlinks=False)
+                st = ops.lstat(root.handle.fd, ".git")
             except OSError:
                 raise os_error(exc, ".git") from None
             if stat_mod.S_ISLNK(st.st_mode):
@@ -153,7 +141,7 @@ class GitDir:
         """The content of a loose ref (`HEAD`, `refs/heads/x`), opened with no link."""
         parts = name.split("/")
         try:
-            fd = _open_dirs(self.fd, parts[:-1])
+            fd = open_below(self.fd, parts[:-1])
         except OSError:
             return None
         try:
@@ -178,7 +166,7 @@ class GitDir:
             while todo:
                 fd, prefix = todo.pop()
                 try:
-                    with os.scandir(fd) as it:
+                    with ops.scandir(fd) as it:
                         entries = [(e.name, e.is_dir(follow_symlinks=False),
                                     e.is_file(follow_symlinks=False)) for e in it]
                 finally:
@@ -189,7 +177,7 @@ class GitDir:
                     if is_dir:
                         try:
                             sub = f"{prefix}/{name}"
-                            todo.append((_open_dirs(self.fd, sub.split("/")), sub))
+                            todo.append((open_below(self.fd, sub.split("/")), sub))
                         except OSError:
                             continue
                     elif is_file:
@@ -268,7 +256,7 @@ def has_repository(root: SecureRoot) -> bool:
     """Whether the root's top folder has a `.git` entry (of any kind: a link or a
     `gitdir:` file registers the tools too, so the refusal can be explained)."""
     try:
-        os.stat(".git", dir_fd=root.handle.fd, follow_symlinks=False)
+        ops.lstat(root.handle.fd, ".git")
     except OSError:
         return False
     return True

@@ -16,7 +16,7 @@ import stat as stat_mod
 import struct
 from collections.abc import Iterator
 
-from app.security.resolve import FILE_FLAGS
+from app.security import ops
 
 WINDOW = 256 * 1024
 ENTRY_FIXED = 62  # stat data, mode, id, flags
@@ -31,7 +31,7 @@ class IndexReader:
     def entries(self) -> Iterator[tuple[bytes, int, int]]:
         """(path, mode, stage) of each entry, in the index's order (by path)."""
         try:
-            fd = os.open("index", FILE_FLAGS, dir_fd=self.git_fd)
+            fd = ops.open_file(self.git_fd, "index")
         except OSError:
             return
         try:

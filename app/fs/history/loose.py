@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from app.fs.history.errors import CorruptObject, Meter
 from app.fs.history.inflate import Stream
 from app.fs.history.raw import BY_NAME, Raw, Want, take
-from app.security.resolve import DIR_FLAGS, FILE_FLAGS
+from app.security import ops
 
 MAX_HEADER = 32  # `commit 18446744073709551615\0` fits
 _HEX = frozenset("0123456789abcdef")
@@ -28,12 +28,12 @@ def opened(objects_fd: int, sha: bytes) -> Iterator[int | None]:
     """The loose object file of `sha` (a regular file, no link), or None."""
     hexsha = sha.decode("ascii")
     try:
-        sub = os.open(hexsha[:2], DIR_FLAGS, dir_fd=objects_fd)
+        sub = ops.open_dir(objects_fd, hexsha[:2])
     except OSError:
         yield None
         return
     try:
-        fd = os.open(hexsha[2:], FILE_FLAGS, dir_fd=sub)
+        fd = ops.open_file(sub, hexsha[2:])
     except OSError as exc:
         if exc.errno not in (errno.ENOENT, errno.ELOOP, errno.EMLINK, errno.ENOTDIR,
                              errno.EISDIR):
@@ -83,12 +83,12 @@ def kind_and_size(objects_fd: int, sha: bytes, meter: Meter) -> tuple[int, int] 
 def with_prefix(objects_fd: int, prefix: str, most: int) -> list[bytes]:
     """Loose ids starting with `prefix` (2 hex digits or more), at most `most`; names only."""
     try:
-        fd = os.open(prefix[:2], DIR_FLAGS, dir_fd=objects_fd)
+        fd = ops.open_dir(objects_fd, prefix[:2])
     except OSError:
         return []
     found: list[bytes] = []
     try:
-        with os.scandir(fd) as it:
+        with ops.scandir(fd) as it:
             for e in it:
                 if (len(e.name) == 38 and e.name.startswith(prefix[2:])
                         and set(e.name) <= _HEX):

@@ -39,6 +39,7 @@ from app.fs.history.errors import (
 from app.fs.history.packs import Pack
 from app.fs.history.raw import BLOB, MIB, NAMES, Raw, Want
 from app.fs.text.textio import pread_all
+from app.security import ops
 from app.security.resolve import DIR_FLAGS, FILE_FLAGS
 
 __all__ = ["HEX", "MAX_OBJECT", "MAX_TREE", "ObjectTooLarge", "RepoRefused",
@@ -54,7 +55,7 @@ CACHE_ITEM = 2 * MIB
 
 
 def _open_at(dir_fd: int, name: str, flags: int) -> int:
-    return os.open(name, flags, dir_fd=dir_fd)
+    return ops.open_at(dir_fd, name, flags)
 
 
 def read_small(dir_fd: int, name: str, limit: int) -> bytes | None:
@@ -200,7 +201,7 @@ class RootObjectStore:
     def _open_packs(self) -> list[Pack]:
         if self._pack_fd is None:
             return []
-        with os.scandir(self._pack_fd) as it:
+        with ops.scandir(self._pack_fd) as it:
             names = {entry.name for entry in it}
         bases = sorted(n[:-5] for n in names if n.endswith(".pack") and n[:-5] + ".idx" in names)
         if len(bases) > MAX_PACKS:

@@ -15,7 +15,6 @@ after the last file compared.
 from __future__ import annotations
 
 import hashlib
-import os
 from collections.abc import Iterator
 
 from app.errors import DeniedName, LoomError, NotFound
@@ -27,6 +26,7 @@ from app.fs.history.listing import PageCursor
 from app.fs.history.treeobj import is_dir
 from app.fs.history.trees import Change, Hidden, Trees, valid_name
 from app.fs.text import textio
+from app.security import ops
 from app.security.resolve import SecureRoot
 
 _WORKTREE = b"worktree:"  # the id of a side read from the working tree: the key, then the path
@@ -37,7 +37,7 @@ def _read_worktree(root: SecureRoot, entry: Change) -> bytes | None:
     choke point; None when it is larger than the root's max_read_bytes."""
     if entry.new_mode == 0o120000:
         with root.open_parent(entry.path, op="git_diff", perm="read") as parent:
-            return os.readlink(parent.name, dir_fd=parent.fd).encode("utf-8", "surrogateescape")
+            return ops.readlink(parent.fd, parent.name).encode("utf-8", "surrogateescape")
     with root.open_file(entry.path, op="git_diff") as f:
         if f.st.st_size > root.max_read_bytes:
             return None

@@ -16,8 +16,9 @@ import stat as stat_mod
 from collections.abc import Callable
 
 from app.errors import LoomError
+from app.security import admission, ops
 from app.security.paths import split_request
-from app.security.resolve import FILE_FLAGS, SecureRoot
+from app.security.resolve import SecureRoot
 
 RACY_NS = 2_000_000_000
 STALE = -1  # a stored mtime that never matches: re-read at the next refresh
@@ -45,7 +46,7 @@ def open_listed(name: str, dir_fd: int, now: Callable[[], int], window: int | No
     change within the same clock tick leaves it as it was (the trigram index gives the
     dirty window of pages written through a map, `watch.RACY_WINDOW_NS`)."""
     try:
-        fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
+        fd = ops.open_file(dir_fd, name)
     except OSError:
         return None
     try:
@@ -75,21 +76,19 @@ def verify(root: SecureRoot, rel: str) -> bool:
         parts = split_request(rel)
     except LoomError:  # a path no index of ours holds: planted
         return False
-    if not parts or root.rules.path(parts) is not None:
+    if not parts or root.rules.path(parts) is not None:  # before the disk (`named` again after)
         return False
     try:
         dir_fd = root.open_subdir(parts[:-1])
     except OSError:
         return False
     try:
-        fd = os.open(parts[-1], FILE_FLAGS, dir_fd=dir_fd)
+        fd = ops.open_file(dir_fd, parts[-1])
     except OSError:
         return False
     finally:
         os.close(dir_fd)
     try:
-        st = os.fstat(fd)
-        ids = root.rules.identities  # the server's own files under another name
-        return stat_mod.S_ISREG(st.st_mode) and not (ids is not None and ids.hit(st))
+        return admission.named(root.rules, parts, os.fstat(fd))
     finally:
         os.close(fd)

@@ -24,13 +24,13 @@ from collections.abc import Callable, Iterable, Iterator
 
 from app.fs.filters.ignore import KINDS, Filter
 from app.fs.index.entry import KEY_AT, KEY_MASK, Entry, key
+from app.security import admission, ops
+from app.security.admission import Folder
 from app.security.deny import DenyRules
-from app.security.protected import Protected
 from app.security.resolve import SecureRoot
 
 SHARE = 0.5
 MOST_NEW = 256  # files the index never saw, judged one by one; past it the call walks
-Folder = tuple[int, str, list[str]]
 
 
 def _order(path: str) -> tuple[int, tuple[str, ...], str]:
@@ -111,7 +111,7 @@ def changed(root: SecureRoot, paths: Iterable[str], view: dict[str, Entry]) -> s
         try:
             for n in names:
                 try:
-                    st = os.stat(n, dir_fd=fd, follow_symlinks=False)
+                    st = ops.lstat(fd, n)
                 except FileNotFoundError:
                     out.add(prefix + n)
                     continue
@@ -152,7 +152,7 @@ def _listed(root: SecureRoot, parts: tuple[str, ...], names: set[str]
     except OSError:
         return None
     try:
-        with os.scandir(fd) as it:
+        with ops.scandir(fd) as it:
             entries = sorted((e for e in it if e.name in names or e.name in KINDS),
                              key=lambda e: e.name)
         linked = any(_linked(e) for e in entries if e.name in names)
@@ -168,7 +168,7 @@ def folders(root: SecureRoot, paths: list[str], unopened: list[str]) -> Iterator
     that the rules allow; each descriptor closed once the searcher has moved on. A folder
     that cannot be opened is added to `unopened` (its files are not read: the answer says
     so, as a walk says what it could not read)."""
-    rules, ids = root.rules, root.rules.identities
+    rules = root.rules
     i = 0
     while i < len(paths):
         parent = paths[i].rsplit("/", 1)[0] if "/" in paths[i] else ""
@@ -186,17 +186,14 @@ def folders(root: SecureRoot, paths: list[str], unopened: list[str]) -> Iterator
             unopened.append(prefix)
             continue
         try:
-            yield fd, prefix, [n for n in names if _allowed(rules, ids, parts, n, fd)]
+            yield Folder(fd, prefix, [n for n in names if _allowed(rules, parts, n, fd)])
         finally:
             os.close(fd)
 
 
-def _allowed(rules: DenyRules, ids: Protected | None, parts: tuple[str, ...], name: str,
-             fd: int) -> bool:
-    if rules.path((*parts, name)) is not None:
-        return False
+def _allowed(rules: DenyRules, parts: tuple[str, ...], name: str, fd: int) -> bool:
     try:
-        st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        st = ops.lstat(fd, name)
     except OSError:
         return False
-    return stat_mod.S_ISREG(st.st_mode) and not (ids is not None and ids.hit(st))
+    return admission.named(rules, (*parts, name), st)

@@ -30,7 +30,8 @@ from app.fs.control import Control
 from app.fs.index.prepare import Source
 from app.fs.index.tokens import as_text
 from app.fs.text import textio
-from app.security.resolve import FILE_FLAGS, SecureRoot
+from app.security import ops
+from app.security.resolve import SecureRoot
 from app.security.walk import FILE, WalkEntry, Walker
 
 CHECK_EVERY = 256  # entries between two cancellation checks
@@ -115,7 +116,7 @@ def _content(
     unreadable or no longer a regular file: matched by path only, and not a budget
     matter."""
     try:
-        fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
+        fd = ops.open_file(dir_fd, name)
     except OSError:  # gone, swapped for a link, unreadable
         return None, 0, False
     try:

@@ -22,7 +22,6 @@ between two files; what it committed stays, and the next build resumes from ther
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -51,6 +50,8 @@ from app.fs.index.trigram import BINARY, WHOLE, TrigramIndex
 from app.fs.index.trigram_build import Build, BuildState
 from app.fs.index.watch import RACY_WINDOW_NS, Watch
 from app.fs.reading.listing import unreadable_text
+from app.security import ops
+from app.security.admission import Folder
 from app.security.resolve import SecureRoot
 
 log = logging.getLogger("loomfs.index")
@@ -61,7 +62,6 @@ log = logging.getLogger("loomfs.index")
 # file system written by another machine) is so never older than this (and one build's walk).
 REWALK = 60.0
 
-Folder = tuple[int, str, list[str]]  # a folder's descriptor, its walk path prefix, file names
 Answer = tuple[Iterator[Folder], Callable[[], str | None]]  # the files to read, and a note
 
 
@@ -180,7 +180,7 @@ class _Filter:
                         unvouched.add(name)
                     continue
                 try:
-                    st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    st = ops.lstat(fd, name)
                 except OSError:
                     continue  # gone since the listing
                 if key(st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino) != (
@@ -191,7 +191,7 @@ class _Filter:
                     keep.append(name)
                 else:
                     self.left_out += 1
-            yield fd, prefix, _Reached(keep, unvouched, self) if unvouched else keep
+            yield Folder(fd, prefix, _Reached(keep, unvouched, self) if unvouched else keep)
 
     def note(self) -> str | None:
         return _note(self.unindexed, self.progress(), len(self.view))
@@ -222,7 +222,7 @@ class _Counted:
     def folders(self) -> Iterator[Folder]:
         for fd, prefix, names in self.dirs:
             changed = {n for n in names if prefix + n in self.dirty}
-            yield fd, prefix, _Reached(names, changed, self) if changed else names
+            yield Folder(fd, prefix, _Reached(names, changed, self) if changed else names)
 
     def note(self) -> str | None:
         notes = [_note(self.unindexed, self.keeper.progress(), len(self.keeper.idx.view)),

@@ -21,8 +21,9 @@ from app.fs.control import Control
 from app.fs.hashing import sha256_fd
 from app.fs.text import textio
 from app.fs.text.paging import fit_page, page_note
+from app.security import ops
 from app.security.paths import MAX_DEPTH, join
-from app.security.resolve import FILE_FLAGS, SecureRoot, check_regular
+from app.security.resolve import SecureRoot, check_regular
 from app.security.walk import DIR, FILE, WalkEntry, Walker, kind_of_mode
 
 # A recursive listing goes at most MAX_DEPTH deep (`max_depth` is refused beyond): as deep as
@@ -96,7 +97,7 @@ def relabel(start: tuple[str, ...], shown: str):
 def entry_of(e: WalkEntry, path: str) -> dict[str, object]:
     size = modified = None
     try:
-        st = os.stat(e.name, dir_fd=e.dir_fd, follow_symlinks=False)
+        st = ops.lstat(e.dir_fd, e.name)
         modified = iso(st.st_mtime)
         if e.kind == FILE:
             size = st.st_size
@@ -181,7 +182,7 @@ def stat_path(root: SecureRoot, path: str) -> StatResult:
             raise NotFound(f"no such file or directory: '{rel}'")
         if stat_mod.S_ISREG(st.st_mode):
             try:
-                fd = os.open(parent.name, FILE_FLAGS, dir_fd=parent.fd)
+                fd = ops.open_file(parent.fd, parent.name)
             except OSError as exc:
                 raise os_error(exc, rel) from None
             try:

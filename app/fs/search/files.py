@@ -22,6 +22,7 @@ from app.fs.search.options import FilesOptions
 from app.fs.search.results import SearchFilesResult, page_fields
 from app.fs.search.walk import open_walk, resumed
 from app.fs.text.paging import fit_page, page_note
+from app.security import ops
 from app.security.resolve import SecureRoot
 from app.security.walk import FILE, kind_of_entry
 
@@ -78,5 +79,5 @@ def _file_match(entry: os.DirEntry[str], dir_fd: int, path: str) -> dict[str, ob
     if kind == FILE:
         # os.stat by dir_fd: measured faster than DirEntry.stat, same system call.
         with contextlib.suppress(OSError):  # gone since the directory was read
-            size = os.stat(entry.name, dir_fd=dir_fd, follow_symlinks=False).st_size
+            size = ops.lstat(dir_fd, entry.name).st_size
     return {"path": path, "type": kind, "size": size}

@@ -16,8 +16,7 @@ from app.fs.filters.glob import Glob
 from app.fs.search.options import TextOptions
 from app.fs.search.required import required_alternatives, required_literal
 from app.fs.search.walk import Walk
-
-Folder = tuple[int, str, list[str]]  # a folder's descriptor, its walk path prefix, file names
+from app.security.admission import Folder
 
 
 class Needs(NamedTuple):

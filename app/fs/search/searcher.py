@@ -27,7 +27,8 @@ from app.fs.search.matcher import Matcher
 from app.fs.search.options import CONTENT, COUNT, FILES, TextOptions
 from app.fs.search.sink import LINE_COST, Sink
 from app.fs.text.textio import WIDE_BOMS
-from app.security.resolve import FILE_FLAGS
+from app.security import ops
+from app.security.admission import Folder
 
 PROGRESS_EVERY = 0.5  # seconds between progress notifications
 WHOLE = 1 << 16  # files up to this size are read in one call, with no fstat
@@ -63,7 +64,7 @@ class Searcher:
         self.cpu_limit, self.started = MAX_CPU_S, time.thread_time()
         self.clock_at = CLOCK_EVERY  # bytes scanned when the clock is looked at next
 
-    def run(self, dirs: Iterable[tuple[int, str, list[str]]]) -> None:
+    def run(self, dirs: Iterable[Folder]) -> None:
         """Every folder's candidates in walk order (its descriptor, its walk path prefix,
         the names), until the page is full or a budget spent."""
         sink, control = self.sink, self.control
@@ -83,14 +84,14 @@ class Searcher:
         is full, the budget or the CPU time spent (the sink says where)."""
         # Per file one open, one read, one close: system calls are what a search costs,
         # and the Python around them is kept to this one loop.
-        open_, read, close, flags = os.open, os.read, os.close, FILE_FLAGS
+        open_, read, close = ops.open_file, os.read, os.close
         sink, first, check = self.sink, self.matcher.first, self.control.check
         ask, whole, budget = self.ask, self.whole, self.budget
         for name in names:
             if sink.scanned >= self.clock_at and self._out_of_time(prefix + name):
                 return True
             try:
-                fd = open_(name, flags, dir_fd=dir_fd)
+                fd = open_(dir_fd, name)
             except OSError:  # gone, swapped for a link, or unreadable: skipped
                 continue
             try:

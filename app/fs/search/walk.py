@@ -17,6 +17,7 @@ from app.fs.filters.glob import Glob
 from app.fs.filters.ignore import Filter
 from app.fs.reading.listing import relabel
 from app.fs.search.options import WalkOptions
+from app.security.admission import Folder
 from app.security.resolve import SecureRoot
 from app.security.walk import WalkDir, Walker
 
@@ -56,7 +57,7 @@ def resumed(walker: Walker, after: tuple[tuple[str, ...], bool] | None
 
 
 def candidates(walk: Walk, glob: Glob, after: tuple[tuple[str, ...], bool] | None = None
-               ) -> Generator[tuple[int, str, list[str]], None, None]:
+               ) -> Generator[Folder, None, None]:
     """Each folder in walk order with the regular files in it that `glob` keeps: (its
     descriptor, its walk path prefix, their names; maybe none). With `after` (a file's
     parts, and whether that file is searched again), no file before it in the walk is
@@ -72,7 +73,7 @@ def candidates(walk: Walk, glob: Glob, after: tuple[tuple[str, ...], bool] | Non
                 names = [e.name for e in entries if _regular(e)]
             if not everything:
                 names = [n for n in names if matches((prefix + n)[strip:], n)]
-            yield d.fd, prefix, names
+            yield Folder(d.fd, prefix, names)
 
 
 def _regular(entry: os.DirEntry[str]) -> bool:

@@ -14,6 +14,7 @@ import pytest
 
 from app.errors import OSRefusal
 from app.fs.change import atomic
+from app.security import ops
 from tests.fs.conftest import umask
 
 
@@ -52,8 +53,8 @@ def test_a_taken_temp_name_is_retried_then_refused_with_a_clear_error(folder, mo
 @pytest.fixture(params=["renameat2", "fallback"])
 def engine(request, monkeypatch) -> str:
     if request.param == "fallback":  # as on a kernel without RENAME_NOREPLACE
-        monkeypatch.setattr(atomic, "_renameat2", lambda: None)
-    elif atomic._renameat2() is None:
+        monkeypatch.setattr(ops, "_renameat2", lambda: None)
+    elif ops._renameat2() is None:
         pytest.skip("no renameat2 here")
     return str(request.param)
 
@@ -64,7 +65,7 @@ def test_a_directory_onto_an_existing_empty_directory_is_refused(folder, engine)
     (top / "d" / "f").write_text("F")
     (top / "empty").mkdir()  # plain rename(2) would replace an empty directory
     with pytest.raises(FileExistsError):
-        atomic.rename_noreplace(fd, "d", fd, "empty")
+        ops.rename_noreplace(fd, "d", fd, "empty")
     assert (top / "d" / "f").read_text() == "F" and list((top / "empty").iterdir()) == []
 
 
@@ -73,8 +74,8 @@ def test_a_link_to_a_file_moves_as_a_link(folder, engine):
     (top / "target.txt").write_text("T")
     (top / "ln").symlink_to("target.txt")
     (top / "dangling").symlink_to("nowhere")
-    atomic.rename_noreplace(fd, "ln", fd, "ln2")
-    atomic.rename_noreplace(fd, "dangling", fd, "dangling2")
+    ops.rename_noreplace(fd, "ln", fd, "ln2")
+    ops.rename_noreplace(fd, "dangling", fd, "dangling2")
     assert os.readlink(top / "ln2") == "target.txt"
     assert os.readlink(top / "dangling2") == "nowhere"
     assert (top / "target.txt").stat().st_nlink == 1  # never hard-linked through the link
@@ -83,14 +84,14 @@ def test_a_link_to_a_file_moves_as_a_link(folder, engine):
 
 def test_a_system_without_hard_links_still_moves_files(folder, monkeypatch):
     top, fd = folder
-    monkeypatch.setattr(atomic, "_renameat2", lambda: None)
+    monkeypatch.setattr(ops, "_renameat2", lambda: None)
 
     def no_links(*args, **kwargs):
         raise OSError(errno.EPERM, os.strerror(errno.EPERM))
 
     monkeypatch.setattr(atomic.os, "link", no_links)
     (top / "a").write_text("A")
-    atomic.rename_noreplace(fd, "a", fd, "b")
+    ops.rename_noreplace(fd, "a", fd, "b")
     assert (top / "b").read_text() == "A" and not (top / "a").exists()
 
 
@@ -101,31 +102,31 @@ def test_a_kernel_that_says_unsupported_falls_back(folder, monkeypatch):
         ctypes.set_errno(errno.EINVAL)
         return -1
 
-    monkeypatch.setattr(atomic, "_renameat2", lambda: unsupported)
+    monkeypatch.setattr(ops, "_renameat2", lambda: unsupported)
     (top / "a").write_text("A")
     (top / "taken").write_text("T")
-    atomic.rename_noreplace(fd, "a", fd, "b")
+    ops.rename_noreplace(fd, "a", fd, "b")
     assert (top / "b").read_text() == "A"
     with pytest.raises(FileExistsError):
-        atomic.rename_noreplace(fd, "b", fd, "taken")
+        ops.rename_noreplace(fd, "b", fd, "taken")
     assert (top / "taken").read_text() == "T" and (top / "b").read_text() == "A"
 
 
 def test_a_directory_never_replaces_one_that_appears_at_the_rename(folder, monkeypatch):
     """With renameat2 the kernel decides for directories too: no check is made first."""
     top, fd = folder
-    if atomic._renameat2() is None:
+    if ops._renameat2() is None:
         pytest.skip("no renameat2 here")
     (top / "d").mkdir()
     looked = []
-    real = atomic.lstat_at
+    real = ops.lstat_or_none
 
     def look(dir_fd: int, name: str):
         looked.append(name)
         return real(dir_fd, name)
 
-    monkeypatch.setattr(atomic, "lstat_at", look)
-    atomic.rename_noreplace(fd, "d", fd, "e")
+    monkeypatch.setattr(ops, "lstat_or_none", look)
+    ops.rename_noreplace(fd, "d", fd, "e")
     assert (top / "e").is_dir() and looked == []
 
 

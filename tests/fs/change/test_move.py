@@ -8,6 +8,7 @@ import os
 import pytest
 
 from app.fs.change import atomic
+from app.security import ops
 from tests.fs.conftest import call, make_disk, populate, populated_ws, refusal, roots_config
 from tests.kit import loaded_root
 
@@ -112,12 +113,12 @@ async def test_sourcecode_root_moves(disk, server):
 def test_no_replace_holds_when_the_destination_appears_first(tmp_path, monkeypatch, fallback):
     """The no-overwrite decision is made by the kernel at the rename, not by our check."""
     if fallback:  # as on a kernel or file system without RENAME_NOREPLACE
-        monkeypatch.setattr(atomic, "_renameat2", lambda: None)
+        monkeypatch.setattr(ops, "_renameat2", lambda: None)
     disk, root = populated_ws(tmp_path)
     with root.open_parent("notes.txt", op="t", perm="write") as src, root.open_parent(
         "dir/a.txt", op="t", perm="write"
     ) as dst, pytest.raises(FileExistsError):
-        atomic.rename_noreplace(src.fd, src.name, dst.fd, dst.name)
+        ops.rename_noreplace(src.fd, src.name, dst.fd, dst.name)
     assert (disk.ws / "dir" / "a.txt").read_text() == "alpha\n"
     assert (disk.ws / "notes.txt").read_text() == "one\ntwo\nthree\n"
     # and a free name is taken, for files, links and directories alike
@@ -125,7 +126,7 @@ def test_no_replace_holds_when_the_destination_appears_first(tmp_path, monkeypat
         with root.open_parent(source, op="t", perm="write") as src, root.open_parent(
             dest, op="t", perm="write"
         ) as dst:
-            atomic.rename_noreplace(src.fd, src.name, dst.fd, dst.name)
+            ops.rename_noreplace(src.fd, src.name, dst.fd, dst.name)
     assert (disk.ws / "n2").read_text() == "one\ntwo\nthree\n"
     assert (disk.ws / "l2").is_symlink() and (disk.ws / "d2" / "a.txt").exists()
     assert not (disk.ws / "notes.txt").exists() and not (disk.ws / "link_out").is_symlink()
@@ -169,7 +170,7 @@ def test_a_destination_that_appears_after_any_check_is_never_overwritten(
     """Whatever the move looks at first, the destination appears right after it: only a
     decision taken by the kernel at the rename (RENAME_NOREPLACE, or link()) keeps it."""
     if fallback:
-        monkeypatch.setattr(atomic, "_renameat2", lambda: None)
+        monkeypatch.setattr(ops, "_renameat2", lambda: None)
     disk = make_disk(tmp_path)
     populate(disk)
     late = disk.ws / "dir" / "late.txt"
@@ -180,14 +181,14 @@ def test_a_destination_that_appears_after_any_check_is_never_overwritten(
 
     spy = _LateArrival(os, "late.txt", plant)
     monkeypatch.setattr(atomic, "os", spy)
-    real_lstat_at = atomic.lstat_at
-    monkeypatch.setattr(atomic, "lstat_at", spy._wrap(real_lstat_at, at=1))
+    real_lstat_at = ops.lstat_or_none
+    monkeypatch.setattr(ops, "lstat_or_none", spy._wrap(real_lstat_at, at=1))
     root = loaded_root(roots_config(disk), "ws")
     with root.open_parent("notes.txt", op="t", perm="write") as src, root.open_parent(
         "dir/late.txt", op="t", perm="write"
     ) as dst:
         try:
-            atomic.rename_noreplace(src.fd, src.name, dst.fd, dst.name)
+            ops.rename_noreplace(src.fd, src.name, dst.fd, dst.name)
         except FileExistsError:
             moved = False
         else:
@@ -247,7 +248,7 @@ def test_a_destination_appearing_after_any_look_of_move_file_is_never_overwritte
     overwrites it for some k; one whose rename refuses an existing name never does."""
     from app.fs.change import move
     if fallback:
-        monkeypatch.setattr(atomic, "_renameat2", lambda: None)
+        monkeypatch.setattr(ops, "_renameat2", lambda: None)
     with monkeypatch.context() as m:  # how many looks a plain move takes
         disk, root = populated_ws(tmp_path / "count")
         looks = _Looks(m, disk.ws / "dir" / "late.txt", None)
@@ -279,11 +280,11 @@ def test_a_move_without_overwrite_never_uses_a_plain_rename(tmp_path, monkeypatc
     reaches the kernel as renameat2(RENAME_NOREPLACE), files and folders alike, and never as
     rename(2), which replaces whatever is there."""
     from app.fs.change import move
-    if atomic._renameat2() is None:
+    if ops._renameat2() is None:
         pytest.skip("no renameat2 on this platform")
     _, root = populated_ws(tmp_path)
     calls: list[str] = []
-    real_fn = atomic._renameat2()
+    real_fn = ops._renameat2()
 
     def renameat2(a, b, c, d, flags):
         calls.append(f"renameat2 flags={flags}")
@@ -293,10 +294,10 @@ def test_a_move_without_overwrite_never_uses_a_plain_rename(tmp_path, monkeypatc
         calls.append("rename")
         raise AssertionError("plain rename in a move that must not replace")
 
-    monkeypatch.setattr(atomic, "_renameat2", lambda: renameat2)
+    monkeypatch.setattr(ops, "_renameat2", lambda: renameat2)
     monkeypatch.setattr(os, "rename", plain)
     monkeypatch.setattr(os, "replace", plain)
     move.move_file(root, "notes.txt", "n2.txt")
     move.move_file(root, "dir", "d2")
     move.move_file(root, "link_out", "l2")
-    assert calls == [f"renameat2 flags={atomic.RENAME_NOREPLACE}"] * 3
+    assert calls == [f"renameat2 flags={ops.RENAME_NOREPLACE}"] * 3

@@ -19,6 +19,7 @@ from app.errors import (
     NotFound,
 )
 from app.fs.change import write
+from app.security.handles import Parent
 from tests.fs.conftest import umask
 from tests.security.conftest import make_root
 
@@ -156,14 +157,14 @@ def test_a_change_between_the_hash_check_and_the_rename_is_caught(audited, monke
     assert target.read_text() == "G"
 
 
-@pytest.mark.parametrize("where", ["lstat_at", "replace_file"])
-def test_a_system_error_while_writing_names_the_path(audited, monkeypatch, where):
+@pytest.mark.parametrize(("owner", "where"), [(Parent, "lstat"), (write, "replace_file")])
+def test_a_system_error_while_writing_names_the_path(audited, monkeypatch, owner, where):
     top, root, _ = audited
 
     def fail(*args, **kwargs):
         raise OSError(errno.EIO, os.strerror(errno.EIO))
 
-    monkeypatch.setattr(write, where, fail)
+    monkeypatch.setattr(owner, where, fail)
     with pytest.raises(LoomError) as exc:
         write.write_file(root, "n.txt", "x")
     assert exc.value.message.endswith(": 'n.txt'"), exc.value.message

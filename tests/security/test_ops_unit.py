@@ -1,0 +1,248 @@
+"""app.security.ops: one name below a held folder, no link followed, nothing else."""
+
+from __future__ import annotations
+
+import errno
+import os
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from app.security import ops
+
+Op = Callable[[int, str], object]
+
+
+@pytest.fixture
+def held(tmp_path: Path) -> Iterator[tuple[Path, int]]:
+    """A folder `top` holding a file `f`, a folder `d` (with `d/inner`), a link `ln` to
+    `f`, a link `up` to the folder above, and a secret file beside `top`."""
+    top = tmp_path / "top"
+    (top / "d").mkdir(parents=True)
+    (top / "f").write_text("file\n")
+    (top / "d" / "inner").write_text("inner\n")
+    (top / "ln").symlink_to("f")
+    (top / "up").symlink_to("..")
+    (tmp_path / "secret").write_text("secret\n")
+    fd = os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        yield top, fd
+    finally:
+        os.close(fd)
+
+
+NAME_TAKERS: list[tuple[str, Op]] = [
+    ("lstat", ops.lstat),
+    ("lstat_or_none", ops.lstat_or_none),
+    ("readlink", ops.readlink),
+    ("open_file", ops.open_file),
+    ("open_dir", ops.open_dir),
+    ("open_at", lambda fd, n: ops.open_at(fd, n, os.O_RDONLY)),
+    ("create", ops.create),
+    ("mkdir", ops.mkdir),
+    ("unlink", ops.unlink),
+    ("rmdir", ops.rmdir),
+    ("link from", lambda fd, n: ops.link(fd, n, fd, "new")),
+    ("link to", lambda fd, n: ops.link(fd, "f", fd, n)),
+    ("rename from", lambda fd, n: ops.rename(fd, n, fd, "new")),
+    ("rename to", lambda fd, n: ops.rename(fd, "f", fd, n)),
+    ("rename_noreplace from", lambda fd, n: ops.rename_noreplace(fd, n, fd, "new")),
+    ("rename_noreplace to", lambda fd, n: ops.rename_noreplace(fd, "f", fd, n)),
+    ("exchange a", lambda fd, n: ops.exchange(fd, n, fd, "f")),
+    ("exchange b", lambda fd, n: ops.exchange(fd, "f", fd, n)),
+]
+NOT_ONE_NAME = ["", ".", "..", "d/inner", "../secret", "/etc/passwd", "a\0b", "d/", "/"]
+
+
+@pytest.mark.parametrize("bad", NOT_ONE_NAME)
+@pytest.mark.parametrize(("what", "call"), NAME_TAKERS, ids=[w for w, _ in NAME_TAKERS])
+def test_every_operation_refuses_what_is_not_one_name_before_the_disk(
+    held: tuple[Path, int], what: str, call: Op, bad: str,
+) -> None:
+    top, fd = held
+    before = sorted(p.name for p in top.iterdir())
+    with pytest.raises(ops.BadName):
+        call(fd, bad)
+    assert sorted(p.name for p in top.iterdir()) == before
+    assert (top / "f").read_text() == "file\n" and (top / "d" / "inner").exists()
+
+
+@pytest.mark.parametrize("bad", [None, 3, b"f"])
+def test_a_name_that_is_no_string_is_refused(held: tuple[Path, int], bad: object) -> None:
+    with pytest.raises(ops.BadName):
+        ops.one(bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("good", ["f", ".hidden", "..x", "x..", "a b", "é", "-", "a\\b"])
+def test_one_name_passes_as_it_is(good: str) -> None:
+    assert ops.one(good) == good
+
+
+@pytest.mark.parametrize(("what", "call"), [
+    ("open_file", ops.open_file),
+    ("open_dir", ops.open_dir),
+    ("open_at", lambda fd, n: ops.open_at(fd, n, os.O_RDONLY)),
+    ("open_at to write", lambda fd, n: ops.open_at(fd, n, os.O_WRONLY)),
+])
+@pytest.mark.parametrize("link", ["ln", "up"])
+def test_no_open_follows_a_final_link(held: tuple[Path, int], what: str, call: Op,
+                                      link: str) -> None:
+    _, fd = held
+    with pytest.raises(OSError) as exc:
+        call(fd, link)
+    assert exc.value.errno in (errno.ELOOP, errno.ENOTDIR)
+
+
+def test_opens_carry_close_on_exec(held: tuple[Path, int]) -> None:
+    _, fd = held
+    for got in (ops.open_file(fd, "f"), ops.open_dir(fd, "d"), ops.open_at(fd, "f", 0),
+                ops.create(fd, "made"), ops.reopen(fd)):
+        try:
+            assert not os.get_inheritable(got)
+        finally:
+            os.close(got)
+
+
+def test_lstat_and_readlink_look_at_the_link_itself(held: tuple[Path, int]) -> None:
+    top, fd = held
+    assert ops.lstat(fd, "ln").st_ino == os.lstat(top / "ln").st_ino != os.stat(top / "f").st_ino
+    assert ops.readlink(fd, "ln") == "f"
+    assert ops.lstat_or_none(fd, "missing") is None
+    with pytest.raises(FileNotFoundError):
+        ops.lstat(fd, "missing")
+
+
+def test_create_is_exclusive_and_never_writes_through_a_link(held: tuple[Path, int]) -> None:
+    top, fd = held
+    for taken in ("f", "ln", "d"):
+        with pytest.raises(FileExistsError):
+            ops.create(fd, taken)
+    assert (top / "f").read_text() == "file\n"
+    new = ops.create(fd, "new", 0o640)
+    os.close(new)
+    assert (top / "new").stat().st_mode & 0o777 == 0o640 & ~_umask()
+
+
+def test_open_dir_of_a_file_is_not_a_directory(held: tuple[Path, int]) -> None:
+    _, fd = held
+    with pytest.raises(NotADirectoryError):
+        ops.open_dir(fd, "f")
+
+
+def test_reopen_has_an_offset_of_its_own(held: tuple[Path, int]) -> None:
+    _, fd = held
+    again = ops.reopen(fd)
+    try:
+        assert os.fstat(again).st_ino == os.fstat(fd).st_ino and again != fd
+        with ops.scandir(again) as it:
+            first = sorted(e.name for e in it)
+        with ops.scandir(fd) as it:
+            assert sorted(e.name for e in it) == first == ["d", "f", "ln", "up"]
+    finally:
+        os.close(again)
+
+
+def test_unlink_of_a_link_leaves_its_target(held: tuple[Path, int]) -> None:
+    top, fd = held
+    ops.unlink(fd, "ln")
+    assert not (top / "ln").is_symlink() and (top / "f").read_text() == "file\n"
+    with pytest.raises(IsADirectoryError):
+        ops.unlink(fd, "d")
+    ops.mkdir(fd, "e", 0o700)
+    assert (top / "e").is_dir()
+    ops.rmdir(fd, "e")
+    assert not (top / "e").exists()
+
+
+def test_link_links_a_link_never_its_target(held: tuple[Path, int]) -> None:
+    top, fd = held
+    ops.link(fd, "ln", fd, "ln2")
+    assert (top / "ln2").is_symlink() and os.readlink(top / "ln2") == "f"
+    assert os.lstat(top / "ln2").st_ino == os.lstat(top / "ln").st_ino
+
+
+@pytest.fixture(params=["renameat2", "fallback"])
+def kernel(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    if request.param == "fallback":  # as on a kernel without renameat2
+        monkeypatch.setattr(ops, "_renameat2", lambda: None)
+    elif ops._renameat2() is None:
+        pytest.skip("no renameat2 here")
+    return str(request.param)
+
+
+@pytest.mark.parametrize("taken", ["d", "ln", "up"])
+@pytest.mark.parametrize("src", ["f", "d", "ln"])
+def test_rename_noreplace_never_replaces(held: tuple[Path, int], kernel: str, src: str,
+                                         taken: str) -> None:
+    top, fd = held
+    if src == taken:
+        return
+    with pytest.raises(FileExistsError):
+        ops.rename_noreplace(fd, src, fd, taken)
+    assert (top / src).exists() or (top / src).is_symlink()
+    assert os.path.lexists(top / taken)
+
+
+@pytest.mark.parametrize("src", ["f", "d", "ln"])
+def test_rename_noreplace_moves_to_a_free_name(held: tuple[Path, int], kernel: str,
+                                               src: str) -> None:
+    top, fd = held
+    ino = os.lstat(top / src).st_ino
+    ops.rename_noreplace(fd, src, fd, "free")
+    assert not os.path.lexists(top / src) and os.lstat(top / "free").st_ino == ino
+
+
+def test_rename_replaces_a_file(held: tuple[Path, int]) -> None:
+    top, fd = held
+    (top / "g").write_text("g\n")
+    ops.rename(fd, "g", fd, "f")
+    assert (top / "f").read_text() == "g\n" and not (top / "g").exists()
+
+
+def test_exchange_swaps_two_entries(held: tuple[Path, int]) -> None:
+    top, fd = held
+    if ops._renameat2() is None:
+        pytest.skip("no renameat2 here")
+    try:
+        ops.exchange(fd, "f", fd, "d")
+    except OSError as exc:
+        if exc.errno in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+            pytest.skip("no RENAME_EXCHANGE on this file system")
+        raise
+    assert (top / "f" / "inner").read_text() == "inner\n" and (top / "d").read_text() == "file\n"
+    with pytest.raises(FileNotFoundError):
+        ops.exchange(fd, "f", fd, "missing")
+
+
+def test_exchange_without_renameat2_says_so(held: tuple[Path, int],
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    top, fd = held
+    monkeypatch.setattr(ops, "_renameat2", lambda: None)
+    with pytest.raises(OSError) as exc:
+        ops.exchange(fd, "f", fd, "d")
+    assert exc.value.errno == errno.ENOSYS and (top / "f").read_text() == "file\n"
+
+
+def test_set_times_sets_the_held_files_times(held: tuple[Path, int]) -> None:
+    top, fd = held
+    f = ops.open_file(fd, "f")
+    try:
+        ops.set_times(f, 1_000_000_000, 2_000_000_000)
+    finally:
+        os.close(f)
+    st = os.stat(top / "f")
+    assert (st.st_atime_ns, st.st_mtime_ns) == (1_000_000_000, 2_000_000_000)
+
+
+def test_the_platform_is_supported_here_and_not_without_dir_fd(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    assert ops.supported()
+    monkeypatch.setattr(os, "supports_dir_fd", {os.open, os.stat})
+    assert not ops.supported()
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
