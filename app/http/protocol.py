@@ -53,8 +53,10 @@ as soon as they were closed had 76 of 86 authenticated calls answered 503.)
   (`UNAUTHENTICATED_KEEP_ALIVE`) while not authenticated.
 Between two sweeps the pool may hold what arrived in one turn of the loop.
 
-Relied on in uvicorn (`RELIED_ON`, checked by tests/service/test_http_connection_floods.py):
-the attributes below are read or set on `HttpToolsProtocol` and its cycle.
+Relied on in uvicorn (`RELIED_ON`, checked on the installed version by
+tests/service/test_uvicorn_relied_on.py): the attributes below are read or set on
+`HttpToolsProtocol`, its cycle and its flow control; pyproject.toml pins uvicorn below
+its next minor.
 
 What this does not do: tell clients apart (on loopback every peer is
 127.0.0.1): one holder of the token may use every authenticated place.
@@ -84,14 +86,16 @@ MAX_UNAUTHENTICATED = 512  # connections without an authenticated request: the o
 UNAUTHENTICATED_HEAD_TIMEOUT = 5.0  # seconds to send a head, before an authenticated request
 UNAUTHENTICATED_KEEP_ALIVE = 2.0  # seconds idle between requests, before one
 
-# What this module reads or sets on uvicorn's protocol (`HttpToolsProtocol`) and its
-# `RequestResponseCycle`, beyond the asyncio.Protocol methods it overrides.
+# What this module reads or sets on uvicorn's protocol (`HttpToolsProtocol`), its
+# `RequestResponseCycle` and its `FlowControl`, beyond the asyncio.Protocol methods it
+# overrides and the constructor's arguments.
 RELIED_ON: tuple[str, ...] = (
     "loop", "transport", "flow", "cycle", "scope", "config", "server_state",
     "timeout_keep_alive", "on_response_complete", "on_message_begin", "on_header",
     "on_headers_complete", "on_body", "on_message_complete",
     "cycle.response_started", "cycle.response_complete", "cycle.more_body",
     "cycle.disconnected", "cycle.message_event", "config.timeout_keep_alive",
+    "flow.write_paused", "flow.pause_reading", "flow.resume_reading",
 )
 
 
