@@ -52,10 +52,10 @@ if __package__ in (None, ""):
 from app.corpus.trigram import narrow_of
 from app.fs.change.write import write_file
 from app.fs.control import NoControl
-from app.fs.index import narrow as narrow_mod
-from app.fs.index import shards, trigram_build
-from app.fs.index.narrow import Keeper
-from app.fs.index.trigram import TrigramIndex
+from app.fs.index.trigrams import narrow as narrow_mod
+from app.fs.index.trigrams import shards, trigram_build
+from app.fs.index.trigrams.narrow import Keeper
+from app.fs.index.trigrams.trigram import TrigramIndex
 from app.fs.search import searcher
 from app.fs.search.needs import Narrow
 from app.fs.search.options import TextOptions

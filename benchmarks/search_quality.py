@@ -46,8 +46,8 @@ if __package__ in (None, ""):
 from app.corpus import deep_research as dr
 from app.corpus import ranked
 from app.fs.control import NoControl
-from app.fs.index import fts
-from app.fs.index import ranked as per_root
+from app.fs.index.fulltext import fts
+from app.fs.index.fulltext import ranked as per_root
 from app.registry import Registry
 
 STOP = set(

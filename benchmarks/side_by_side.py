@@ -39,8 +39,8 @@ sys.path.insert(0, {src!r})
 from app.corpus.trigram import narrow_of
 from app.fs.control import NoControl
 from app.fs.change.write import write_file
-from app.fs.index.narrow import Keeper
-from app.fs.index.trigram import TrigramIndex
+from app.fs.index.trigrams.narrow import Keeper
+from app.fs.index.trigrams.trigram import TrigramIndex
 from app.fs.reading.read import read_text_file
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text

@@ -30,9 +30,9 @@ QUERIES = ["def __init__(self", "Invalid HTTP_HOST header", "import"]
 CHILD = """
 import json, sys, time
 sys.path.insert(0, {src!r})
-from app.fs.index.grams import plan
-from app.fs.index.narrow import Keeper
-from app.fs.index.trigram import TrigramIndex
+from app.fs.index.trigrams.grams import plan
+from app.fs.index.trigrams.narrow import Keeper
+from app.fs.index.trigrams.trigram import TrigramIndex
 from app.registry import Registry
 
 

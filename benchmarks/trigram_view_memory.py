@@ -17,7 +17,7 @@ import tempfile
 import time
 import tracemalloc
 
-from app.fs.index.trigram import TEXT, WHOLE, TrigramIndex
+from app.fs.index.trigrams.trigram import TEXT, WHOLE, TrigramIndex
 
 
 def entries(n: int, seed: int = 7) -> list[tuple[str, tuple[int, int, int, int], int, int]]:

@@ -217,7 +217,7 @@ def registry(root, state):
 
 
 if {scan!r}:  # the search without an index, as when SQLite has no FTS5
-    from app.fs.index import fts
+    from app.fs.index.fulltext import fts
     fts._fts5 = "forced by the benchmark"
 dr.search(registry({folder!r} + "/_warm", {state!r} + "/warm").current, "needle", NoControl())
 reg = registry({folder!r} + "/" + {name!r}, {state!r} + "/case")
@@ -279,9 +279,9 @@ import resource, sys, time
 resource.setrlimit(resource.RLIMIT_CPU, ({cpu}, {cpu} + 5))
 resource.setrlimit(resource.RLIMIT_AS, ({memory}, {memory}))
 sys.path.insert(0, {repo!r})
-from app.fs.index.grams import plan
-from app.fs.index.narrow import Keeper
-from app.fs.index.trigram import TrigramIndex
+from app.fs.index.trigrams.grams import plan
+from app.fs.index.trigrams.narrow import Keeper
+from app.fs.index.trigrams.trigram import TrigramIndex
 from app.registry import Registry
 
 

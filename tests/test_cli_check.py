@@ -10,9 +10,9 @@ import pytest
 
 from app.cli import main
 from app.corpus import trigram as corpus_trigram
-from app.fs.index import shards, trigram, trigram_build
-from app.fs.index.trigram_build import Build
-from app.fs.index.trigram_text import FileText
+from app.fs.index.trigrams import shards, trigram, trigram_build
+from app.fs.index.trigrams.trigram_build import Build
+from app.fs.index.trigrams.trigram_text import FileText
 from app.registry import Registry
 from tests.kit import roots_toml
 

@@ -103,7 +103,8 @@ def known_modules() -> set[str]:
 
 
 def imports_of(module: str, source: str, is_package: bool, known: set[str]) -> set[str]:
-    """The app modules `source` imports (`from app.fs.index import fts`: app.fs.index.fts)."""
+    """The app modules `source` imports (`from app.fs.index.fulltext import fts`:
+    app.fs.index.fulltext.fts)."""
     found: set[str] = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
@@ -239,6 +240,54 @@ def test_no_modules_import_each_other() -> None:
     the name moves down to where both can import it."""
     assert cycles(import_graph()) == []
 
+
+
+# The two indexes of app.fs.index are peers: neither imports the other, and the modules they
+# share (app.fs.index itself, storage, access) import neither.
+INDEXES = ("app.fs.index.fulltext", "app.fs.index.trigrams")
+
+
+def index_of(module: str) -> str | None:
+    """Which of INDEXES `module` sits in; "shared" for app.fs.index's own modules."""
+    for pkg in INDEXES:
+        if module == pkg or module.startswith(pkg + "."):
+            return pkg
+    return "shared" if module == "app.fs.index" or module.startswith("app.fs.index.") else None
+
+
+def index_crossings(graph: dict[str, set[str]]) -> list[str]:
+    bad = []
+    for module, targets in graph.items():
+        mine = index_of(module)
+        for target in targets:
+            theirs = index_of(target)
+            if mine is not None and theirs in INDEXES and theirs != mine:
+                bad.append(f"{module} imports {target}")
+    return sorted(bad)
+
+
+def test_the_two_indexes_know_nothing_of_each_other() -> None:
+    graph = import_graph()
+    assert any(index_of(m) == "app.fs.index.trigrams" for m in graph)  # the rule sees them
+    assert index_crossings(graph) == []
+
+
+@pytest.mark.parametrize(
+    ("graph", "expected"),
+    [
+        ({"app.fs.index.fulltext.fts": {"app.fs.index.storage"}}, []),
+        ({"app.fs.index.trigrams.narrow": {"app.fs.index.trigrams.watch"}}, []),
+        ({"app.fs.index.fulltext.fts": {"app.fs.index.trigrams.watch"}},
+         ["app.fs.index.fulltext.fts imports app.fs.index.trigrams.watch"]),
+        ({"app.fs.index.storage": {"app.fs.index.fulltext"}},
+         ["app.fs.index.storage imports app.fs.index.fulltext"]),
+        ({"app.corpus.trigram": {"app.fs.index.trigrams.trigram", "app.fs.index.fulltext.fts"}},
+         []),  # outside the index, both may be used
+    ],
+)
+def test_the_index_rule_finds_every_crossing(graph: dict[str, set[str]],
+                                             expected: list[str]) -> None:
+    assert index_crossings(graph) == expected
 
 @pytest.mark.parametrize(
     ("graph", "expected"),

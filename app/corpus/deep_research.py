@@ -4,21 +4,21 @@ OpenAI's connector contract: `search(query)` -> `{results: [{id, title, url}]}`,
 `fetch(id)` -> `{id, title, text, url, metadata}`. Neither takes a root, so an
 id is `root/relative/path` and a search covers every root that grants read.
 
-The ways in are the same as every other tool's (`app.fs.index.documents`: the walk,
+The ways in are the same as every other tool's (`app.fs.index.fulltext.documents`: the walk,
 `SecureRoot.open_file`), so a denied file is neither found nor fetched. What
 this does not protect against is the same as elsewhere: filtering is by name,
 so a secret written into an allowed file is readable.
 
-Ranking (docs/tools.md): BM25 over code-aware words (`app.fs.index.tokens`) with the
+Ranking (docs/tools.md): BM25 over code-aware words (`app.fs.index.fulltext.tokens`) with the
 path and the title as boosted fields, a bonus when the query's words occur as
 a phrase or near each other, then files whose words merely start with a query
-word (`app.corpus.ranked`, one root at a time in `app.fs.index.ranked`). It runs on a
-persistent full-text index per root (`app.fs.index.fts`), refreshed before every
+word (`app.corpus.ranked`, one root at a time in `app.fs.index.fulltext.ranked`). It runs on a
+persistent full-text index per root (`app.fs.index.fulltext.fts`), refreshed before every
 search, so the whole root is covered and a change made by anyone is seen by the
 next search; every hit is re-checked against today's rules and the disk before
 it is returned. Without FTS5, or when the index cannot be opened or written
 (read-only or full state directory, an index directory inside a root), the
-search scans the roots as before (`scan_search`, `app.fs.index.documents.Scan`) and
+search scans the roots as before (`scan_search`, `app.fs.index.fulltext.documents.Scan`) and
 the answer's `note` says why.
 
 Budgets: the scan's content is capped by `max_search_bytes` per call (after
@@ -43,10 +43,10 @@ from urllib.parse import quote
 from app.corpus import ranked
 from app.errors import BadArgument
 from app.fs.control import Control
-from app.fs.index import fts
-from app.fs.index import query as query_mod
-from app.fs.index.documents import Scan, read_document
-from app.fs.index.query import Query
+from app.fs.index.fulltext import fts
+from app.fs.index.fulltext import query as query_mod
+from app.fs.index.fulltext.documents import Scan, read_document
+from app.fs.index.fulltext.query import Query
 from app.fs.text.paging import cut_to, dumps
 from app.registry import Snapshot
 

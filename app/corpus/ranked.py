@@ -1,10 +1,10 @@
 """Ranked search across every readable root, on their persistent indexes (docs/tools.md).
 
 `search()` gives each root that grants read its index (beside the audit log,
-`index_dir`), lets `app.fs.index.ranked.rank_root` refresh and query it within one
+`index_dir`), lets `app.fs.index.fulltext.ranked.rank_root` refresh and query it within one
 call's BUILD_SECONDS, merges the roots' candidates by score, and keeps only the
 paths `fts.verify` still finds under today's rules; then files whose words
-merely start with a short query word (`app.fs.index.ranked.prefixed`). The index's
+merely start with a short query word (`app.fs.index.fulltext.ranked.prefixed`). The index's
 identity (what its content depends on: the root, its rules, the server's own
 files) comes from the config, so a change to any of them rebuilds the index.
 """
@@ -19,9 +19,9 @@ from collections.abc import Iterator
 
 from app.config_checks import contains
 from app.fs.control import Control
-from app.fs.index import fts
-from app.fs.index import ranked as per_root
-from app.fs.index.query import Query
+from app.fs.index.fulltext import fts
+from app.fs.index.fulltext import ranked as per_root
+from app.fs.index.fulltext.query import Query
 from app.registry import Snapshot
 from app.security import deny
 from app.security.resolve import SecureRoot

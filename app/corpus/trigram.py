@@ -22,9 +22,9 @@ from app.config import LoadedConfig
 from app.config_checks import contains
 from app.corpus import ranked
 from app.fs.filters.glob import Glob
-from app.fs.index import trigram, trigram_build
-from app.fs.index.narrow import Keeper, Scope, narrowing
 from app.fs.index.storage import file_name
+from app.fs.index.trigrams import trigram, trigram_build
+from app.fs.index.trigrams.narrow import Keeper, Scope, narrowing
 from app.fs.search.needs import Folder, Narrow, Narrowed, Needs
 from app.fs.search.walk import Walk
 from app.registry import Snapshot

@@ -3,7 +3,7 @@
 An entry is visible when no deny rule matches its name or its path (`DenyRules`), and
 it is not one of the server's own files (the config, the token, the audit logs) under
 any name, told by identity (`Protected`). The walk asks `listed` of each folder it
-lists; the index's walk-less answer (`fs/index/direct.py`) and the check of an indexed
+lists; the index's walk-less answer (`fs/index/trigrams/direct.py`) and the check of an indexed
 path (`fs/index/access.py`) ask `named` of a file they reach by its path. Both ask
 `Known.holds`, the one identity test (the choke point's `check_identity` too), so that
 no copy of it can drift. The type test

@@ -293,7 +293,7 @@ async def test_the_index_covers_the_root_beyond_the_scan_budget(
 async def test_the_scan_says_when_the_content_budget_ran_out(
     write_config: WriteConfig, tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.fs.index import fts
+    from app.fs.index.fulltext import fts
     monkeypatch.setattr(fts, "_fts5", "this Python's SQLite has no FTS5 (no such module: fts5)")
     cfg = needles_beyond_the_budget(write_config, tree)
     with live_server(cfg) as srv:
@@ -354,7 +354,7 @@ async def test_text_in_other_encodings_is_searched_and_fetched(
 async def test_search_reports_progress_when_asked(
     search_fetch_config: Path, tree: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from app.fs.index import fts
+    from app.fs.index.fulltext import fts
     monkeypatch.setattr(fts, "COMMIT_EVERY", 0.0)
     for i in range(600):
         (tree / f"n{i:03}.txt").write_text("nothing here\n")

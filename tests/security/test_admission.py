@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from app.fs.index import access, direct
+from app.fs.index import access
+from app.fs.index.trigrams import direct
 from app.security import DenyRules, SecureRoot, admission
 from app.security.protected import Protected
 from app.security.walk import Walker

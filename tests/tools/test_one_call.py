@@ -189,7 +189,7 @@ def test_lean_from_the_whole_dump_is_pydantics_lean(cls: type[BaseModel], pick: 
 # What a small read never needs: the search machinery (the trigram index and its watcher,
 # the content search), imported at the first search_text, not at start; and the git library
 # (dulwich), imported by the first delta a history call applies.
-NOT_AT_START = ("app.corpus.trigram", "app.fs.index.trigram", "app.fs.search.text")
+NOT_AT_START = ("app.corpus.trigram", "app.fs.index.trigrams.trigram", "app.fs.search.text")
 
 
 def test_start_and_a_small_read_do_not_import_the_search_machinery(

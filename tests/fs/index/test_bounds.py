@@ -1,4 +1,5 @@
-"""Building the index costs what a call may cost, whatever the files hold (app/fs/index/prepare.py).
+"""Building the index costs what a call may cost, whatever the files hold
+(app/fs/index/fulltext/prepare.py).
 
 Two kinds of checks:
 - every hostile shape of `benchmarks/worst_cases_index.py` (one 8 MiB word, a word
@@ -7,7 +8,7 @@ Two kinds of checks:
   words, many tiny files, deep paths, a module of blank lines) is indexed in a
   fresh child process, with CPU and address-space limits, and its first search
   stays under 64 MiB of peak growth and seconds of CPU; so does the search
-  without an index (app/fs/index/documents.py), which reads every file;
+  without an index (app/fs/index/fulltext/documents.py), which reads every file;
 - properties of the class, generated: the words handed to SQLite are what the
   whole text would give whatever the windows, no token SQLite makes is longer
   than MAX_RUN (SQLite's own tokenizer is the judge), the encoding is the one
@@ -30,7 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.corpus import deep_research as dr
-from app.fs.index import documents, fts, prepare, refresh, tokens
+from app.fs.index.fulltext import documents, fts, prepare, refresh, tokens
 from app.fs.text import textio
 from app.registry import Registry
 from benchmarks.worst_cases_index import CASES, build, run_case

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from app.fs.index import direct
+from app.fs.index.trigrams import direct
 from tests.fs.index.trigramkit import Indexed, spied_direct
 from tests.kit import secure_root
 

@@ -8,7 +8,7 @@ raw bytes for a word planted in one file's text (a file of two parts) and one in
 another file's name. Each word is all lowercase letters and no other word of the
 tree begins with its letter, so SQLite stores it whole (FTS5 writes a term as the
 suffix it does not share with the term before it).
-See app/fs/index/forget.py for where deleted text hides and how each place is
+See app/fs/index/fulltext/forget.py for where deleted text hides and how each place is
 emptied.
 """
 
@@ -26,7 +26,7 @@ import pytest
 
 from app.corpus import deep_research as dr
 from app.fs.control import NoControl
-from app.fs.index import fts
+from app.fs.index.fulltext import fts
 from app.registry import Registry
 from tests.kit import roots_toml
 from tests.live import LiveServer, live_server, text_of

@@ -1,4 +1,4 @@
-"""The persistent index behind `search` (app/fs/index/fts.py, app/corpus/deep_research.py).
+"""The persistent index behind `search` (app/fs/index/fulltext/fts.py, app/corpus/deep_research.py).
 
 Driven in process on a real root and a real registry (the HTTP path is covered
 in tests/clients/test_search_fetch.py): freshness against an oracle over
@@ -28,7 +28,7 @@ from hypothesis import strategies as st
 from app.corpus import deep_research as dr
 from app.corpus import ranked
 from app.fs.control import NoControl
-from app.fs.index import fts, prepare, tokens
+from app.fs.index.fulltext import fts, prepare, tokens
 from app.registry import Registry
 from tests.fs.conftest import CancelAfter, Cancelled
 from tests.kit import RootOptions, roots_toml

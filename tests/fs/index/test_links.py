@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from app.fs.index import direct, narrow
+from app.fs.index.trigrams import direct, narrow
 from app.security.resolve import SecureRoot
 from tests.fs.index.trigramkit import Indexed, spied_direct
 from tests.kit import secure_root

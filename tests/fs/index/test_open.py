@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from app.fs.index import narrow, watch
+from app.fs.index.trigrams import narrow, watch
 from tests.fs.index.trigramkit import Holder, Indexed, spied_direct
 from tests.kit import secure_root
 

@@ -1,4 +1,4 @@
-"""`app.fs.index.query`: a `search` query parsed once, for the scan and the index alike."""
+"""`app.fs.index.fulltext.query`: a `search` query parsed once, for the scan and the index alike."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.errors import BadArgument
-from app.fs.index import query, tokens
+from app.fs.index.fulltext import query, tokens
 
 APP = Path(__file__).resolve().parents[3] / "app"
 

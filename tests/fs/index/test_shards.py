@@ -16,9 +16,9 @@ from pathlib import Path
 import apsw
 import pytest
 
-from app.fs.index import shards, trigram, trigram_build
-from app.fs.index.grams import plan
-from app.fs.index.trigram import TEXT
+from app.fs.index.trigrams import shards, trigram, trigram_build
+from app.fs.index.trigrams.grams import plan
+from app.fs.index.trigrams.trigram import TEXT
 from tests.fs.index.trigramkit import Indexed
 from tests.kit import secure_root
 
@@ -30,8 +30,8 @@ BUILD = r"""
 import sys, threading
 sys.path.insert(0, {repo!r})
 from pathlib import Path
-from app.fs.index import trigram_build
-from app.fs.index.trigram import TrigramIndex
+from app.fs.index.trigrams import trigram_build
+from app.fs.index.trigrams.trigram import TrigramIndex
 from tests.fs.index.trigramkit import later
 from tests.kit import secure_root
 trigram_build.COMMIT_BYTES = 48 << 10  # a commit every few files: many windows to die in
@@ -178,7 +178,7 @@ def test_a_shard_file_made_anew_is_never_trusted_for_the_rows(
 ) -> None:
     """A shard file replaced under a built index holds none of its rows' trigrams: a search
     must not take it at its word (it scans), and the next build makes the index again."""
-    from app.fs.index import direct
+    from app.fs.index.trigrams import direct
     monkeypatch.setattr(direct, "SHARE", 1.0)  # a small tree: the walk-less answer may read all
     rnd = random.Random(5)
     top = tmp_path / "r"

@@ -24,13 +24,13 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from app.fs.filters.ignore import KINDS
-from app.fs.index import entry, trigram, trigram_build, trigram_text
-from app.fs.index.entry import Entry
-from app.fs.index.grams import MOST_PER_STRING, plan, string_grams
-from app.fs.index.trigram import GRAMS, open_db
-from app.fs.index.trigram_build import MOST_BYTES, Build
-from app.fs.index.trigram_text import OVERLAP, PART_CHARS, FileText
-from app.fs.index.watch import Watch
+from app.fs.index.trigrams import entry, trigram, trigram_build, trigram_text
+from app.fs.index.trigrams.entry import Entry
+from app.fs.index.trigrams.grams import MOST_PER_STRING, plan, string_grams
+from app.fs.index.trigrams.trigram import GRAMS, open_db
+from app.fs.index.trigrams.trigram_build import MOST_BYTES, Build
+from app.fs.index.trigrams.trigram_text import OVERLAP, PART_CHARS, FileText
+from app.fs.index.trigrams.watch import Watch
 from app.fs.search.needs import needs_of
 from app.fs.search.options import TextOptions
 from tests.fs.index.trigramkit import Holder, Indexed, spied_direct
@@ -257,7 +257,7 @@ def test_binary_large_and_text_files_are_each_what_a_scan_makes_of_them(tmp_path
 def test_a_file_changed_since_indexing_is_read_and_the_note_says_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, walkless: bool,
 ) -> None:
-    from app.fs.index import direct
+    from app.fs.index.trigrams import direct
     monkeypatch.setattr(direct, "SHARE", 1.0)  # five files: the walk-less answer may read all
     top = tmp_path / "r"
     _tree(top)
@@ -549,7 +549,7 @@ def test_with_the_index_on_hits_equal_ripgreps_across_edits(
     built: bool, parts: bool,
 ) -> None:
     """`parts`: every file of over 7 characters indexed in parts of 5 (`trigram_text`)."""
-    from app.fs.index import direct
+    from app.fs.index.trigrams import direct
     monkeypatch.setattr(direct, "SHARE", 1.0)  # small trees: searches without a walk too
     monkeypatch.setattr(trigram_text, "PART_CHARS", 5 if parts else PART_CHARS)
     monkeypatch.setattr(trigram_text, "OVERLAP", 2 if parts else OVERLAP)
@@ -642,7 +642,7 @@ def test_with_the_index_on_hits_equal_ripgreps_across_moves(
     """As above, with files and folders moved between searches: the watch sees a folder
     made, removed or moved and gives way to the walk; the index never answers for a path
     that is no longer the file it read."""
-    from app.fs.index import direct
+    from app.fs.index.trigrams import direct
     monkeypatch.setattr(direct, "SHARE", 1.0)
     tmp = tmp_path_factory.mktemp("tri")
     root = small_root(tmp, {}, max_read=1 << 20)

@@ -19,9 +19,10 @@ import apsw
 import pytest
 
 from app.corpus import trigram as corpus_trigram
-from app.fs.index import access, trigram, trigram_build
-from app.fs.index.trigram_build import Build
-from app.fs.index.trigram_text import FileText
+from app.fs.index import access
+from app.fs.index.trigrams import trigram, trigram_build
+from app.fs.index.trigrams.trigram_build import Build
+from app.fs.index.trigrams.trigram_text import FileText
 from app.registry import Registry
 from tests.kit import roots_toml
 from tests.live import INIT_REQUEST, LiveServer, live_server

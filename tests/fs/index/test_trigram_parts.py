@@ -1,4 +1,4 @@
-"""A file's text handed to the trigram index in parts (app/fs/index/trigram_text.py): no
+"""A file's text handed to the trigram index in parts (app/fs/index/trigrams/trigram_text.py): no
 trigram lost at a boundary, none left behind when the file changes or goes, and a query
 that finds a file whose string's trigrams lie in two parts.
 """
@@ -15,11 +15,18 @@ import re2
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.fs.index import shards, trigram_text
-from app.fs.index.grams import groups, plan, string_grams
-from app.fs.index.shards import add_grams, drop_grams
-from app.fs.index.trigram import GRAMS, held_by
-from app.fs.index.trigram_text import OVERLAP, PART_CHARS, PARTS, FileText, file_of, text_of
+from app.fs.index.trigrams import shards, trigram_text
+from app.fs.index.trigrams.grams import groups, plan, string_grams
+from app.fs.index.trigrams.shards import add_grams, drop_grams
+from app.fs.index.trigrams.trigram import GRAMS, held_by
+from app.fs.index.trigrams.trigram_text import (
+    OVERLAP,
+    PART_CHARS,
+    PARTS,
+    FileText,
+    file_of,
+    text_of,
+)
 from app.fs.text.textio import WIDE_BOMS
 from tests.fs.index.trigramkit import Indexed, spied_direct
 from tests.kit import secure_root

@@ -14,11 +14,11 @@ import pytest
 
 from app.corpus.trigram import narrow_of
 from app.fs.control import NoControl
-from app.fs.index import direct, shards, trigram
-from app.fs.index.narrow import Keeper
-from app.fs.index.trigram_build import BuildState
-from app.fs.index.trigram_text import file_of
-from app.fs.index.watch import RACY_WINDOW_NS
+from app.fs.index.trigrams import direct, shards, trigram
+from app.fs.index.trigrams.narrow import Keeper
+from app.fs.index.trigrams.trigram_build import BuildState
+from app.fs.index.trigrams.trigram_text import file_of
+from app.fs.index.trigrams.watch import RACY_WINDOW_NS
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
 from app.security.resolve import SecureRoot

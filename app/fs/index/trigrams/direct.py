@@ -23,7 +23,7 @@ import stat as stat_mod
 from collections.abc import Callable, Iterable, Iterator
 
 from app.fs.filters.ignore import KINDS, Filter
-from app.fs.index.entry import KEY_AT, KEY_MASK, Entry, key
+from app.fs.index.trigrams.entry import KEY_AT, KEY_MASK, Entry, key
 from app.security import admission, ops
 from app.security.admission import Folder
 from app.security.deny import DenyRules

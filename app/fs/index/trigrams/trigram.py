@@ -29,13 +29,13 @@ from typing import NamedTuple
 
 import apsw
 
-from app.fs.index import shards, trigram_text
 from app.fs.index.access import Signature
-from app.fs.index.entry import Entry
-from app.fs.index.grams import Plan, groups, quote
 from app.fs.index.storage import OnePerFile, Unavailable, ensure_dir, private_file, remove
-from app.fs.index.trigram_text import PARTS, file_of
-from app.fs.index.watch import Watch
+from app.fs.index.trigrams import shards, trigram_text
+from app.fs.index.trigrams.entry import Entry
+from app.fs.index.trigrams.grams import Plan, groups, quote
+from app.fs.index.trigrams.trigram_text import PARTS, file_of
+from app.fs.index.trigrams.watch import Watch
 
 # 2: files up to 8 MiB indexed (were 1 MiB); the shard count with it: an index split
 # another way holds each file's trigrams in another file, so it is made again.

@@ -27,8 +27,8 @@ import threading
 
 import apsw
 
-from app.fs.index.entry import UNMATCHED
-from app.fs.index.trigram_text import part_rows
+from app.fs.index.trigrams.entry import UNMATCHED
+from app.fs.index.trigrams.trigram_text import part_rows
 
 SHARDS = 2
 QUEUED_BYTES = 8 << 20  # text handed to a writer and not yet written (one row always)

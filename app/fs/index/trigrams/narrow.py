@@ -30,9 +30,10 @@ from typing import NamedTuple
 import apsw
 
 from app.fs.filters.ignore import KINDS
-from app.fs.index import direct, trigram_build
 from app.fs.index.access import STALE, stale
-from app.fs.index.entry import (
+from app.fs.index.storage import Unavailable
+from app.fs.index.trigrams import direct, trigram_build
+from app.fs.index.trigrams.entry import (
     GEN_AT,
     ID_AT,
     ID_MASK,
@@ -44,11 +45,10 @@ from app.fs.index.entry import (
     key,
     racy,
 )
-from app.fs.index.grams import plan
-from app.fs.index.storage import Unavailable
-from app.fs.index.trigram import BINARY, WHOLE, TrigramIndex
-from app.fs.index.trigram_build import Build, BuildState
-from app.fs.index.watch import RACY_WINDOW_NS, Watch
+from app.fs.index.trigrams.grams import plan
+from app.fs.index.trigrams.trigram import BINARY, WHOLE, TrigramIndex
+from app.fs.index.trigrams.trigram_build import Build, BuildState
+from app.fs.index.trigrams.watch import RACY_WINDOW_NS, Watch
 from app.fs.reading.listing import unreadable_text
 from app.security import ops
 from app.security.admission import Folder

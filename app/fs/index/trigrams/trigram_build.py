@@ -37,9 +37,9 @@ import apsw
 
 from app.fs.filters.ignore import KINDS, Filter
 from app.fs.index.access import Signature, open_listed, stale, storable
-from app.fs.index.adopt import adopt
-from app.fs.index.direct import pruned
-from app.fs.index.shards import (
+from app.fs.index.trigrams.adopt import adopt
+from app.fs.index.trigrams.direct import pruned
+from app.fs.index.trigrams.shards import (
     PENDING,
     SHARDS,
     Writer,
@@ -47,15 +47,15 @@ from app.fs.index.shards import (
     drop_grams,
     shard_path,
 )
-from app.fs.index.trigram import (
+from app.fs.index.trigrams.trigram import (
     BINARY,
     TEXT,
     WHOLE,
     TrigramIndex,
     open_db,
 )
-from app.fs.index.trigram_text import FileText
-from app.fs.index.watch import RACY_WINDOW_NS, Watch
+from app.fs.index.trigrams.trigram_text import FileText
+from app.fs.index.trigrams.watch import RACY_WINDOW_NS, Watch
 from app.security.resolve import SecureRoot
 from app.security.walk import Walker
 

@@ -1,7 +1,7 @@
 """Search on one root's persistent index (docs/tools.md): BM25 and its bonuses.
 
-`rank_root()` refreshes one root's index (`app.fs.index.fts`), asks it for BM25's
-best candidates over code-aware words (`app.fs.index.tokens`) plus other forms of
+`rank_root()` refreshes one root's index (`app.fs.index.fulltext.fts`), asks it for BM25's
+best candidates over code-aware words (`app.fs.index.fulltext.tokens`) plus other forms of
 the words (a crude stem matched as a prefix), and raises the scores of files
 holding every word, the words near each other, the words as a phrase.
 `prefixed()` is the second tier: files whose words merely start with a query
@@ -17,8 +17,8 @@ import sqlite3
 from collections.abc import Callable, Iterator
 
 from app.fs.control import Control
-from app.fs.index import fts
-from app.fs.index.query import Query
+from app.fs.index.fulltext import fts
+from app.fs.index.fulltext.query import Query
 from app.security.resolve import SecureRoot
 
 CANDIDATES = 200  # BM25's best, per root, that the bonuses may reorder

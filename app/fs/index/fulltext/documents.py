@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 
 from app.errors import BinaryFile, os_error
 from app.fs.control import Control
-from app.fs.index.prepare import Source
-from app.fs.index.tokens import as_text
+from app.fs.index.fulltext.prepare import Source
+from app.fs.index.fulltext.tokens import as_text
 from app.fs.text import textio
 from app.security import ops
 from app.security.resolve import SecureRoot

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from app.errors import BadArgument
-from app.fs.index import tokens
+from app.fs.index.fulltext import tokens
 
 MAX_WORDS = 32
 

@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from app.fs.index import prepare, tokens
 from app.fs.index.access import Signature, open_listed, stale, storable
+from app.fs.index.fulltext import prepare, tokens
 from app.fs.index.storage import later_parts, part_row
 from app.security.walk import WalkDir
 

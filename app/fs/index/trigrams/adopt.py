@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 import apsw
 
-from app.fs.index.trigram import TrigramIndex, _create, _identity, make_grams
+from app.fs.index.trigrams.trigram import TrigramIndex, _create, _identity, make_grams
 
 
 def adopt(con: apsw.Connection, idx: TrigramIndex, identity: str,

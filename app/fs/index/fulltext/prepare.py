@@ -32,7 +32,7 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterator
 
-from app.fs.index import tokens
+from app.fs.index.fulltext import tokens
 from app.fs.index.storage import PART_BITS
 from app.fs.text import textio
 

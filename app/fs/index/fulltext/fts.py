@@ -38,8 +38,8 @@ import time
 from collections.abc import Callable, Iterable
 
 from app.fs.index.access import RACY_NS, STALE, verify
-from app.fs.index.forget import flush, purge_if_due
-from app.fs.index.refresh import Known, Progress, Refreshed, RefreshPass
+from app.fs.index.fulltext.forget import flush, purge_if_due
+from app.fs.index.fulltext.refresh import Known, Progress, Refreshed, RefreshPass
 from app.fs.index.storage import (
     FILE_OF_ROW,
     SCHEMA,
