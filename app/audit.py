@@ -27,6 +27,8 @@ import time
 import weakref
 from collections.abc import Callable
 
+from app import hostfiles
+
 OnOpen = Callable[[int], object]  # given the descriptor of each file the log opens
 
 # Who is calling: "stdio", or the HTTP peer. Set by the transport for each request.
@@ -57,7 +59,7 @@ class _Handler(logging.handlers.RotatingFileHandler):
 
     def _open(self):
         flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
-        fd = os.open(self.baseFilename, flags, 0o600)
+        fd = hostfiles.open_fd(self.baseFilename, flags)
         stream = self._builtin_open(fd, "a", encoding=self.encoding, errors=self.errors)
         if self._on_open is not None:
             try:
@@ -69,7 +71,7 @@ class _Handler(logging.handlers.RotatingFileHandler):
 
 
 def _open(path: str, max_bytes: int, backups: int, on_open: OnOpen | None) -> logging.Handler:
-    os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+    hostfiles.make_dirs(os.path.dirname(path), 0o700)
     handler = _Handler(path, max_bytes, backups, on_open)
     handler.setFormatter(_UTCFormatter("%(asctime)s %(message)s"))
     return handler

@@ -18,6 +18,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from app import hostfiles
 from app.budget import Rate
 from app.config_checks import (
     check_allow,
@@ -44,6 +45,10 @@ else:  # pragma: no cover
 Role = Literal["reference", "sourcecode", "workspace"]
 Permission = Literal["read", "write", "delete"]
 Positive = Annotated[int, Field(strict=True, gt=0)]
+
+# A config file is a few kilobytes; past this it is refused, read no further (a path
+# swapped for something endless, at a reload, must not hold the server).
+MAX_CONFIG_BYTES = 1 << 20
 
 DEFAULT_MAX_READ = {"reference": 1 << 20, "sourcecode": 2 << 20, "workspace": 8 << 20}
 
@@ -199,10 +204,7 @@ def read_file(path: str | os.PathLike[str], hold: Hold | None = None) -> dict[st
     server protects its config by that identity, even when this load refuses it)."""
     p = Path(path)
     try:
-        with open(p, "rb") as fh:
-            if hold is not None:
-                hold(fh.fileno())
-            text = fh.read()
+        text = hostfiles.read_small(str(p), MAX_CONFIG_BYTES, hold)
     except FileNotFoundError:
         raise ConfigError("config: file not found") from None
     except OSError as exc:

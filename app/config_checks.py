@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Protocol
 
+from app import hostfiles
 from app.budget import largest_call
 from app.errors import ConfigError
 from app.security.deny import floor_pattern_of
@@ -88,7 +89,7 @@ def resolve_links(path: str) -> tuple[str, tuple[str, ...]]:
         if len(links) > 40:
             raise ConfigError("config: too many levels of symbolic links on its path")
         try:
-            target = os.readlink(nxt)
+            target = hostfiles.readlink(nxt)
         except OSError as exc:
             raise ConfigError(
                 f"config: a link on its path cannot be read ({exc.strerror})"

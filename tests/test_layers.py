@@ -16,7 +16,7 @@ APP = Path(__file__).resolve().parent.parent / "app"
 
 # Lowest first. A module may import its own layer and any layer below it.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("app", "app.errors", "app.messages", "app.audit", "app.budget")),
+    ("base", ("app", "app.errors", "app.messages", "app.audit", "app.budget", "app.hostfiles")),
     ("security", ("app.security",)),
     ("fs", ("app.fs",)),
     ("registry", ("app.config", "app.config_checks", "app.registry")),

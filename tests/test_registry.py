@@ -6,10 +6,12 @@ import gc
 import os
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from app.config import MAX_CONFIG_BYTES
 from app.errors import ConfigError, LoomError, RootGone, UnknownRoot
 from app.registry import Registry, Snapshot
 from tests.kit import roots_toml
@@ -88,6 +90,76 @@ def test_an_invalid_reload_raises_and_changes_nothing(place: Path, broken: str) 
     # ... and the old snapshot still serves.
     assert read(reg.current, "proj", "a.txt") == "PROJ"
 
+
+
+def _endless(cfg: Path) -> None:
+    os.symlink("/dev/zero", cfg.with_suffix(".new"))
+    os.replace(cfg.with_suffix(".new"), cfg)
+
+
+def _fifo(cfg: Path) -> None:
+    os.mkfifo(cfg.with_suffix(".new"))
+    os.replace(cfg.with_suffix(".new"), cfg)  # nobody ever opens its other end
+
+
+def _folder(cfg: Path) -> None:
+    cfg.unlink()
+    cfg.mkdir()
+
+
+def _huge(cfg: Path) -> None:
+    write(cfg.parent.parent, "#" * (MAX_CONFIG_BYTES + 1))
+
+
+@pytest.mark.parametrize("swap", [_endless, _fifo, _folder, _huge],
+                         ids=["link to /dev/zero", "fifo", "folder", "one byte too large"])
+def test_a_config_swapped_for_what_cannot_be_read_whole_is_refused_at_once(
+    place: Path, swap: Callable[[Path], None],
+) -> None:
+    """A reload reads at most MAX_CONFIG_BYTES of a regular file, without waiting: once a
+    FIFO held the reload (and its lock) for ever, and /dev/zero filled memory."""
+    reg = Registry(write(place, config(place, *roots(place, TWO))))
+    old = reg.current
+    swap(place / "cfg" / "roots.toml")
+    outcome: list[BaseException | None] = []
+
+    def reload() -> None:
+        try:
+            reg.reload()
+            outcome.append(None)
+        except BaseException as exc:  # the test reads what it was
+            outcome.append(exc)
+
+    worker = threading.Thread(target=reload, daemon=True)
+    worker.start()
+    worker.join(10)
+    assert not worker.is_alive(), "the reload is held by the file it reads"
+    assert isinstance(outcome[0], ConfigError)
+    assert "cannot be read" in outcome[0].message or "link" in outcome[0].message
+    assert reg.current is old and read(reg.current, "proj", "a.txt") == "PROJ"
+    cfg = place / "cfg" / "roots.toml"
+    if cfg.is_dir() and not cfg.is_symlink():
+        cfg.rmdir()
+    else:
+        cfg.unlink()
+    write(place, config(place, *roots(place, ONE)))  # the next good config loads
+    assert list(reg.reload().roots) == ["docs"]
+
+
+def test_a_config_of_exactly_the_bound_is_read() -> None:
+    """The bound refuses past MAX_CONFIG_BYTES, not at it (read_small's own edge)."""
+    import tempfile
+
+    from app import hostfiles
+
+    with tempfile.NamedTemporaryFile() as f:
+        f.write(b"x" * MAX_CONFIG_BYTES)
+        f.flush()
+        assert len(hostfiles.read_small(f.name, MAX_CONFIG_BYTES)) == MAX_CONFIG_BYTES
+        f.write(b"x")
+        f.flush()
+        with pytest.raises(hostfiles.TooLarge):
+            hostfiles.read_small(f.name, MAX_CONFIG_BYTES)
 
 def test_listeners_hear_each_successful_swap(place: Path) -> None:
     reg = Registry(write(place, config(place, *roots(place, ONE))))

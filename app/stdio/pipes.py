@@ -31,6 +31,8 @@ from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
+from app import hostfiles
+
 try:
     import fcntl
 except ImportError:  # not POSIX: the SDK's own transport serves
@@ -194,12 +196,12 @@ async def pipes(
         yield None
         return
     loop = asyncio.get_running_loop()
-    devnull = os.open(os.devnull, os.O_RDONLY)
+    devnull = hostfiles.devnull()
     try:
         with _claimed(0, devnull) as rfd, _claimed(1, 2) as wfd:
             reader = asyncio.StreamReader(limit=CHUNK)
             transport, _ = await loop.connect_read_pipe(
-                lambda: asyncio.StreamReaderProtocol(reader), open(rfd, "rb", 0, closefd=False)  # noqa: SIM115
+                lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(rfd, "rb", 0, closefd=False)
             )
             os.set_blocking(wfd, False)
             writer = PipeWriter(wfd)

@@ -21,6 +21,8 @@ import threading
 from collections.abc import Callable
 from typing import Generic, TypeVar
 
+from app import hostfiles
+
 _T = TypeVar("_T")
 
 
@@ -89,16 +91,16 @@ def file_name(root_name: str, real: str) -> str:
 def ensure_dir(path: str) -> None:
     """Create the index directory (0700) or check that the existing one is ours and private."""
     try:
-        os.makedirs(os.path.dirname(path), exist_ok=True)
+        hostfiles.make_dirs(os.path.dirname(path))
         with contextlib.suppress(FileExistsError):
-            os.mkdir(path, 0o700)
-        st = os.lstat(path)
+            hostfiles.make_dir(path, 0o700)
+        st = hostfiles.lstat(path)
         if not stat_mod.S_ISDIR(st.st_mode):
             raise Unavailable("the index directory is not a directory")
         if st.st_uid != os.getuid():
             raise Unavailable("the index directory belongs to another user")
         if st.st_mode & 0o077:
-            os.chmod(path, 0o700)
+            hostfiles.chmod(path, 0o700)
     except OSError as exc:
         raise Unavailable(f"the index directory cannot be created ({exc.strerror})") from None
 
@@ -126,7 +128,7 @@ def open_db(path: str) -> tuple[sqlite3.Connection, tuple[int, int]]:
         remove(path)
     else:
         raise Unavailable("the index file keeps being replaced")
-    st = os.lstat(path)
+    st = hostfiles.lstat(path)
     return con, (st.st_dev, st.st_ino)
 
 
@@ -153,7 +155,7 @@ def private_file(path: str) -> None:
     """Create the file 0600, or remove one that is not ours, not private or not a file."""
     for _ in range(2):
         try:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+            fd = hostfiles.open_fd(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW)
         except OSError as exc:
             if exc.errno == errno.ELOOP:  # a link planted where the index goes
                 remove(path)
@@ -173,4 +175,4 @@ def remove(path: str) -> None:
     """The index file and SQLite's companions, whatever they are."""
     for p in (path, path + "-wal", path + "-shm", path + "-journal"):
         with contextlib.suppress(FileNotFoundError, IsADirectoryError):
-            os.unlink(p)
+            hostfiles.unlink(p)

@@ -31,12 +31,12 @@ removes leaves no trace in the index's files once it is over (`forget.py`).
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 import threading
 import time
 from collections.abc import Callable, Iterable
 
+from app import hostfiles
 from app.fs.index.access import RACY_NS, STALE, verify
 from app.fs.index.fulltext.forget import flush, purge_if_due
 from app.fs.index.fulltext.refresh import Known, Progress, Refreshed, RefreshPass
@@ -103,7 +103,7 @@ class RootIndex:
         if self.con is not None:
             # Removed or replaced since we opened it: let go, and check the new one.
             try:
-                st = os.lstat(self.path)
+                st = hostfiles.lstat(self.path)
                 same = (st.st_dev, st.st_ino) == self._file
             except OSError:
                 same = False
@@ -281,7 +281,7 @@ class RootIndex:
         size = 0
         for p in (self.path, self.path + "-wal"):
             with contextlib.suppress(OSError):
-                size += os.stat(p).st_size
+                size += hostfiles.size(p)
         return n, size
 
 

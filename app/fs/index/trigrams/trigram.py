@@ -29,6 +29,7 @@ from typing import NamedTuple
 
 import apsw
 
+from app import hostfiles
 from app.fs.index.access import Signature
 from app.fs.index.storage import OnePerFile, Unavailable, ensure_dir, private_file, remove
 from app.fs.index.trigrams import shards, trigram_text
@@ -296,7 +297,7 @@ def size_of(path: str) -> int:
     for shard in shards.paths(path):
         for p in (shard, shard + "-wal"):
             with contextlib.suppress(OSError):
-                total += os.stat(p).st_size
+                total += hostfiles.size(p)
     return total
 
 

@@ -43,6 +43,7 @@ try:
 except ImportError:  # pragma: no cover  # not Linux: no watch, the change scan
     INotify = None
 
+from app import hostfiles
 from app.fs.filters.ignore import KINDS
 
 Pruned = Callable[[str, str, bool], bool]
@@ -69,8 +70,7 @@ def dirty_window_ns(vm: str = "/proc/sys/vm") -> int:
     total = 0
     for name, default in (("dirty_expire_centisecs", 3000), ("dirty_writeback_centisecs", 500)):
         try:
-            with open(f"{vm}/{name}", encoding="ascii") as f:
-                cs = int(f.read().strip())
+            cs = int(hostfiles.read_small(f"{vm}/{name}", 32).decode("ascii").strip())
         except (OSError, ValueError):
             cs = default
         total += cs if cs > 0 else default
