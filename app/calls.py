@@ -29,7 +29,7 @@ from app.errors import BudgetSpent
 
 if TYPE_CHECKING:
     from app.registry import Snapshot
-    from app.security.resolve import SecureRoot
+    from app.security.resolve import Root
 
 CallKey = tuple[str, str, str]
 ProgressSink = Callable[[float, float | None, str | None], None]
@@ -47,7 +47,7 @@ class Call:
     cancelled: threading.Event = field(default_factory=threading.Event)
     progress_sink: ProgressSink | None = None
 
-    def root(self, name: str | None) -> SecureRoot:
+    def root(self, name: str | None) -> Root:
         return self.snapshot.root(name)
 
     def check(self) -> None:

@@ -30,7 +30,7 @@ from app.fs.history.gitdir import has_repository
 from app.security.deny import DenyRules
 from app.security.policy import PERMISSION_ORDER
 from app.security.protected import Protected
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from app.security.tokenfile import TokenFile, TokenHolder, default_token_path, read_token
 
 T = TypeVar("T")
@@ -41,7 +41,7 @@ MAX_HELD = 256  # the server's own files held open at once (see app.security.pro
 @dataclass(frozen=True, eq=False)
 class Snapshot:
     config: config_mod.LoadedConfig
-    roots: dict[str, SecureRoot]
+    roots: dict[str, Root]
     audit: AuditLog | None
     generation: int
     # The byte budget, one for the registry's life: every snapshot shares it, so a reload
@@ -68,7 +68,7 @@ class Snapshot:
     def default_root(self) -> str | None:
         return self.config.default_root
 
-    def root(self, name: str | None) -> SecureRoot:
+    def root(self, name: str | None) -> Root:
         if name is None or name == "":
             if self.default_root is None:
                 raise UnknownRoot(
@@ -104,7 +104,7 @@ def build(
     identities: Protected | None = None,
     budget: Budget | None = None,
 ) -> Snapshot:
-    roots: dict[str, SecureRoot] = {}
+    roots: dict[str, Root] = {}
     protected = tuple(dict.fromkeys((*loaded.protected_files, *protected_files)))
     for r in loaded.roots:
         inside = [
@@ -114,7 +114,7 @@ def build(
         ]
         rules = DenyRules(extra=r.deny, allow=r.allow, protected=inside, identities=identities)
         try:
-            roots[r.name] = SecureRoot(
+            roots[r.name] = Root(
                 name=r.name,
                 role=r.role,
                 permissions=r.permissions,

@@ -32,11 +32,11 @@ if __package__ in (None, ""):
 from app.fs.change.copy import copy_file
 from app.security.deny import DenyRules
 from app.security.paths import MAX_DEPTH
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 
 
-def _root(top: Path) -> SecureRoot:
-    root = SecureRoot(name="bench", role="workspace", permissions=["read", "write"],
+def _root(top: Path) -> Root:
+    root = Root(name="bench", role="workspace", permissions=["read", "write"],
                       real=str(top), rules=DenyRules(), max_read_bytes=1 << 20, audit=None)
     root._use_openat2 = False  # the component walk: every folder opened is an os.open
     return root

@@ -5,7 +5,7 @@ commit among 200, `docs/rare.md` touched every 500 commits, a `.env` changed
 every 300 commits), packs it with `git gc`, then measures in-process (median
 of several runs, milliseconds):
 
-- the tools' work (`app.fs.history.ops`, through a SecureRoot): the first page
+- the tools' work (`app.fs.history.ops`, through a Root): the first page
   of `git_log`, a path-limited `git_log` of the rare file (walks the whole
   history), `git_show` of HEAD, `git_diff HEAD~50 HEAD`, and `git_show` of a
   file, first with the denied-content index cold, then warm;
@@ -83,9 +83,9 @@ def tools(repo: Path, runs: int) -> dict[str, float]:
     from app.fs.control import NoControl
     from app.fs.history import denied, ops
     from app.security.deny import DenyRules
-    from app.security.resolve import SecureRoot
+    from app.security.resolve import Root
 
-    root = SecureRoot(name="bench", role="reference", permissions=("read",),
+    root = Root(name="bench", role="reference", permissions=("read",),
                       real=str(repo), rules=DenyRules(), max_read_bytes=1 << 20)
     c = NoControl()
     out: dict[str, float] = {}

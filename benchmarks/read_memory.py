@@ -61,7 +61,7 @@ CHILD = """
 import json, sys, tracemalloc
 sys.path.insert(0, {repo!r})
 from app.fs.reading.read import read_text_file
-from app.security import DenyRules, SecureRoot
+from app.security import DenyRules, Root
 
 
 def status(key):
@@ -71,7 +71,7 @@ def status(key):
                 return int(row.split()[1])  # kB
 
 
-root = SecureRoot(name="bench", role="workspace", permissions=["read"], real={folder!r},
+root = Root(name="bench", role="workspace", permissions=["read"], real={folder!r},
                   rules=DenyRules(), max_read_bytes={budget})
 # Warm up on a small file, so that imports and first-call allocations are in the baseline.
 read_text_file(root, "small.txt", start=1, end=10, tail=None, cap=65536)
@@ -120,9 +120,9 @@ def main() -> int:
         print(f"file: {size / (1 << 30):.2f} GiB sparse, budget (max_read_bytes) "
               f"{BUDGET >> 20} MiB")
         from app.fs.reading.read import read_text_file
-        from app.security import DenyRules, SecureRoot
+        from app.security import DenyRules, Root
 
-        root = SecureRoot(name="bench", role="workspace", permissions=["read"], real=str(folder),
+        root = Root(name="bench", role="workspace", permissions=["read"], real=str(folder),
                           rules=DenyRules(), max_read_bytes=BUDGET)
         for name, kwargs in CASES.items():
             samples = [measure(folder, kwargs) for _ in range(runs)]

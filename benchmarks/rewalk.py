@@ -40,13 +40,13 @@ from app.fs.search import searcher
 from app.fs.search.needs import Narrow
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from tests.kit import secure_root
 
 FILE_LIMIT = 8 << 20
 
 
-def timed_build(keeper: Keeper, root: SecureRoot) -> tuple[float, float]:
+def timed_build(keeper: Keeper, root: Root) -> tuple[float, float]:
     wall, cpu = time.perf_counter(), time.process_time()
     keeper.kick(root, "bench")
     state = keeper.wait()
@@ -54,7 +54,7 @@ def timed_build(keeper: Keeper, root: SecureRoot) -> tuple[float, float]:
     return time.perf_counter() - wall, time.process_time() - cpu
 
 
-def search(root: SecureRoot, narrow: Narrow, query: str) -> float:
+def search(root: Root, narrow: Narrow, query: str) -> float:
     opts = TextOptions(query=query, regex=False, case_sensitive=True, path="", file_glob="*",
                        offset=0, limit=10_000, cap=1 << 30, file_limit=FILE_LIMIT,
                        budget=4 << 30)

@@ -5,7 +5,7 @@
 In one process, on a warm cache, times (median of `--runs` rounds of 20,000
 calls each, interleaved):
 
-- alive:   `SecureRoot.check_alive()` alone (one stat of the root's path, to
+- alive:   `Root.check_alive()` alone (one stat of the root's path, to
            notice a root folder deleted or replaced while serving);
 - open:    `open_file` of a small file three folders down, with the check, then
            close (the least work a read tool does);
@@ -29,7 +29,7 @@ from pathlib import Path
 
 from app.security.deny import DenyRules
 from app.security.protected import Protected
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from app.security.walk import Walker
 
 N = 20_000
@@ -56,8 +56,8 @@ def main() -> None:
         protected = Protected()
         protected.hold_paths([str(Path(tmp) / "cfg.toml")])
 
-        def root(ids: Protected | None) -> SecureRoot:
-            return SecureRoot(name="r", role="reference", permissions=["read"], real=str(top),
+        def root(ids: Protected | None) -> Root:
+            return Root(name="r", role="reference", permissions=["read"], real=str(top),
                               rules=DenyRules(identities=ids), max_read_bytes=1 << 20)
 
         with_ids, without = root(protected), root(None)
@@ -65,12 +65,12 @@ def main() -> None:
         # A stub over the method (the check left out): mypy has no type for that but an ignore.
         unchecked.check_alive = lambda: None  # type: ignore[method-assign]
 
-        def opener(r: SecureRoot):
+        def opener(r: Root):
             def go() -> None:
                 r.open_file("a/b/c/f.txt", op="read_text_file").close()
             return go
 
-        def walker(r: SecureRoot):
+        def walker(r: Root):
             def go() -> None:
                 for _ in Walker(r, ("a",), 1):
                     pass

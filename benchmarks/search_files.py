@@ -51,27 +51,27 @@ from app.fs.control import NoControl
 from app.fs.filters.glob import compile_glob
 from app.fs.search.files import search_files
 from app.fs.search.options import FilesOptions
-from app.security import DenyRules, SecureRoot, Walker
+from app.security import DenyRules, Root, Walker
 from benchmarks._trees import build_seed_tree, scandir_floor
 
 PATTERN = "*.py"
 
 
-def make_root(folder: str) -> SecureRoot:
-    return SecureRoot(
+def make_root(folder: str) -> Root:
+    return Root(
         name="bench", role="reference", permissions=["read"], real=os.path.realpath(folder),
         rules=DenyRules(), max_read_bytes=1 << 20,
     )
 
 
-def ours(root: SecureRoot, limit: int = 1000) -> list[str]:
+def ours(root: Root, limit: int = 1000) -> list[str]:
     result = search_files(
         root, FilesOptions(pattern=PATTERN, offset=0, limit=limit, cap=1 << 22), NoControl()
     )
     return [m.path for m in result.matches]
 
 
-def walk_match(root: SecureRoot) -> list[str]:
+def walk_match(root: Root) -> list[str]:
     """The search's walk and glob alone: Walker.dirs() and the compiled pattern, no result."""
     match = compile_glob(PATTERN).match_name
     return [d.prefix + e.name for d in Walker(root, ()).dirs() for e in d.entries

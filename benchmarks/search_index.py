@@ -61,7 +61,7 @@ from app.fs.search.needs import Narrow
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
 from app.security import deny
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from tests.kit import secure_root
 
 QUERIES = [  # (name, query, regex, case_sensitive)
@@ -120,7 +120,7 @@ def rg_hits(tree: Path, query: str, regex: bool, case: bool, jobs: int | None
     return took, hits
 
 
-def ours(root: SecureRoot, query: str, regex: bool, case: bool, narrow: Narrow | None
+def ours(root: Root, query: str, regex: bool, case: bool, narrow: Narrow | None
          ) -> tuple[float, set[tuple[str, int]]]:
     opts = TextOptions(query=query, regex=regex, case_sensitive=case, path="", file_glob="*",
                        offset=0, limit=10_000_000, cap=1 << 40, file_limit=FILE_LIMIT,
@@ -173,7 +173,7 @@ def main() -> None:
     os.sync()
 
 
-def queries(a: argparse.Namespace, root: SecureRoot, narrow: Narrow) -> None:
+def queries(a: argparse.Namespace, root: Root, narrow: Narrow) -> None:
     print(f"{'query':28} {'rg -j1':>8} {'rg':>8} {'scan':>8} {'index':>8} {'×rg':>6} "
           f"{'÷scan':>6} {'hits':>7}  equal")
     keys = ["scan", "index"] if a.no_rg else ["rg1", "rg", "scan", "index"]
@@ -259,19 +259,19 @@ def _outside_append(s: Scratch, token: str) -> None:
         f.write(f"\n# {token}\n")
 
 
-def _server_new(s: Scratch, root: SecureRoot, token: str) -> None:
+def _server_new(s: Scratch, root: Root, token: str) -> None:
     _, rel = s.new("server")
     write_file(root, rel, f"a line that holds {token}\n")
 
 
-def _server_overwrite(s: Scratch, root: SecureRoot, token: str) -> None:
+def _server_overwrite(s: Scratch, root: Root, token: str) -> None:
     _, rel = s.new("server-over")
     write_file(root, rel, "a first version\n")
     time.sleep(0.2)  # the first version's own events drained by a search before the token's
     write_file(root, rel, f"a second version with {token}\n", overwrite=True)
 
 
-def freshness(tree: Path, root: SecureRoot, narrow: Narrow, index: tuple[TrigramIndex, Keeper],
+def freshness(tree: Path, root: Root, narrow: Narrow, index: tuple[TrigramIndex, Keeper],
               reps: int) -> None:
     idx, keeper = index
     s = Scratch(tree)

@@ -39,7 +39,7 @@ from app.fs.search import regex as regex_mod
 from app.fs.search.files import search_files
 from app.fs.search.options import FilesOptions, TextOptions
 from app.fs.search.text import search_text
-from app.security import SecureRoot
+from app.security import Root
 from benchmarks.search_text import FILE_LIMIT, _cpu, build, make_root
 
 PATTERNS = [r"the \w+ of", r"\w+_\w+", r"\b(value|error)\b \w+ root\b", r"^\w+ \d"]
@@ -52,7 +52,7 @@ def _opts(query: str, **kw: Any) -> TextOptions:
     return TextOptions(query=query, **args)
 
 
-def hits(root: SecureRoot, query: str) -> set[tuple[str, int]]:
+def hits(root: Root, query: str) -> set[tuple[str, int]]:
     r = search_text(root, _opts(query), NoControl())
     assert not r.truncated, r.note
     return {(m.path, m.line) for m in r.matches or []}
@@ -66,7 +66,7 @@ def rg_hits(rg: str, folder: Path, query: str) -> set[tuple[str, int]]:
             (row.split(":", 2) for row in out.splitlines())}
 
 
-def pages(root: SecureRoot, query: str, by_cursor: bool) -> tuple[list[Any], int]:
+def pages(root: Root, query: str, by_cursor: bool) -> tuple[list[Any], int]:
     items: list[Any] = []
     kw: dict[str, Any] = {}
     calls = 0
@@ -80,7 +80,7 @@ def pages(root: SecureRoot, query: str, by_cursor: bool) -> tuple[list[Any], int
         kw = {"cursor": r.next_cursor} if by_cursor else {"offset": r.next_offset}
 
 
-def file_pages(root: SecureRoot, by_cursor: bool) -> tuple[list[str], int]:
+def file_pages(root: Root, by_cursor: bool) -> tuple[list[str], int]:
     paths: list[str] = []
     kw: dict[str, Any] = {}
     calls = 0

@@ -10,7 +10,7 @@ times two literals: one with rare bytes, found in 40 files, and one made
 of frequent bytes only, found nowhere (the worst case for a search that
 anchors on the needle's rarest byte):
 
-- ours: `app.fs.search.text.search_text` in process (a `SecureRoot` with every
+- ours: `app.fs.search.text.search_text` in process (a `Root` with every
   built-in deny rule, the walk, the guards, line numbers and previews);
 - rg:   `rg -j1 -F --no-ignore --max-filesize 1M -n LITERAL ROOT`, i.e.
         ripgrep on one thread, with the same size limit, output to a pipe.
@@ -49,7 +49,7 @@ if __package__ in (None, ""):
 from app.fs.control import NoControl
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
-from app.security import DenyRules, SecureRoot
+from app.security import DenyRules, Root
 
 LITERAL = "zqxjvorpal"  # in 40 files; has rare bytes (z, q, j)
 COMMON = "the answer"  # in no file; only frequent bytes: the search's worst case
@@ -97,8 +97,8 @@ def build(folder: Path, files: int) -> tuple[int, int]:
     return files, total
 
 
-def make_root(folder: Path) -> SecureRoot:
-    return SecureRoot(
+def make_root(folder: Path) -> Root:
+    return Root(
         name="bench", role="reference", permissions=["read"], real=str(folder),
         rules=DenyRules(), max_read_bytes=FILE_LIMIT,
     )
@@ -135,7 +135,7 @@ REAL = [
 ]
 
 
-def ours(root: SecureRoot, case: Case) -> Hits:
+def ours(root: Root, case: Case) -> Hits:
     result = search_text(root, TextOptions(
         query=case.query, file_glob="*", case_sensitive=case.case_sensitive, offset=0,
         limit=100_000, cap=1 << 30, file_limit=FILE_LIMIT, budget=1 << 31,

@@ -6,7 +6,7 @@ commit, in one run, for a change that must make none of them slower.
 Builds one tree (`--files` text files of about 4 KB in folders of 50, a rare literal in
 1 of 100), then runs, `--runs` times and interleaved, a fresh child process with the code
 of this worktree and one with the code of `--base` (a `git archive` of that commit in a
-temporary folder). Each child builds a `SecureRoot` with the built-in deny rules on the
+temporary folder). Each child builds a `Root` with the built-in deny rules on the
 tree and times, in process: 300 `read_text_file` of one file; 5 `search_text` of the
 literal with no index (a scan of every file); the index's build, then 20 `search_text`
 through it (`narrow_of`, as the server narrows a call; its clock is set 60 s ahead, so
@@ -44,9 +44,9 @@ from app.fs.index.trigrams.trigram import TrigramIndex
 from app.fs.reading.read import read_text_file
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
-from app.security import DenyRules, SecureRoot
+from app.security import DenyRules, Root
 
-root = SecureRoot(name="b", role="workspace", permissions=["read", "write"],
+root = Root(name="b", role="workspace", permissions=["read", "write"],
                   real={tree!r}, rules=DenyRules(), max_read_bytes=1 << 20)
 
 

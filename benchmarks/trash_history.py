@@ -46,14 +46,14 @@ if __package__ in (None, ""):  # run as a script: make `app` importable
 from app.fs.change import inventory, versions
 from app.fs.change.trash import Slot
 from app.fs.change.write import write_file
-from app.security import DenyRules, SecureRoot
+from app.security import DenyRules, Root
 from app.security.policy import Recovery
 
 START = datetime(2026, 1, 1, tzinfo=timezone.utc)
 
 
-def make_root(folder: str, items: int, max_bytes: int = 1 << 40) -> SecureRoot:
-    return SecureRoot(
+def make_root(folder: str, items: int, max_bytes: int = 1 << 40) -> Root:
+    return Root(
         name="bench",
         role="workspace",
         permissions=["read", "write", "delete"],
@@ -65,7 +65,7 @@ def make_root(folder: str, items: int, max_bytes: int = 1 << 40) -> SecureRoot:
     )
 
 
-def build_history(root: SecureRoot, count: int) -> None:
+def build_history(root: Root, count: int) -> None:
     """`count` versions of `f.txt`, 1,000 to a second, the way a kept version is laid out."""
     for i in range(count):
         slot = Slot(root, ("f.txt",), "version", START + timedelta(seconds=i // 1000), size=1,

@@ -7,7 +7,7 @@ Builds the seed's tree shape (24,300 files: 300 useful `.py` files under
 then times, in the same process and on the same warm cache:
 
 - ours:  a `*.py` base-name search through `Walker.dirs()` (the walk the
-         search tools use) on a `SecureRoot` with every built-in deny rule
+         search tools use) on a `Root` with every built-in deny rule
          applied; also the same search over the per-entry API (`for e in
          Walker(...)`, one `WalkEntry` per entry) for comparison;
 - glob:  the seed's "before": unpruned `Path.glob('**/*')`, then drop every
@@ -41,14 +41,14 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `app` and `benchmarks` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.security import DenyRules, SecureRoot, Walker
+from app.security import DenyRules, Root, Walker
 from benchmarks._trees import build_seed_tree, scandir_floor
 
 PATTERN = "*.py"
 
 
-def make_root(folder: str) -> SecureRoot:
-    return SecureRoot(
+def make_root(folder: str) -> Root:
+    return Root(
         name="bench",
         role="reference",
         permissions=["read"],
@@ -58,7 +58,7 @@ def make_root(folder: str) -> SecureRoot:
     )
 
 
-def search_ours(root: SecureRoot) -> list[str]:
+def search_ours(root: Root) -> list[str]:
     match = re.compile(fnmatch.translate(PATTERN)).match
     found = []
     for d in Walker(root, ()).dirs():
@@ -69,7 +69,7 @@ def search_ours(root: SecureRoot) -> list[str]:
     return found
 
 
-def search_ours_entries(root: SecureRoot) -> list[str]:
+def search_ours_entries(root: Root) -> list[str]:
     match = re.compile(fnmatch.translate(PATTERN)).match
     return [e.path for e in Walker(root, ()) if e.kind == "file" and match(e.name)]
 

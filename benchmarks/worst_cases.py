@@ -98,7 +98,7 @@ def build(folder: Path) -> None:
         f.writelines(f"value {rnd.randrange(150)}\n" for _ in range(400000))
 
 
-# Each case: Python run in the child with `root` (a SecureRoot on the folder),
+# Each case: Python run in the child with `root` (a Root on the folder),
 # `cap` (max_output_chars) and the fs modules imported. Its value is printed.
 CASES: dict[str, str] = {
     "glob_backtracking": (
@@ -190,11 +190,11 @@ from app.fs.reading.read import read_multiple_files, read_text_file
 from app.fs.search.files import search_files
 from app.fs.search.options import FilesOptions, TextOptions
 from app.fs.search.text import search_text
-from app.security import DenyRules, SecureRoot
+from app.security import DenyRules, Root
 
 BUDGET = {budget}
 cap = 65536
-root = SecureRoot(name="bench", role="workspace", permissions=["read", "write"],
+root = Root(name="bench", role="workspace", permissions=["read", "write"],
                   real={folder!r}, rules=DenyRules(), max_read_bytes=BUDGET)
 
 

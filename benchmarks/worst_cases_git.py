@@ -78,7 +78,7 @@ sys.path.insert(0, {repo!r})
 from app.errors import LoomError
 from app.fs.history import ops
 from app.fs.control import NoControl
-from app.security import DenyRules, SecureRoot
+from app.security import DenyRules, Root
 from tests.fs.history.hostile import Probe
 
 P = Probe(**json.loads({probe!r}))
@@ -86,7 +86,7 @@ cap = 65536
 
 
 def root_at(folder):
-    return SecureRoot(name="bench", role="reference", permissions=["read"], real=folder,
+    return Root(name="bench", role="reference", permissions=["read"], real=folder,
                       rules=DenyRules(), max_read_bytes=1 << 20)
 
 

@@ -39,14 +39,14 @@ if __package__ in (None, ""):  # run as a script: make `app` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.fs.change.write import write_file
-from app.security import DenyRules, SecureRoot
+from app.security import DenyRules, Root
 from app.security.policy import Recovery
 
 SIZES = {"4 KiB": 4 << 10, "1 MiB": 1 << 20}
 
 
-def make_root(folder: str, keep_versions: bool = True) -> SecureRoot:
-    return SecureRoot(
+def make_root(folder: str, keep_versions: bool = True) -> Root:
+    return Root(
         name="bench",
         role="workspace",
         permissions=["read", "write", "delete"],
@@ -58,7 +58,7 @@ def make_root(folder: str, keep_versions: bool = True) -> SecureRoot:
     )
 
 
-def variants(folder: Path, root: SecureRoot, bare: SecureRoot,
+def variants(folder: Path, root: Root, bare: Root,
              text: str) -> dict[str, Callable[[], None]]:
     data = text.encode()
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from app.security import DenyRules, SecureRoot
+from app.security import DenyRules, Root
 
 CEILINGS = {
     "reference": ["read"],
@@ -33,13 +33,13 @@ def secure_root(
     max_read_bytes: int = 1 << 20,
     audit: Callable[..., None] | None = None,
     engine: str | None = None,
-) -> SecureRoot:
-    """A `SecureRoot` on `path` without a config: the role's ceiling unless `permissions`.
+) -> Root:
+    """A `Root` on `path` without a config: the role's ceiling unless `permissions`.
 
     `engine` "openat2" or "walk" forces the resolution engine on this instance
     (`openat2.available()` is probed once per process); None keeps the probe's choice.
     """
-    root = SecureRoot(
+    root = Root(
         name=name,
         role=role,
         permissions=list(permissions) if permissions is not None else CEILINGS[role],
@@ -53,8 +53,8 @@ def secure_root(
     return root
 
 
-def loaded_root(config: Path | str, name: str = "main") -> SecureRoot:
-    """A `SecureRoot` exactly as the server builds it from `config` (no audit log)."""
+def loaded_root(config: Path | str, name: str = "main") -> Root:
+    """A `Root` exactly as the server builds it from `config` (no audit log)."""
     from app.registry import Registry
 
     return Registry(str(config), audit=False).current.root(name)
@@ -62,7 +62,7 @@ def loaded_root(config: Path | str, name: str = "main") -> SecureRoot:
 
 TomlValue = str | int | bool | Path | Sequence[str]
 RootOptions = Mapping[str, TomlValue]
-Root = tuple[str, Path | str, str] | tuple[str, Path | str, str, RootOptions]
+RootSpec = tuple[str, Path | str, str] | tuple[str, Path | str, str, RootOptions]
 
 
 def dump(x: Any) -> Any:
@@ -84,7 +84,7 @@ def toml_value(value: TomlValue) -> str:
     return "[" + ", ".join(json.dumps(v) for v in value) + "]"
 
 
-def roots_toml(*roots: Root, audit_log: Path | str | None, extra: str = "") -> str:
+def roots_toml(*roots: RootSpec, audit_log: Path | str | None, extra: str = "") -> str:
     """A TOML config: `audit_log` (None: no line), the `extra` top-level lines, then one
     `[[roots]]` table per (name, path, role) or (name, path, role, {key: value, ...})."""
     lines = [] if audit_log is None else [f"audit_log = {toml_value(audit_log)}"]

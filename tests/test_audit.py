@@ -12,7 +12,7 @@ import pytest
 
 from app.audit import AuditLog, current_client
 from app.errors import LoomError
-from app.security import SecureRoot
+from app.security import Root
 from tests.kit import secure_root
 
 LINE = re.compile(
@@ -43,7 +43,7 @@ def lines(path: Path) -> list[dict[str, str]]:
     return out
 
 
-def attempt(root: SecureRoot, path: str, *, write: bool = False) -> None:
+def attempt(root: Root, path: str, *, write: bool = False) -> None:
     try:
         if write:
             root.open_parent(path, op="write_file", perm="write").close()

@@ -5,7 +5,7 @@ OpenAI's connector contract: `search(query)` -> `{results: [{id, title, url}]}`,
 id is `root/relative/path` and a search covers every root that grants read.
 
 The ways in are the same as every other tool's (`app.fs.index.fulltext.documents`: the walk,
-`SecureRoot.open_file`), so a denied file is neither found nor fetched. What
+`Root.open_file`), so a denied file is neither found nor fetched. What
 this does not protect against is the same as elsewhere: filtering is by name,
 so a secret written into an allowed file is readable.
 

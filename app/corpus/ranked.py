@@ -24,7 +24,7 @@ from app.fs.index.fulltext import ranked as per_root
 from app.fs.index.fulltext.query import Query
 from app.registry import Snapshot
 from app.security import deny
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 
 BUILD_SECONDS = 20.0  # index work one search may do before answering from what is indexed
 
@@ -48,14 +48,14 @@ def _dir_problem(snap: Snapshot) -> str | None:
     return None
 
 
-def identity(snap: Snapshot, root: SecureRoot, per_file: int) -> str:
+def identity(snap: Snapshot, root: Root, per_file: int) -> str:
     """Everything an index's content depends on: when it changes, the index is rebuilt.
     Fixed for a snapshot (its rules, the root's open handle): computed once for each."""
     return snap.once(("ranked.identity", root.name, per_file),
                      lambda: _identity(snap, root, per_file))
 
 
-def _identity(snap: Snapshot, root: SecureRoot, per_file: int) -> str:
+def _identity(snap: Snapshot, root: Root, per_file: int) -> str:
     rc = next((r for r in snap.config.roots if r.name == root.name), None)
     st = os.fstat(root.handle.fd)
     data = [
@@ -72,7 +72,7 @@ def _identity(snap: Snapshot, root: SecureRoot, per_file: int) -> str:
     return hashlib.sha256(json.dumps(data).encode()).hexdigest()
 
 
-def readable_roots(snap: Snapshot) -> Iterator[tuple[SecureRoot, int]]:
+def readable_roots(snap: Snapshot) -> Iterator[tuple[Root, int]]:
     """Each root `search` may read (audited as a search of its top), with the size above
     which one of its files is not read."""
     limits = snap.limits
@@ -91,7 +91,7 @@ def search(snap: Snapshot, query: Query, control: Control, cap: int) -> Found:
     where = index_dir(snap)
     fts.ensure_dir(where)
     pool: list[tuple[float, str, str]] = []
-    roots: dict[str, tuple[SecureRoot, fts.RootIndex]] = {}
+    roots: dict[str, tuple[Root, fts.RootIndex]] = {}
     notes: list[str] = []
     matched = 0
     for root, per_file in readable_roots(snap):
@@ -121,7 +121,7 @@ def search(snap: Snapshot, query: Query, control: Control, cap: int) -> Found:
 
 
 def _second_tier(
-    roots: dict[str, tuple[SecureRoot, fts.RootIndex]],
+    roots: dict[str, tuple[Root, fts.RootIndex]],
     terms: list[str],
     cap: int,
     results: list[tuple[str, str]],

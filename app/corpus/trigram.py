@@ -28,13 +28,13 @@ from app.fs.index.trigrams.narrow import Keeper, Scope, narrowing
 from app.fs.search.needs import Folder, Narrow, Narrowed, Needs
 from app.fs.search.walk import Walk
 from app.registry import Snapshot
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 
 _keepers: dict[str, Keeper] = {}
 _lock = threading.Lock()
 
 
-def index_path(snap: Snapshot, root: SecureRoot) -> str:
+def index_path(snap: Snapshot, root: Root) -> str:
     return _file(ranked.index_dir(snap), root.name, root.real)
 
 
@@ -88,7 +88,7 @@ def close_all() -> None:
         k.close()
 
 
-def identity(snap: Snapshot, root: SecureRoot) -> str:
+def identity(snap: Snapshot, root: Root) -> str:
     def make() -> str:
         base = ranked.identity(snap, root, 0)
         return hashlib.sha256(f"{trigram.SCHEMA}\0{base}".encode()).hexdigest()
@@ -96,14 +96,14 @@ def identity(snap: Snapshot, root: SecureRoot) -> str:
     return snap.once(("trigram.identity", root.name), make)
 
 
-def narrow_for(snap: Snapshot, root: SecureRoot) -> Narrow | None:
+def narrow_for(snap: Snapshot, root: Root) -> Narrow | None:
     """What narrows a `search_text` call on `root`, or None (no index: a scan)."""
     if not snap.limits.search_index or ranked.dir_problem(snap) or trigram.problem():
         return None
     return narrow_of(keeper_of(index_path(snap, root)), root, identity(snap, root))
 
 
-def narrow_of(keeper: Keeper, root: SecureRoot, rules: str) -> Narrow:
+def narrow_of(keeper: Keeper, root: Root, rules: str) -> Narrow:
     """`search_text`'s `Narrow` over the index `keeper` keeps for `root`, built under the
     rules `rules` names (`identity`); benchmarks and tests use it with an index of their own."""
     inner = narrowing(keeper.idx, keeper, root, rules)

@@ -1,4 +1,4 @@
-"""What the tools do on disk, always through `SecureRoot` handles (`app.security`).
+"""What the tools do on disk, always through `Root` handles (`app.security`).
 
 By capability, lowest first (`tests/test_layers.py` holds the order): `control.py`,
 `hashing.py` and `re2raw.py` (what every part uses: cancel and progress, content hashes,

@@ -22,7 +22,7 @@ from app.security.resolve import (
     OpenedDir,
     OpenedFile,
     Parent,
-    SecureRoot,
+    Root,
 )
 from app.security.walk import WalkDir, WalkEntry, Walker, kind_of_entry
 
@@ -32,7 +32,7 @@ __all__ = [
     "OpenedDir",
     "OpenedFile",
     "Parent",
-    "SecureRoot",
+    "Root",
     "WalkDir",
     "WalkEntry",
     "Walker",

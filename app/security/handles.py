@@ -1,4 +1,4 @@
-"""What `SecureRoot` hands out: descriptors, never path strings.
+"""What `Root` hands out: descriptors, never path strings.
 
 `DirHandle` keeps a root's directory open for as long as anything refers to
 it; `OpenedFile`, `OpenedDir` and `Parent` are one resolution's result (close

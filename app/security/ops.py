@@ -7,7 +7,7 @@ on the way, or climbs out of the folder it was given. No call follows a final
 link either: opens carry `O_NOFOLLOW`, stats and mode changes look at the entry
 itself, links are made with `linkat` without `AT_SYMLINK_FOLLOW`; a mode or a time is
 changed on a descriptor one of these opened (`os.fchmod`), never by name. Reaching the
-folder itself (`SecureRoot`, the walk, `Descent`) is what decides what a call
+folder itself (`Root`, the walk, `Descent`) is what decides what a call
 may touch; this module makes sure that the last step stays in it.
 
 Renames come in three kinds: `rename` replaces what the new name held,

@@ -5,7 +5,8 @@ reference root is read-only whatever the config says); permissions are kept in
 `PERMISSION_ORDER`. Every decision about a path is audited: DENY with the rule
 that refused it, or ALLOW once the resolution succeeded. The deny rules are
 asked here too, by request path and by the identity of the server's own files.
-`SecureRoot` (resolve.py) is a `RootPolicy` with a directory handle.
+`Root` (resolve.py) holds one `Policy` beside its directory handle and asks it before
+every operation; the policy itself never touches the disk.
 """
 
 from __future__ import annotations
@@ -56,14 +57,16 @@ class _Required(TypedDict):
 
 
 class PolicyArgs(_Required, total=False):
-    """A root's keyword arguments (`SecureRoot` takes these and `real`, its host path)."""
+    """A root's policy, as keyword arguments (`Root` takes these and `real`, its host path)."""
 
     audit: AuditFn | None
     recovery: Recovery
 
 
-class RootPolicy:
-    """One root's name, role, permissions and deny rules, and its audit record."""
+class Policy:
+    """One root's name, role, permissions and deny rules, the server's own files' identities
+    (asked by `check_identity`), and its audit record: every decision about a path, made
+    before or after the disk is reached, is one of its methods."""
 
     def __init__(self, **args: Unpack[PolicyArgs]) -> None:
         # Typed for mypy; at run time a misspelt keyword (an `audit` that would be dropped)
@@ -71,7 +74,7 @@ class RootPolicy:
         known = PolicyArgs.__required_keys__ | PolicyArgs.__optional_keys__
         wrong = sorted(set(args) - known) + sorted(PolicyArgs.__required_keys__ - set(args))
         if wrong:
-            raise TypeError(f"RootPolicy: unexpected or missing keyword arguments {wrong}")
+            raise TypeError(f"Policy: unexpected or missing keyword arguments {wrong}")
         self.name = args["name"]
         self.role = args["role"]
         self.permissions = tuple(p for p in PERMISSION_ORDER if p in set(args["permissions"]))
@@ -79,7 +82,7 @@ class RootPolicy:
         self.max_read_bytes = args["max_read_bytes"]
         self._audit = args.get("audit")
         self.recovery = args.get("recovery") or Recovery.of_role(self.role)
-        self._protected = self.rules.identities
+        self.identities = self.rules.identities  # the server's own files, by identity
 
     def permit(self, perm: str) -> None:
         if perm not in self.permissions:
@@ -90,16 +93,16 @@ class RootPolicy:
 
     def check_identity(self, st: os.stat_result | None) -> None:
         """Refuse the server's own files (config, token, audit logs) whatever their name."""
-        if st is not None and self._protected is not None and self._protected.hit(st):
+        if st is not None and self.identities is not None and self.identities.hit(st):
             raise ServerFile()
 
-    def _check_deny(self, parts: Iterable[str]) -> None:
+    def check_deny(self, parts: Iterable[str]) -> None:
         hit = self.rules.path(tuple(parts))
         if hit is not None:
             raise DeniedName(hit)
 
     @contextlib.contextmanager
-    def _audited(self, rel: str, op: str) -> Iterator[None]:
+    def audited(self, rel: str, op: str) -> Iterator[None]:
         """One audit line for the resolution inside: DENY with the rule, or ALLOW."""
         try:
             yield
@@ -123,5 +126,10 @@ class RootPolicy:
 
 
 __all__ = [
-    "PERMISSION_ORDER", "ROLE_CEILINGS", "AuditFn", "PolicyArgs", "Recovery", "RootPolicy",
+    "PERMISSION_ORDER",
+    "ROLE_CEILINGS",
+    "AuditFn",
+    "Policy",
+    "PolicyArgs",
+    "Recovery",
 ]

@@ -1,4 +1,4 @@
-"""`SecureRoot`: one configured root and the only ways to reach inside it.
+"""`Root`: one configured root and the only ways to reach inside it.
 
 Every path goes: permission -> syntax and lexical confinement -> deny on the
 requested path -> resolution through the root's directory handle -> deny on
@@ -37,6 +37,7 @@ from app.errors import (
     os_error,
 )
 from app.security import openat2
+from app.security.deny import DenyRules
 from app.security.handles import (
     DIR_FLAGS,
     FILE_FLAGS,
@@ -48,7 +49,7 @@ from app.security.handles import (
     open_below,
 )
 from app.security.paths import join, split_request
-from app.security.policy import PolicyArgs, RootPolicy
+from app.security.policy import Policy, PolicyArgs, Recovery
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
@@ -56,16 +57,51 @@ if TYPE_CHECKING:
 MAX_SYMLINK_HOPS = 40
 
 
-class SecureRoot(RootPolicy):
-    """One root: its policy (name, role, permissions, deny rules, audit) and its handle."""
+class Root:
+    """One root: its policy (`Policy`: name, role, permissions, deny rules, the server's own
+    files, audit), composed, and its directory handle. Every way into the root asks the
+    policy first and audits through it; what the policy holds is read here as properties."""
 
     def __init__(self, *, real: str, **policy: Unpack[PolicyArgs]) -> None:
-        super().__init__(**policy)
+        self.policy = Policy(**policy)
         self.real = real  # host path: for the operator's eyes only, never sent to a client
         self.handle = DirHandle(real)
         st = os.fstat(self.handle.fd)
         self._identity = (st.st_dev, st.st_ino)
         self._use_openat2 = openat2.available()
+
+    # -- what the policy holds ----------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self.policy.name
+
+    @property
+    def role(self) -> str:
+        return self.policy.role
+
+    @property
+    def permissions(self) -> tuple[str, ...]:
+        return self.policy.permissions
+
+    @property
+    def rules(self) -> DenyRules:
+        return self.policy.rules
+
+    @property
+    def max_read_bytes(self) -> int:
+        return self.policy.max_read_bytes
+
+    @property
+    def recovery(self) -> Recovery:
+        return self.policy.recovery
+
+    def record(self, decision: str, rel: str, op: str, exc: LoomError | None = None) -> None:
+        """One audit line of a decision made outside the four ways in (a copy's refusal)."""
+        self.policy.record(decision, rel, op, exc)
+
+    def describe(self) -> dict[str, object]:
+        return self.policy.describe()
 
     # -- checks done before the disk --------------------------------------
 
@@ -74,12 +110,12 @@ class SecureRoot(RootPolicy):
         shown = path if isinstance(path, str) else "?"
         try:
             self.check_alive()
-            self.permit(perm)
+            self.policy.permit(perm)
             parts = split_request(path)
             shown = join(parts)
-            self._check_deny(parts)
+            self.policy.check_deny(parts)
         except LoomError as exc:
-            self.record("DENY", shown, op, exc)
+            self.policy.record("DENY", shown, op, exc)
             raise
         return parts
 
@@ -112,13 +148,13 @@ class SecureRoot(RootPolicy):
         """A regular file, opened read-only; in-root links followed."""
         parts = self.authorize(path, perm=perm, op=op)
         rel = join(parts)
-        with self._audited(rel, op):
+        with self.policy.audited(rel, op):
             if not parts:
                 raise NotARegularFile("not a regular file: the root is a directory")
             fd, phys = self._resolve(parts, FILE_FLAGS)
             try:
                 st = os.fstat(fd)
-                self.check_identity(st)
+                self.policy.check_identity(st)
                 if stat_mod.S_ISDIR(st.st_mode):
                     raise NotARegularFile(f"not a regular file: '{rel}' is a directory")
                 check_regular(st)
@@ -131,7 +167,7 @@ class SecureRoot(RootPolicy):
         """A directory; in-root links followed."""
         parts = self.authorize(path, perm=perm, op=op)
         rel = join(parts)
-        with self._audited(rel, op):
+        with self.policy.audited(rel, op):
             fd, phys = self._resolve(parts, None)
         return OpenedDir(fd, rel, tuple(phys))
 
@@ -139,19 +175,19 @@ class SecureRoot(RootPolicy):
         """The directory that holds the entry `path` names, for a change there."""
         parts = self.authorize(path, perm=perm, op=op)
         rel = join(parts)
-        with self._audited(rel, op):
+        with self.policy.audited(rel, op):
             if not parts:
                 raise InvalidPath("the root itself cannot be changed")
             fd, phys = self._resolve(parts[:-1], None, create=create_parents)
             target = (*phys, parts[-1])
             try:
-                self._check_deny(target)
-                if self._protected is not None and self._protected.ids:
+                self.policy.check_deny(target)
+                if self.policy.identities is not None and self.policy.identities.ids:
                     try:
                         st = os.stat(parts[-1], dir_fd=fd, follow_symlinks=False)
                     except OSError:
                         st = None
-                    self.check_identity(st)
+                    self.policy.check_identity(st)
             except BaseException:
                 os.close(fd)
                 raise
@@ -221,7 +257,7 @@ class SecureRoot(RootPolicy):
                     fd = os.open(name, flags, dir_fd=stack[-1])
                 except OSError as exc:
                     if exc.errno == errno.ENOENT and create and (not last or file_flags is None):
-                        self._check_deny((*phys, name))
+                        self.policy.check_deny((*phys, name))
                         with contextlib.suppress(FileExistsError):
                             os.mkdir(name, 0o777, dir_fd=stack[-1])
                         pending.insert(0, name)
@@ -233,7 +269,7 @@ class SecureRoot(RootPolicy):
                     except OSError:
                         if exc.errno == errno.ENOTDIR:  # a file where a directory was asked
                             with contextlib.suppress(OSError):
-                                self.check_identity(
+                                self.policy.check_identity(
                                     os.stat(name, dir_fd=stack[-1], follow_symlinks=False)
                                 )
                         raise exc from None
@@ -278,6 +314,6 @@ __all__ = [
     "OpenedDir",
     "OpenedFile",
     "Parent",
-    "SecureRoot",
+    "Root",
     "check_regular",
 ]

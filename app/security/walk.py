@@ -9,7 +9,7 @@ Every directory is opened with `O_NOFOLLOW|O_DIRECTORY`: from its parent's
 handle, which the walk opened the same way and keeps until the parent's last
 subdirectory is open (at most `MAX_HELD` of them, so a wide tree cannot
 exhaust descriptors), or else from the root handle with no link followed at any
-step (`SecureRoot.open_subdir`). A directory swapped for a link mid-walk is
+step (`Root.open_subdir`). A directory swapped for a link mid-walk is
 therefore skipped, never entered. Limit (the one `resolve` states): a
 directory moved *out* of the root while the walk holds its handle is listed
 where it went; the walk never climbs out of it, since it never follows `..`
@@ -35,7 +35,7 @@ from typing import NamedTuple
 
 from app.security import admission
 from app.security.handles import Descent
-from app.security.resolve import DIR_FLAGS, SecureRoot
+from app.security.resolve import DIR_FLAGS, Root
 
 FILE, DIR, SYMLINK, OTHER = "file", "dir", "symlink", "other"
 MAX_HELD = 32  # parent handles one walk keeps open for their subdirectories
@@ -124,7 +124,7 @@ class Walker:
     rule, the server's own files), never naming them.
     """
 
-    def __init__(self, root: SecureRoot, start: tuple[str, ...], max_depth: int | None = None,
+    def __init__(self, root: Root, start: tuple[str, ...], max_depth: int | None = None,
                  keep: Keep | None = None, count_hidden: bool = False):
         self.root = root
         self.count_hidden = count_hidden

@@ -26,7 +26,7 @@ from typing import TypeVar
 
 from app.budget import Reservation, text_bound
 from app.errors import BudgetSpent
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from app.tools.base import Call
 
 T = TypeVar("T")
@@ -47,7 +47,7 @@ def text_cap(call: Call) -> int:
 
 def metered(
     call: Call,
-    root: SecureRoot,
+    root: Root,
     bound: int,
     *,
     op: str,
@@ -62,7 +62,7 @@ def metered(
     return result
 
 
-def paid_if_it_can(call: Call, root: SecureRoot, nbytes: int) -> str | None:
+def paid_if_it_can(call: Call, root: Root, nbytes: int) -> str | None:
     """Pay `nbytes` for good if every bucket covering `root` can, else pay nothing and answer
     why: for content that follows a change already made (an edit's diff), which the answer
     leaves out rather than refuse a call whose write is done. Not audited: nothing was denied."""
@@ -80,7 +80,7 @@ class PaidAsItGoes:
     `used` and gives back the rest (a file that shrank while read); a call that neither
     fails nor settles keeps what it paid."""
 
-    def __init__(self, call: Call, root: SecureRoot, op: str) -> None:
+    def __init__(self, call: Call, root: Root, op: str) -> None:
         self.call, self.root, self.op = call, root, op
         self.held: list[Reservation] = []
 

@@ -21,7 +21,7 @@ import pytest
 from mcp import ClientSession
 
 from app.errors import LoomError
-from app.security import SecureRoot
+from app.security import Root
 from tests.kit import config_file, loaded_root, roots_toml
 from tests.live import LiveServer, call, live_server
 
@@ -107,7 +107,7 @@ def roots_config(disk: Disk, extra: str = "", max_read: int = MAX_READ) -> Path:
     ))
 
 
-def populated_ws(base: Path) -> tuple[Disk, SecureRoot]:
+def populated_ws(base: Path) -> tuple[Disk, Root]:
     """A populated disk under `base` and its `ws` root as the server loads it."""
     disk = make_disk(base)
     populate(disk)

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from tests.kit import config_file, loaded_root, roots_toml
 from tests.live import LiveServer, live_server
 
@@ -173,7 +173,7 @@ def serve(tree: tuple[Path, dict[str, Path]], extra: str = "",
 
 def small_root(
     tmp: Path, files: Mapping[str, str | bytes], *, max_read: int = MAX_READ, extra: str = ""
-) -> SecureRoot:
+) -> Root:
     """A one-root config over `tmp/r` holding `files`, loaded as the server loads it."""
     top = tmp / "r"
     top.mkdir(parents=True, exist_ok=True)

@@ -29,7 +29,7 @@ from app.fs.reading.read import read_multiple_files, read_text_file
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
 from app.fs.text import udiff
-from app.security import SecureRoot
+from app.security import Root
 from app.tools.base import Cancelled
 from tests.kit import roots_toml, secure_root
 
@@ -40,7 +40,7 @@ PEAK_BOUND = 48 << 20  # traced allocations (read budgets: 1 MiB; fetch: 8 MiB)
 
 
 @pytest.fixture(scope="module")
-def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SecureRoot]:
+def root(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Root]:
     folder = tmp_path_factory.mktemp("shapes")
     yield secure_root(folder, permissions=["read", "write"], max_read_bytes=BUDGET)
 
@@ -65,7 +65,7 @@ shapes = st.lists(
 ).map(lambda runs: b"".join(p * n for p, n in runs)[: BUDGET + 4096])
 
 
-def _write(root: SecureRoot, name: str, data: bytes, utf16: bool) -> None:
+def _write(root: Root, name: str, data: bytes, utf16: bool) -> None:
     if utf16:
         data = b"\xff\xfe" + data.decode("utf-8", "replace").encode("utf-16-le")
     Path(root.real, name).write_bytes(data)
@@ -79,7 +79,7 @@ SLOW = settings(max_examples=25, deadline=None,
 @given(data=shapes, utf16=st.booleans(), start=st.integers(1, 10**6),
        span=st.integers(0, 10**6), tail=st.none() | st.integers(1, 10**6))
 def test_read_text_file_is_bounded_whatever_the_shape(
-    root: SecureRoot, data: bytes, utf16: bool, start: int, span: int, tail: int | None
+    root: Root, data: bytes, utf16: bool, start: int, span: int, tail: int | None
 ) -> None:
     _write(root, "shape.txt", data, utf16)
     try:
@@ -93,7 +93,7 @@ def test_read_text_file_is_bounded_whatever_the_shape(
 
 @settings(SLOW, max_examples=10)
 @given(data=shapes)
-def test_read_multiple_files_is_bounded_whatever_the_shape(root: SecureRoot, data: bytes) -> None:
+def test_read_multiple_files_is_bounded_whatever_the_shape(root: Root, data: bytes) -> None:
     _write(root, "many.txt", data, False)
     res = bounded(lambda: read_multiple_files(root, ["many.txt"] * 8, cap=CAP,
                                               control=NoControl()))
@@ -119,7 +119,7 @@ QUERIES = ["a", "x", "\u00e9", "A", "\r", "aa", "a\na", "\n\n", "xa" * 8, "A" * 
        regex=st.booleans(), context=st.sampled_from([0, 1, 10]),
        mode=st.sampled_from(["content", "files_with_matches", "count"]))
 def test_search_text_is_bounded_whatever_the_shape(
-    root: SecureRoot, data: bytes, query: str, case_sensitive: bool, offset: int, regex: bool,
+    root: Root, data: bytes, query: str, case_sensitive: bool, offset: int, regex: bool,
     context: int, mode: str,
 ) -> None:
     _write(root, "hay.txt", data * 8, False)  # up to 8 MiB: more than the call's budget below
@@ -156,7 +156,7 @@ def test_a_search_stops_at_its_cpu_time_and_says_where(
     assert "'b.txt' and the files after it were not examined" in res.note
 
 
-def test_a_search_stopped_by_matching_lines_says_so(root: SecureRoot) -> None:
+def test_a_search_stopped_by_matching_lines_says_so(root: Root) -> None:
     Path(root.real, "dense.txt").write_bytes(b"a\n" * 200_000)
     res = search_text(root, TextOptions(query="a", file_glob="dense.txt", case_sensitive=True,
                                         offset=10**9, limit=50, cap=CAP, file_limit=1 << 20,
@@ -243,7 +243,7 @@ class _CancelAfter:
         return None
 
 
-def test_a_cancelled_edit_stops_and_writes_nothing(root: SecureRoot) -> None:
+def test_a_cancelled_edit_stops_and_writes_nothing(root: Root) -> None:
     path = Path(root.real, "rep.txt")
     text = "".join(f"value {k % 150}\n" for k in range(20000))
     path.write_text(text)
@@ -260,7 +260,7 @@ def test_a_cancelled_edit_stops_and_writes_nothing(root: SecureRoot) -> None:
     assert path.read_text() == text
 
 
-def test_an_edit_of_a_repetitive_file_is_bounded(root: SecureRoot) -> None:
+def test_an_edit_of_a_repetitive_file_is_bounded(root: Root) -> None:
     # 14k lines from 150 values: difflib over the whole file took ~20 s.
     rnd = random.Random(0)
     text = "".join(f"value {rnd.randrange(150)}\n" for k in range(14000))

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from app.security import SecureRoot
+from app.security import Root
 from app.security import openat2 as openat2_mod
 from tests.kit import secure_root
 
@@ -27,6 +27,6 @@ def engine(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def make_root(path: Path, *, engine: str = "walk", **kwargs: Any) -> SecureRoot:
+def make_root(path: Path, *, engine: str = "walk", **kwargs: Any) -> Root:
     """`tests.kit.secure_root`, through the walk engine unless `engine` says otherwise."""
     return secure_root(path, engine=engine, **kwargs)

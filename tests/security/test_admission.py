@@ -11,7 +11,7 @@ import pytest
 
 from app.fs.index import access
 from app.fs.index.trigrams import direct
-from app.security import DenyRules, SecureRoot, admission
+from app.security import DenyRules, Root, admission
 from app.security.protected import Protected
 from app.security.walk import Walker
 
@@ -29,7 +29,7 @@ TREE = {
 
 
 @pytest.fixture
-def admitted(tmp_path: Path) -> Iterator[SecureRoot]:
+def admitted(tmp_path: Path) -> Iterator[Root]:
     top = tmp_path / "top"
     (top / "sub").mkdir(parents=True)
     (top / "secret").mkdir()
@@ -43,7 +43,7 @@ def admitted(tmp_path: Path) -> Iterator[SecureRoot]:
     os.mkfifo(top / "fifo")
     protected = Protected()
     protected.hold_paths([str(config)])
-    root = SecureRoot(name="r", role="reference", permissions=["read"], real=str(top),
+    root = Root(name="r", role="reference", permissions=["read"], real=str(top),
                       rules=DenyRules(extra=["secret/key.txt"], identities=protected),
                       max_read_bytes=1 << 20)
     try:
@@ -52,24 +52,24 @@ def admitted(tmp_path: Path) -> Iterator[SecureRoot]:
         protected.close()
 
 
-def _walked(root: SecureRoot) -> set[str]:
+def _walked(root: Root) -> set[str]:
     return {e.path for e in Walker(root, ())}
 
 
-def _direct(root: SecureRoot) -> set[str]:
+def _direct(root: Root) -> set[str]:
     unopened: list[str] = []
     out = {f.prefix + n for f in direct.folders(root, sorted(TREE), unopened) for n in f.names}
     assert unopened == []
     return out
 
 
-def test_the_walk_lists_what_may_be_seen_and_no_more(admitted: SecureRoot) -> None:
+def test_the_walk_lists_what_may_be_seen_and_no_more(admitted: Root) -> None:
     assert _walked(admitted) == {"plain.txt", "sub", "sub/deep.txt", "secret", "ln", "fifo"}
 
 
 @pytest.mark.parametrize("asker", ["direct", "verify"])
 def test_a_file_reached_by_its_path_is_admitted_as_the_walk_would_hand_it_on(
-        admitted: SecureRoot, asker: str) -> None:
+        admitted: Root, asker: str) -> None:
     want = {rel for rel, readable in TREE.items() if readable}
     if asker == "direct":
         got = _direct(admitted)
@@ -78,7 +78,7 @@ def test_a_file_reached_by_its_path_is_admitted_as_the_walk_would_hand_it_on(
     assert got == want
 
 
-def test_the_servers_own_file_under_another_name_is_shown_by_no_path(admitted: SecureRoot) -> None:
+def test_the_servers_own_file_under_another_name_is_shown_by_no_path(admitted: Root) -> None:
     """The identity check, asked the same way by every path to a file: without it the
     walk lists `own.txt` and both walk-less readers hand it on."""
     own = {"own.txt", "sub/own-again.txt"}
@@ -91,13 +91,13 @@ def test_the_servers_own_file_under_another_name_is_shown_by_no_path(admitted: S
     ("plain.txt", "file"), ("sub/deep.txt", "file"), ("own.txt", "own"), (".env", "denied"),
     ("secret/key.txt", "denied"), ("ln", "link"), ("fifo", "fifo"), ("sub", "folder"),
 ])
-def test_named_says_yes_only_to_a_visible_regular_file(admitted: SecureRoot, rel: str,
+def test_named_says_yes_only_to_a_visible_regular_file(admitted: Root, rel: str,
                                                        kind: str) -> None:
     st = os.lstat(os.path.join(admitted.real, rel))
     assert admission.named(admitted.rules, tuple(rel.split("/")), st) is (kind == "file")
 
 
-def test_listed_keeps_the_order_it_was_given(admitted: SecureRoot) -> None:
+def test_listed_keeps_the_order_it_was_given(admitted: Root) -> None:
     fd = os.open(admitted.real, os.O_RDONLY | os.O_DIRECTORY)
     try:
         with os.scandir(fd) as it:

@@ -1,4 +1,4 @@
-"""What SecureRoot hands out: descriptors that close once, never leak into a child process,
+"""What Root hands out: descriptors that close once, never leak into a child process,
 never follow a final link, never block on a FIFO and never acquire a terminal."""
 
 from __future__ import annotations

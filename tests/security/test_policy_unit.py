@@ -12,19 +12,19 @@ from hypothesis import strategies as st
 
 from app.errors import DeniedName, InvalidPath, LoomError, PermissionRefused, ServerFile
 from app.security.deny import DenyRules
-from app.security.policy import PERMISSION_ORDER, ROLE_CEILINGS, RootPolicy
+from app.security.policy import PERMISSION_ORDER, ROLE_CEILINGS, Policy
 from app.security.protected import Protected
 
 Line = tuple[str, str, str, str, "str | None"]
 
 
 def policy(permissions: list[str], *, role: str = "workspace", rules: DenyRules | None = None,
-           lines: list[Line] | None = None) -> RootPolicy:
+           lines: list[Line] | None = None) -> Policy:
     def audit(*line: object) -> None:
         assert lines is not None
         lines.append(line)  # type: ignore[arg-type]
 
-    return RootPolicy(name="docs", role=role, permissions=permissions,
+    return Policy(name="docs", role=role, permissions=permissions,
                       rules=rules or DenyRules(), max_read_bytes=4096,
                       audit=None if lines is None else audit)
 
@@ -63,14 +63,14 @@ def test_a_refusal_names_the_root_its_role_and_what_it_grants() -> None:
 def test_the_audit_record_of_each_outcome() -> None:
     lines: list[Line] = []
     p = policy(["read"], lines=lines)
-    with p._audited("a.txt", "read_text_file"):
+    with p.audited("a.txt", "read_text_file"):
         pass
-    with pytest.raises(DeniedName), p._audited(".env", "read_text_file"):
+    with pytest.raises(DeniedName), p.audited(".env", "read_text_file"):
         raise DeniedName(".env")
-    with pytest.raises(InvalidPath), p._audited("x", "list"):
+    with pytest.raises(InvalidPath), p.audited("x", "list"):
         raise InvalidPath("bad")
     # Not a refusal (a bug, or an OS error not mapped yet): no line claims a decision.
-    with pytest.raises(RuntimeError), p._audited("y", "list"):
+    with pytest.raises(RuntimeError), p.audited("y", "list"):
         raise RuntimeError("boom")
     p.record("DENY", "z", "op", PermissionRefused("no"))
     assert lines == [
@@ -83,21 +83,21 @@ def test_the_audit_record_of_each_outcome() -> None:
 
 def test_no_audit_function_records_nothing() -> None:
     p = policy(["read"])
-    with p._audited("a", "op"):
+    with p.audited("a", "op"):
         pass
-    with pytest.raises(LoomError), p._audited("a", "op"):
+    with pytest.raises(LoomError), p.audited("a", "op"):
         raise LoomError("x")
     p.record("ALLOW", "a", "op")
 
 
 def test_deny_rules_are_asked_with_the_whole_path() -> None:
     p = policy(["read"], rules=DenyRules(extra=["secret*"]))
-    p._check_deny(["docs", "notes.txt"])
+    p.check_deny(["docs", "notes.txt"])
     with pytest.raises(DeniedName) as exc:
-        p._check_deny(["docs", "secrets", "a.txt"])
+        p.check_deny(["docs", "secrets", "a.txt"])
     assert exc.value.pattern == "secret*"
     with pytest.raises(DeniedName):
-        p._check_deny(("sub", ".env"))
+        p.check_deny(("sub", ".env"))
 
 
 def test_the_servers_own_files_are_refused_by_identity(tmp_path: Path) -> None:
@@ -131,6 +131,6 @@ def test_a_misspelt_or_missing_argument_is_refused_at_run_time(
     if drop:
         del args[drop]
     with pytest.raises(TypeError) as exc:
-        RootPolicy(**args)  # type: ignore[arg-type]
+        Policy(**args)  # type: ignore[arg-type]
     assert str(exc.value) == (
-        f"RootPolicy: unexpected or missing keyword arguments {[drop or 'audti']}")
+        f"Policy: unexpected or missing keyword arguments {[drop or 'audti']}")

@@ -1,4 +1,4 @@
-"""SecureRoot's edges, one at a time, through both engines: how many links a path may
+"""Root's edges, one at a time, through both engines: how many links a path may
 follow, what the root itself is, the handles it hands out and what each call audits."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import pytest
 
 from app.errors import EscapesRoot, LoomError, RootGone
 from app.security.handles import OpenedDir, OpenedFile, Parent
-from app.security.resolve import MAX_SYMLINK_HOPS, SecureRoot
+from app.security.resolve import MAX_SYMLINK_HOPS, Root
 from tests.security.conftest import make_root
 
 
@@ -103,7 +103,7 @@ def test_the_directory_an_absolute_link_reaches(abs_tree: Path, engine: str) -> 
 # -- a root whose folder went away ----------------------------------------------------------
 
 
-def _gone(tmp_path: Path, how: str) -> tuple[Path, SecureRoot, list[tuple[object, ...]]]:
+def _gone(tmp_path: Path, how: str) -> tuple[Path, Root, list[tuple[object, ...]]]:
     folder = tmp_path / "root"
     folder.mkdir()
     (folder / "a.txt").write_text("A")
@@ -184,7 +184,7 @@ def test_no_descriptor_outlives_its_resolution(abs_tree: Path, engine: str) -> N
     assert _fds_into(root.real) == {root.handle.fd}
 
 
-def _resolve_all(root: SecureRoot, paths: list[str]) -> None:
+def _resolve_all(root: Root, paths: list[str]) -> None:
     for path in paths:
         calls: list[Callable[[], OpenedFile | OpenedDir | Parent]] = [
             partial(root.open_file, path, op="read"),

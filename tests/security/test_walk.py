@@ -361,7 +361,7 @@ def test_the_servers_own_files_are_invisible_under_any_name(tmp_path: Path) -> N
     ids = Protected()
     ids.hold_paths([str(tmp_path / "config.toml")])
     root = make_root(tmp_path)
-    root.rules = DenyRules(identities=ids)
+    root.policy.rules = DenyRules(identities=ids)  # the walk asks these rules
     walker = Walker(root, ())
     paths = [e.path for e in walker]
     assert paths == ["sub", "sub/copy.txt", "sub/other.txt"]

@@ -38,7 +38,7 @@ from app.fs.change.copying import Copied, copy_one
 from app.fs.change.move import exists_error, open_destination
 from app.fs.control import Control, NoControl, Pay
 from app.security.paths import MAX_DEPTH
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 
 
 class CopyResult(BaseModel):
@@ -56,9 +56,9 @@ class CopyResult(BaseModel):
 
 
 def copy_file(
-    src_root: SecureRoot,
+    src_root: Root,
     source: str,
-    dst_root: SecureRoot,
+    dst_root: Root,
     destination: str,
     *,
     overwrite: bool = False,

@@ -52,7 +52,7 @@ from app.fs.change.locks import changing
 from app.fs.control import Control
 from app.security.handles import Descent
 from app.security.paths import MAX_DEPTH, join
-from app.security.resolve import DIR_FLAGS, Parent, SecureRoot
+from app.security.resolve import DIR_FLAGS, Parent, Root
 from app.security.walk import DIR, FILE, SYMLINK, Walker, kind_of_entry
 
 MAX_COPY_FILES = 10_000
@@ -80,7 +80,7 @@ class _Plan:
     hidden: int = 0  # entries the source root's rules hide, left out
 
 
-def _plan(root: SecureRoot, src: Parent, dst: Parent, mode: int, control: Control) -> _Plan:
+def _plan(root: Root, src: Parent, dst: Parent, mode: int, control: Control) -> _Plan:
     """What to copy; TooDeep when an entry would lie past MAX_DEPTH at the destination (the
     walk goes no deeper than that)."""
     top = src.target_parts
@@ -127,7 +127,7 @@ def _plan(root: SecureRoot, src: Parent, dst: Parent, mode: int, control: Contro
     return plan
 
 
-def _check_destination(root: SecureRoot, src: Parent, dst: Parent, plan: _Plan) -> None:
+def _check_destination(root: Root, src: Parent, dst: Parent, plan: _Plan) -> None:
     for below in [p for p, _ in plan.dirs[1:]] + plan.files:
         hit = root.rules.path((*dst.target_parts, *below))
         if hit is not None:
@@ -203,7 +203,7 @@ def _leave_to(dsts: Descent, modes: list[int], parts: Parts) -> None:
 
 
 def _fill(
-    root: SecureRoot, src: Parent, dst: Parent, plan: _Plan, control: Control, done: Copied,
+    root: Root, src: Parent, dst: Parent, plan: _Plan, control: Control, done: Copied,
     tops: tuple[int, int], made: _Made,
 ) -> str:
     """Make the folders and copy the files depth first, each folder opened once on either
@@ -246,7 +246,7 @@ def _fill(
 
 
 def _copy_planned(
-    root: SecureRoot, src: Parent, dst: Parent, plan: _Plan, control: Control, done: Copied
+    root: Root, src: Parent, dst: Parent, plan: _Plan, control: Control, done: Copied
 ) -> str:
     """The copy of what was planned; '' when all went, else where the byte budget stopped
     it. A failure or a cancel removes what the copy made, then raises: a tool error that
@@ -283,7 +283,7 @@ def _copy_planned(
 
 
 def copy_folder(
-    src_root: SecureRoot, src: Parent, dst_root: SecureRoot, dst: Parent, control: Control,
+    src_root: Root, src: Parent, dst_root: Root, dst: Parent, control: Control,
     done: Copied,
 ) -> Outcome:
     st = src.lstat()

@@ -18,7 +18,7 @@ from app.fs.change.move import refuse_destination
 from app.fs.change.versions import Keeper
 from app.fs.change.write import unchanged_guard
 from app.fs.control import Control, Pay
-from app.security.resolve import Parent, SecureRoot
+from app.security.resolve import Parent, Root
 
 CHUNK = 1 << 20
 MAX_COPY_BYTES = 1 << 30  # one call copies at most this much, a file or a folder
@@ -76,7 +76,7 @@ def stream(
 
 
 def copy_one(
-    root: SecureRoot, src: Parent, dst: Parent, *, overwrite: bool, control: Control,
+    root: Root, src: Parent, dst: Parent, *, overwrite: bool, control: Control,
     done: Copied,
 ) -> None:
     """One regular file from `src` to `dst` (both parents' handles), atomically."""

@@ -35,7 +35,7 @@ from app.fs.change.write import existing_target, read_current, unchanged_guard
 from app.fs.control import Control, NoControl, Pay
 from app.fs.hashing import matches, sha256_bytes
 from app.fs.text import textio
-from app.security.resolve import Parent, SecureRoot
+from app.security.resolve import Parent, Root
 
 SNIFF_BYTES = 4096
 
@@ -162,7 +162,7 @@ class _Edited:
 
 
 def edit_file(
-    root: SecureRoot,
+    root: Root,
     path: str,
     edits: Sequence[TextEdit],
     *,
@@ -199,7 +199,7 @@ def edit_file(
 
 
 def _edit(
-    root: SecureRoot,
+    root: Root,
     parent: Parent,
     edits: Sequence[TextEdit],
     dry_run: bool,

@@ -30,7 +30,7 @@ from collections import deque
 
 from app.errors import BadArgument, DeniedName, LoomError, OSRefusal, os_error
 from app.security.paths import join
-from app.security.resolve import DIR_FLAGS, Parent, SecureRoot
+from app.security.resolve import DIR_FLAGS, Parent, Root
 
 MAX_CHECKED = 200_000  # entries looked at under a moved directory before giving up
 MAX_HELD = 32  # parent handles kept open for their subfolders
@@ -60,7 +60,7 @@ class _Held:
 class _Check:
     """One check: the move's two places, the rules, the count of entries looked at."""
 
-    def __init__(self, root: SecureRoot, src: Parent, dst: Parent) -> None:
+    def __init__(self, root: Root, src: Parent, dst: Parent) -> None:
         self.root, self.src, self.dst = root, src, dst
         self.seen = 0
         self.held: set[_Held] = set()
@@ -137,7 +137,7 @@ class _Check:
         self.held.clear()
 
 
-def refuse_exposing(root: SecureRoot, src: Parent, dst: Parent) -> None:
+def refuse_exposing(root: Root, src: Parent, dst: Parent) -> None:
     """Refuse moving a directory whose content a whole-path rule denies where it is now
     and would not deny where it goes, or that cannot be looked through. (The server's own
     files are also denied by identity, which a rename keeps: only their path rule needs

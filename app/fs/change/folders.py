@@ -5,7 +5,7 @@ walking down from the root's handle one name at a time, each level opened from
 the one above it with no link followed (never again from the top, so a path d
 levels deep costs O(d) opens), with a cancel check at each level. A level that
 is a link, a file or unreadable is handed to the choke point
-(`SecureRoot.open_dir`: permission, confinement and deny on the resolved path,
+(`Root.open_dir`: permission, confinement and deny on the resolved path,
 its own refusal when it is not a folder) and the walk goes on from the folder it
 resolved to. Below the first missing level nothing can be a link: before the
 first folder is made, the depth the whole path will reach there (where it really
@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from app.errors import AlreadyExists, DeniedName, os_error
 from app.fs.control import Control, NoControl
 from app.security.paths import check_depth, join
-from app.security.resolve import DIR_FLAGS, Parent, SecureRoot
+from app.security.resolve import DIR_FLAGS, Parent, Root
 
 Ident = tuple[int, int]
 
@@ -105,7 +105,7 @@ def undone_on_failure(made: Made) -> Iterator[None]:
         made.close()
 
 
-def _plain_folder(root: SecureRoot, folders: tuple[str, ...]) -> bool:
+def _plain_folder(root: Root, folders: tuple[str, ...]) -> bool:
     """Whether every folder is plainly there (no link on the way): a hint, neither audited
     nor followed, for the common case where nothing needs making."""
     try:
@@ -116,7 +116,7 @@ def _plain_folder(root: SecureRoot, folders: tuple[str, ...]) -> bool:
 
 
 def open_parent_making(
-    root: SecureRoot, parts: tuple[str, ...], op: str, control: Control | None = None
+    root: Root, parts: tuple[str, ...], op: str, control: Control | None = None
 ) -> tuple[Parent, Made]:
     """The parent of `parts`, its missing folders made; with what was made, for
     `undone_on_failure`. TooDeep, before anything is made, when the entry would lie
@@ -134,7 +134,7 @@ def open_parent_making(
 
 
 def _make_missing(
-    root: SecureRoot, parts: tuple[str, ...], op: str, made: Made, control: Control
+    root: Root, parts: tuple[str, ...], op: str, made: Made, control: Control
 ) -> None:
     """Walk down the folders of `parts` carrying the handle, making those missing."""
     fd = root.fresh_top()
@@ -168,7 +168,7 @@ def _make_missing(
 
 
 def _make_one(
-    root: SecureRoot, parts: tuple[str, ...], i: int, fd: int, phys: list[str], made: Made
+    root: Root, parts: tuple[str, ...], i: int, fd: int, phys: list[str], made: Made
 ) -> int:
     """Make `parts[i]` in the folder `fd` (at `phys`) and open it; -1 when it exists."""
     name = parts[i]

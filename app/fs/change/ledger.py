@@ -37,7 +37,7 @@ from app.fs.change.inventory import dropped, item_of, stamps
 from app.fs.change.layout import DROPPED, GENERATION, IGNORE, TRASH, generation_lock, on_disk
 from app.fs.change.purge import walk_tree
 from app.security.policy import Recovery
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 
 log = logging.getLogger("loomfs.trash")
 MAX_ACCOUNTS = 1024  # trashes this process keeps an account of (past it: re-list)
@@ -118,7 +118,7 @@ def account_of(trash_fd: int) -> Account:
         return found
 
 
-def settle(root: SecureRoot, stamp: str, kind: str) -> None:
+def settle(root: Root, stamp: str, kind: str) -> None:
     """Account the item just made in stamp folder `stamp` and trim past the root's caps;
     never fails the change that called it."""
     with contextlib.suppress(OSError):

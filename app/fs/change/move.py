@@ -1,6 +1,6 @@
 """`move_file`: one rename inside one root, through both parents' handles.
 
-Source and destination each go through `SecureRoot.open_parent` (permission,
+Source and destination each go through `Root.open_parent` (permission,
 confinement, deny on the request and on the resolved target), and the rename
 is `renameat` between the two parent descriptors, so a directory swapped for
 a link meanwhile cannot redirect it outside. Neither final name is followed:
@@ -52,7 +52,7 @@ from app.fs.change.exposure import MAX_CHECKED, refuse_exposing
 from app.fs.change.locks import changing
 from app.fs.change.versions import Keeper
 from app.security.paths import MAX_DEPTH
-from app.security.resolve import Parent, SecureRoot
+from app.security.resolve import Parent, Root
 from app.security.walk import TooManyEntries, deeper_than, kind_of_mode
 
 
@@ -65,7 +65,7 @@ class MoveResult(BaseModel):
     note: str | None = None
 
 
-def open_destination(root: SecureRoot, destination: str, op: str) -> Parent:
+def open_destination(root: Root, destination: str, op: str) -> Parent:
     try:
         return root.open_parent(destination, op=op, perm="write")
     except NotFound:
@@ -80,7 +80,7 @@ def _inside(inner: tuple[str, ...], outer: tuple[str, ...]) -> bool:
 
 
 def move_file(
-    root: SecureRoot, source: str, destination: str, *, overwrite: bool = False
+    root: Root, source: str, destination: str, *, overwrite: bool = False
 ) -> MoveResult:
     op = "move_file"
     # Both requests pass the checks before the disk is touched at all.
@@ -106,7 +106,7 @@ def move_file(
 
 
 def _move(
-    root: SecureRoot, src: Parent, dst: Parent, overwrite: bool, op: str
+    root: Root, src: Parent, dst: Parent, overwrite: bool, op: str
 ) -> tuple[str, Keeper | None]:
     """The checks and the rename, both entries' keys held: (what moved, what kept the file
     it replaced, or None)."""

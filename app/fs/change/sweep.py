@@ -17,12 +17,12 @@ from collections import deque
 
 from app.fs.change.atomic import TEMP_PREFIX
 from app.security import ops
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 
 log = logging.getLogger("loomfs.sweep")
 
 
-def sweep_temp_files(root: SecureRoot, *, max_dirs: int = 100_000) -> int:
+def sweep_temp_files(root: Root, *, max_dirs: int = 100_000) -> int:
     """Unlink leftover temp files under a writable root; return how many."""
     if "write" not in root.permissions:
         return 0

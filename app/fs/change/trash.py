@@ -41,7 +41,7 @@ from app.fs.change.ledger import settle
 from app.fs.change.locks import changing
 from app.security import ops
 from app.security.paths import join
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 
 MAX_SAME_SECOND = 100_000
 
@@ -55,7 +55,7 @@ def stamp(now: datetime | None = None) -> str:
     return (now or datetime.now(timezone.utc)).strftime("%Y%m%dT%H%M%SZ")
 
 
-def open_trash(root: SecureRoot) -> int:
+def open_trash(root: Root) -> int:
     """The trash directory's handle, created on first use (the server's own access)."""
     with contextlib.suppress(FileExistsError):
         ops.mkdir(root.handle.fd, TRASH, 0o700)
@@ -115,7 +115,7 @@ class Slot:
     that receives the entry, flat, under its own last name (`name`), whatever the depth
     it lived at. `undo` removes what was made (a refused change leaves nothing behind)."""
 
-    def __init__(self, root: SecureRoot, parts: tuple[str, ...], kind: str,
+    def __init__(self, root: Root, parts: tuple[str, ...], kind: str,
                  now: datetime | None = None, size: int | None = None,
                  op: str = "delete") -> None:
         self.name = parts[-1]
@@ -160,7 +160,7 @@ class Slot:
         self.fds.clear()
 
 
-def delete(root: SecureRoot, path: str, *, now: datetime | None = None) -> DeleteResult:
+def delete(root: Root, path: str, *, now: datetime | None = None) -> DeleteResult:
     op = "delete"
     with root.open_parent(path, op=op, perm="delete") as parent, changing(parent):
         if parent.lstat() is None:

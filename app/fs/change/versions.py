@@ -34,7 +34,7 @@ from app.fs.change.ledger import settle
 from app.fs.change.trash import Slot
 from app.security import ops
 from app.security.paths import join
-from app.security.resolve import Parent, SecureRoot
+from app.security.resolve import Parent, Root
 
 CHUNK = 1 << 20
 # Where a hard link cannot be made, the version is copied instead.
@@ -45,7 +45,7 @@ class Keeper:
     """Keeps the file at `parent` (seen as `st`) in the trash when called; afterwards
     `kept` is its path under the root and `note` says why none was kept."""
 
-    def __init__(self, root: SecureRoot, parent: Parent, st: os.stat_result | None,
+    def __init__(self, root: Root, parent: Parent, st: os.stat_result | None,
                  op: str = "replace") -> None:
         self.root, self.parent, self.st, self.op = root, parent, st, op
         self.kept: str | None = None
@@ -81,7 +81,7 @@ class Keeper:
         settle(self.root, self.kept.split("/")[1], "version")
 
 
-def keep(root: SecureRoot, parent: Parent, st: os.stat_result, op: str = "replace") -> str:
+def keep(root: Root, parent: Parent, st: os.stat_result, op: str = "replace") -> str:
     """The file at `parent` linked (else copied) into a new stamp folder, named there by
     its last component; its trash ID. `op` (write, edit, move, copy) goes in the record."""
     slot = Slot(root, parent.target_parts, "version", size=st.st_size, op=op)

@@ -1,6 +1,6 @@
 """`write_file` and `create_directory`: new content through the parent's handle.
 
-Every change goes through `SecureRoot.open_parent`, whose final name is never
+Every change goes through `Root.open_parent`, whose final name is never
 followed: the entry is inspected with `lstat` through the parent descriptor,
 and a symlink, directory or special file there is refused rather than
 written through. Content lands with `app.fs.change.atomic.replace_file` (temp file,
@@ -43,7 +43,7 @@ from app.fs.change.versions import Keeper
 from app.fs.control import Control
 from app.fs.hashing import matches, sha256_bytes, sha256_fd
 from app.security.paths import check_depth
-from app.security.resolve import Parent, SecureRoot
+from app.security.resolve import Parent, Root
 
 
 class WriteResult(BaseModel):
@@ -141,7 +141,7 @@ def unchanged_guard(parent: Parent, seen: os.stat_result) -> Callable[[], None]:
     return guard
 
 
-def encode_content(content: str, root: SecureRoot) -> bytes:
+def encode_content(content: str, root: Root) -> bytes:
     try:
         data = content.encode("utf-8")
     except UnicodeEncodeError:
@@ -154,7 +154,7 @@ def encode_content(content: str, root: SecureRoot) -> bytes:
     return data
 
 
-def refuse_deep(root: SecureRoot, parts: tuple[str, ...], op: str) -> None:
+def refuse_deep(root: Root, parts: tuple[str, ...], op: str) -> None:
     """`check_depth` on a path this call makes (the request's, then where it resolved to
     through in-root links), audited."""
     try:
@@ -169,7 +169,7 @@ def _exists(rel: str) -> AlreadyExists:
 
 
 def _put(
-    root: SecureRoot, parent: Parent, data: bytes, overwrite: bool, expected: str | None
+    root: Root, parent: Parent, data: bytes, overwrite: bool, expected: str | None
 ) -> Keeper | None:
     """Write `data` at the entry (its keys held); what kept the replaced file, None when
     this created the file."""
@@ -201,7 +201,7 @@ def _put(
 
 
 def write_file(
-    root: SecureRoot,
+    root: Root,
     path: str,
     content: str,
     *,
@@ -238,7 +238,7 @@ def write_file(
 
 
 def create_directory(
-    root: SecureRoot, path: str, *, control: Control | None = None
+    root: Root, path: str, *, control: Control | None = None
 ) -> DirectoryResult:
     """Like `mkdir -p`: missing parents are created, an existing directory is fine;
     `control` is checked at each level made."""

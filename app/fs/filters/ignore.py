@@ -33,7 +33,7 @@ from typing import NamedTuple
 from app.fs.filters.gitignore import MAX_RULES, IgnoreFile
 from app.fs.filters.glob import Glob, compile_glob
 from app.security import ops
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 
 # In precedence order: the first kind whose deepest matching file says something decides.
 KINDS = (".rgignore", ".ignore", ".gitignore")
@@ -130,7 +130,7 @@ class Filter:
     start, and prune directories as well as files.
     """
 
-    def __init__(self, root: SecureRoot, start: tuple[str, ...], exclude: Sequence[str],
+    def __init__(self, root: Root, start: tuple[str, ...], exclude: Sequence[str],
                  no_ignore: bool) -> None:
         self.root = root
         self.start = start

@@ -25,7 +25,7 @@ from app.fs.history.trees import Change, Content, Hidden, Trees
 from app.fs.text import udiff
 from app.fs.text.paging import RESERVE, cut_to, json_len
 from app.security.paths import join
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 
 DIFF_CUT = "[... diff cut: longer than the output limit]"
 COARSE_NOTE = "changed lines too many to align line by line are shown whole (- then +)"
@@ -58,7 +58,7 @@ class DiffResult(BaseModel):
 
 
 def git_diff(
-    root: SecureRoot,
+    root: Root,
     *,
     base: str,
     target: str | None,
@@ -133,7 +133,7 @@ def _commit_side(git: GitDir, limit: int) -> Content:
 
 
 def _render(
-    root: SecureRoot,
+    root: Root,
     changes: Iterator[Change],
     content: Content,
     hidden: Hidden,

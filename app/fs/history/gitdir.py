@@ -3,7 +3,7 @@
 Threat model: the repository is untrusted (cloned from anywhere, or crafted);
 other local processes may swap entries inside the root while a call runs.
 
-- `.git` is opened once per call with `SecureRoot.open_subdir` (no link at any
+- `.git` is opened once per call with `Root.open_subdir` (no link at any
   step, beneath the root handle). A `.git` link, or a `.git` *file* (`gitdir:`,
   a worktree or submodule pointing elsewhere), is refused; so is a `commondir`
   file and an `objects/info/alternates` list: both would read objects and refs
@@ -38,7 +38,7 @@ from app.errors import NotFound, os_error
 from app.fs.history.store import HEX, RepoRefused, RootObjectStore, open_dir_at, read_small
 from app.security import ops
 from app.security.handles import open_below
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 
 MAX_REF_BYTES = 4096
 MAX_PACKED_REFS = 16 * 1024 * 1024  # kept as bytes and searched, never parsed into a table
@@ -60,7 +60,7 @@ def valid_ref_name(name: str) -> bool:
 class GitDir:
     """The `.git` of one root, opened for one call. Use as a context manager."""
 
-    def __init__(self, root: SecureRoot, *, op: str) -> None:
+    def __init__(self, root: Root, *, op: str) -> None:
         self.root = root
         self.fd = self._open(root, op)
         self.objects_fd: int | None = None
@@ -78,7 +78,7 @@ class GitDir:
             raise
 
     @staticmethod
-    def _open(root: SecureRoot, op: str) -> int:
+    def _open(root: Root, op: str) -> int:
         name = root.name
         try:
             fd = root.open_subdir((".git",))
@@ -252,7 +252,7 @@ class GitDir:
         self.close()
 
 
-def has_repository(root: SecureRoot) -> bool:
+def has_repository(root: Root) -> bool:
     """Whether the root's top folder has a `.git` entry (of any kind: a link or a
     `gitdir:` file registers the tools too, so the refusal can be explained)."""
     try:
@@ -263,7 +263,7 @@ def has_repository(root: SecureRoot) -> bool:
 
 
 @contextmanager
-def opened(root: SecureRoot, op: str) -> Iterator[GitDir]:
+def opened(root: Root, op: str) -> Iterator[GitDir]:
     """The root's repository for one call of `op` (the root itself must be readable)."""
     root.authorize("", perm="read", op=op)
     git = GitDir(root, op=op)

@@ -21,7 +21,7 @@ from app.fs.history.trees import Trees
 from app.fs.history.walk import Cursor, WalkResult, start_heads, walk
 from app.fs.text.paging import RESERVE, cut_to, fitting, json_len
 from app.security.paths import join
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 
 # Commits one git_log call may walk (a path-limited page over a long history
 # stops here and hands back a cursor); about half a second.
@@ -53,7 +53,7 @@ class LogResult(BaseModel):
 
 
 def git_log(
-    root: SecureRoot,
+    root: Root,
     *,
     path: str,
     commit: str,

@@ -33,7 +33,7 @@ from app.fs.history.trees import Change, Hidden, Trees
 from app.fs.reading import read as read_mod
 from app.fs.text.paging import RESERVE, cut_to, json_len
 from app.security.paths import join
-from app.security.resolve import OpenedFile, SecureRoot
+from app.security.resolve import OpenedFile, Root
 
 MESSAGE_READ = 128 * 1024  # bytes of a commit read for its message
 
@@ -64,7 +64,7 @@ class ShowResult(BaseModel):
 
 
 def git_show(
-    root: SecureRoot,
+    root: Root,
     *,
     commit: str,
     path: str | None,
@@ -150,7 +150,7 @@ def _page(changes: Iterator[Change], room: int
 def _show_file(
     git: GitDir,
     trees: Trees,
-    root: SecureRoot,
+    root: Root,
     c: CommitInfo,
     parts: tuple[str, ...],
     meta: dict[str, Any],

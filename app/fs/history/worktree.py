@@ -2,7 +2,7 @@
 the index since, read through the choke point and compared by blob id, as
 `git diff BASE` does.
 
-Each file is opened with `SecureRoot.open_file` (deny rules, in-root links,
+Each file is opened with `Root.open_file` (deny rules, in-root links,
 `max_read_bytes`), never by a path taken from the repository. The base
 commit's files come in path order from the tree walk and the index's entries
 from `gitindex.py` (read in windows, none kept); the two are merged as they
@@ -27,12 +27,12 @@ from app.fs.history.treeobj import is_dir
 from app.fs.history.trees import Change, Hidden, Trees, valid_name
 from app.fs.text import textio
 from app.security import ops
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 
 _WORKTREE = b"worktree:"  # the id of a side read from the working tree: the key, then the path
 
 
-def _read_worktree(root: SecureRoot, entry: Change) -> bytes | None:
+def _read_worktree(root: Root, entry: Change) -> bytes | None:
     """A tracked file's bytes in the working tree (a link: its target), through the
     choke point; None when it is larger than the root's max_read_bytes."""
     if entry.new_mode == 0o120000:
@@ -66,7 +66,7 @@ def _git_blob_id(data: bytes) -> bytes:
 class Side:
     """The working-tree side of one git_diff page."""
 
-    def __init__(self, git: GitDir, trees: Trees, root: SecureRoot, base_tree: bytes,
+    def __init__(self, git: GitDir, trees: Trees, root: Root, base_tree: bytes,
                  parts: tuple[str, ...], hidden: Hidden, read_budget: int,
                  control: Control) -> None:
         assert git.store is not None

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from app.errors import LoomError
 from app.security import admission, ops
 from app.security.paths import split_request
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 
 RACY_NS = 2_000_000_000
 STALE = -1  # a stored mtime that never matches: re-read at the next refresh
@@ -68,7 +68,7 @@ def stale(sig: Signature) -> Signature:
     return (sig[0], STALE, sig[2], sig[3])
 
 
-def verify(root: SecureRoot, rel: str) -> bool:
+def verify(root: Root, rel: str) -> bool:
     """Is `rel` (from the index) still a regular file the walk would reach under today's
     rules? Deny on every component, no link at any step, confined. Nothing is audited:
     this is a filter on search results, not an access."""

@@ -23,7 +23,7 @@ from app.fs.text import textio
 from app.fs.text.paging import fit_page, page_note
 from app.security import ops
 from app.security.paths import MAX_DEPTH, join
-from app.security.resolve import SecureRoot, check_regular
+from app.security.resolve import Root, check_regular
 from app.security.walk import DIR, FILE, WalkEntry, Walker, kind_of_mode
 
 # A recursive listing goes at most MAX_DEPTH deep (`max_depth` is refused beyond): as deep as
@@ -126,7 +126,7 @@ def depth_note(folders: int, depth: int) -> str | None:
 
 
 def list_directory(
-    root: SecureRoot,
+    root: Root,
     path: str,
     *,
     recursive: bool,
@@ -168,7 +168,7 @@ def list_directory(
     return fit_page(make, page, cap)[0]
 
 
-def stat_path(root: SecureRoot, path: str) -> StatResult:
+def stat_path(root: Root, path: str) -> StatResult:
     """Metadata of one entry; an in-root link is followed, like every explicit access."""
     op = "stat_path"
     parts = root.authorize(path, perm="read", op=op)
@@ -204,7 +204,7 @@ def stat_path(root: SecureRoot, path: str) -> StatResult:
             return _stat_of(d.fd, d.rel, os.fstat(d.fd), root)
 
 
-def _stat_of(fd: int | None, rel: str, st: os.stat_result, root: SecureRoot) -> StatResult:
+def _stat_of(fd: int | None, rel: str, st: os.stat_result, root: Root) -> StatResult:
     kind = kind_of_mode(st.st_mode)
     is_text = False
     sha = None

@@ -15,7 +15,7 @@ from app.errors import BadArgument, TooLarge
 from app.fs.control import Pay
 from app.fs.hashing import sha256_bytes
 from app.fs.text.textio import pread_all
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 
 SUPPORTED = "PNG, JPEG, GIF, WebP, BMP, WAV, MP3, OGG, FLAC, M4A"
 
@@ -53,7 +53,7 @@ def media_type(head: bytes) -> str | None:
     return None
 
 
-def read_media(root: SecureRoot, path: str, pay: Pay | None = None) -> tuple[MediaInfo, str]:
+def read_media(root: Root, path: str, pay: Pay | None = None) -> tuple[MediaInfo, str]:
     """The file's description and its bytes in base64. `pay` is the byte budget: the
     file's size, paid before it is read, and what it grew by while read, before it is
     returned (a refusal raises: nothing is returned)."""

@@ -20,7 +20,7 @@ from app.fs.hashing import sha256_bytes
 from app.fs.text import tail, textio
 from app.fs.text.paging import RESERVE, cut_to, escaped_len, json_len
 from app.security.paths import join, split_request
-from app.security.resolve import OpenedFile, SecureRoot
+from app.security.resolve import OpenedFile, Root
 
 OUTPUT_MARK = " [... line cut: longer than the output limit]"
 READ_MARK = " [... line cut: the read limit (max_read_bytes) ends inside it]"
@@ -69,7 +69,7 @@ def _limit_note(budget: int, root: str) -> str:
 
 def read_text(
     f: OpenedFile,
-    root: SecureRoot,
+    root: Root,
     *,
     start: int = 1,
     end: int = 300,
@@ -250,14 +250,14 @@ def _cut_front(text: str, limit: int) -> str:
 
 
 def read_text_file(
-    root: SecureRoot, path: str, *, start: int, end: int, tail: int | None, cap: int
+    root: Root, path: str, *, start: int, end: int, tail: int | None, cap: int
 ) -> ReadTextResult:
     with root.open_file(path, op="read_text_file") as f:
         return read_text(f, root, start=start, end=end, tail=tail, cap=cap)
 
 
 def read_multiple_files(
-    root: SecureRoot, paths: Sequence[str], *, cap: int, control: Control
+    root: Root, paths: Sequence[str], *, cap: int, control: Control
 ) -> ReadManyResult:
     """Each file from its first line, sharing the output fairly: what a small file
     leaves unused goes to the files after it."""

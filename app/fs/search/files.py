@@ -23,11 +23,11 @@ from app.fs.search.results import SearchFilesResult, page_fields
 from app.fs.search.walk import open_walk, resumed
 from app.fs.text.paging import fit_page, page_note
 from app.security import ops
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from app.security.walk import FILE, kind_of_entry
 
 
-def search_files(root: SecureRoot, opts: FilesOptions, control: Control) -> SearchFilesResult:
+def search_files(root: Root, opts: FilesOptions, control: Control) -> SearchFilesResult:
     glob = compile_glob(opts.pattern)
     resume = cursor.decode(opts.cursor, root.name, opts) if opts.cursor else None
     walker, filt, name_of, strip = open_walk(root, opts, "search_files")

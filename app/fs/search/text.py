@@ -28,7 +28,7 @@ from app.fs.search.searcher import Searcher
 from app.fs.search.sink import Sink
 from app.fs.search.walk import Walk, candidates, open_walk
 from app.fs.text.paging import fit_page, page_note
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 
 
 def matcher_for(opts: TextOptions) -> Matcher:
@@ -42,7 +42,7 @@ def matcher_for(opts: TextOptions) -> Matcher:
     return LiteralMatcher(query, opts.case_sensitive)
 
 
-def search_text(root: SecureRoot, opts: TextOptions, control: Control,
+def search_text(root: Root, opts: TextOptions, control: Control,
                 narrow: Narrow | None = None) -> SearchTextResult:
     """`narrow`: an index that proposes the files that may match (`needs.py`); the
     searcher reads and matches each of them as it would in a scan."""

@@ -1,6 +1,6 @@
 """The walk both searches take: the start folder, the filters that prune it, the names shown.
 
-Breadth-first from `path`, opened through the choke point (`SecureRoot.open_dir`): denied
+Breadth-first from `path`, opened through the choke point (`Root.open_dir`): denied
 names pruned before descending, links never followed (`app.security.walk`); `exclude` globs
 and, unless `no_ignore`, ignore files prune too (`app.fs.filters.ignore`). Walk paths are
 the resolved ones; `name_of` spells them as the request did, for the page.
@@ -18,7 +18,7 @@ from app.fs.filters.ignore import Filter
 from app.fs.reading.listing import relabel
 from app.fs.search.options import WalkOptions
 from app.security.admission import Folder
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from app.security.walk import WalkDir, Walker
 
 
@@ -29,7 +29,7 @@ class Walk(NamedTuple):
     strip: int  # characters of the start folder's path before a glob's relative path
 
 
-def open_walk(root: SecureRoot, opts: WalkOptions, op: str) -> Walk:
+def open_walk(root: Root, opts: WalkOptions, op: str) -> Walk:
     with root.open_dir(opts.path, op=op) as d:
         start, shown = d.parts, d.rel
     filt = Filter(root, start, opts.exclude, opts.no_ignore)

@@ -15,7 +15,7 @@ import pytest
 from app.errors import BudgetSpent, LoomError
 from app.fs.change import copying
 from app.fs.change.copy import copy_file
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from tests.fs.conftest import CancelAfter, Cancelled, temp_leftovers
 from tests.kit import count_folder_opens
 from tests.security.conftest import make_root
@@ -86,7 +86,7 @@ def test_a_cancel_at_any_step_stops_there_and_leaves_nothing(tmp_path, files):
     assert copy_file(root, "src", root, "dst").files == (levels if files else 0)
 
 
-def _two_parts(top: Path) -> SecureRoot:
+def _two_parts(top: Path) -> Root:
     (top / "src" / "sub").mkdir(parents=True)
     (top / "src" / "p0.bin").write_bytes(b"\0" * 150_000)
     (top / "src" / "sub" / "p1.bin").write_bytes(b"\1" * 150_000)
@@ -187,7 +187,7 @@ class _OnFirstCheck:
         pass
 
 
-def _one(root: SecureRoot, source: str, dest: str, done: copying.Copied, *,
+def _one(root: Root, source: str, dest: str, done: copying.Copied, *,
          overwrite: bool = False, control=None) -> None:
     from app.fs.control import NoControl
     with root.open_parent(source, op="t", perm="read") as src, \
@@ -326,7 +326,7 @@ def test_a_copy_waiting_for_its_destinations_key_can_be_cancelled(tmp_path):
 
 # copy_file's own refusals, in process: each one names the path and is audited as copy_file.
 
-def _audited(top: Path) -> tuple[SecureRoot, list[tuple]]:
+def _audited(top: Path) -> tuple[Root, list[tuple]]:
     (top / "a.txt").write_text("a")
     (top / "b.txt").write_text("b")
     (top / ".env").write_text("secret")

@@ -15,7 +15,7 @@ import pytest
 from app.errors import OSRefusal, TooDeep
 from app.fs.change import copy, move, write
 from app.security.paths import MAX_DEPTH
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from tests.fs.conftest import refusal
 from tests.security.conftest import make_root
 
@@ -51,7 +51,7 @@ def deep(levels: int, leaf: str = "x") -> str:
 
 AT62 = "/".join(["at62"] + ["d"] * 61)
 AT64 = "/".join(["at64"] + ["d"] * 63)
-Act = Callable[[SecureRoot], object]
+Act = Callable[[Root], object]
 
 # (what, the call, refused?)
 DEPTHS: list[tuple[str, Act, bool]] = [

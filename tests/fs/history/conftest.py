@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from app.fs.history import inflate
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from tests.kit import secure_root
 
 SECRET = "SECRET=hunter2-do-not-leak"
@@ -63,7 +63,7 @@ class Repo:
 
 def make_root(
     path: Path, name: str = "repo", deny: tuple[str, ...] = (), max_read: int = 1 << 20
-) -> SecureRoot:
+) -> Root:
     return secure_root(path, name=name, role="reference", deny=deny, max_read_bytes=max_read)
 
 
@@ -142,7 +142,7 @@ def fresh_history(tmp_path: Path) -> tuple[Repo, dict[str, str]]:
     return build_history(tmp_path)
 
 
-RootMaker = Callable[..., SecureRoot]
+RootMaker = Callable[..., Root]
 
 
 def fast_history(path: Path, n: int, rare: str = "docs/rare.md", every: int = 50) -> Repo:

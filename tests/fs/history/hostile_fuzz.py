@@ -20,7 +20,7 @@ from typing import Any
 from app.errors import LoomError
 from app.fs.control import NoControl
 from app.fs.history import ops
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from tests.fs.history.hostile import (
     KINDS,
     MIB,
@@ -162,7 +162,7 @@ def _follow(call: Any, **kw: Any) -> list[str]:
     raise AssertionError(f"a client was still following after {MAX_CALLS} calls")
 
 
-def ask_everything(root: SecureRoot, cap: int = 4000) -> list[str]:
+def ask_everything(root: Root, cap: int = 4000) -> list[str]:
     c = NoControl()
     told: list[str] = []
     log = dict(offset=0, limit=20, cap=cap, control=c, cursor=None)

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from app.fs.index.trigrams import direct, narrow
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from tests.fs.index.trigramkit import Indexed, spied_direct
 from tests.kit import secure_root
 
@@ -217,7 +217,7 @@ def test_a_search_under_a_folder_looks_at_the_linked_files_it_reads_and_every_ig
     looked: list[list[str]] = []
     real = direct.changed
 
-    def spy(root: SecureRoot, paths: list[str], view: dict) -> set[str] | None:
+    def spy(root: Root, paths: list[str], view: dict) -> set[str] | None:
         looked.append(sorted(paths))
         return real(root, paths, view)
 

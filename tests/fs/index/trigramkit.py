@@ -21,7 +21,7 @@ from app.fs.index.trigrams.trigram_text import file_of
 from app.fs.index.trigrams.watch import RACY_WINDOW_NS
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 
 
 def later() -> int:
@@ -34,7 +34,7 @@ class Indexed:
     """One root and its trigram index (in `state`), the clock moved on so that files just
     written are trusted once indexed."""
 
-    def __init__(self, root: SecureRoot, state: Path, identity: str = "rules-1",
+    def __init__(self, root: Root, state: Path, identity: str = "rules-1",
                  now: Callable[[], int] = later) -> None:
         self.root, self.identity = root, identity
         self.idx = trigram.TrigramIndex(str(state / "index" / "r.trigram.sqlite3"))
@@ -100,7 +100,7 @@ def spied_direct(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     calls: list[list[str]] = []
     real = direct.folders
 
-    def spy(root: SecureRoot, paths: list[str], unopened: list[str]
+    def spy(root: Root, paths: list[str], unopened: list[str]
             ) -> Iterator[tuple[int, str, list[str]]]:
         calls.append(paths)
         return real(root, paths, unopened)

@@ -11,11 +11,11 @@ import pytest
 from app.errors import DeniedName, EscapesRoot, NotADirectory, NotFound
 from app.fs.control import NoControl
 from app.fs.reading.listing import list_directory, stat_path
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from tests.fs.readkit import small_root
 
 
-def ls(root: SecureRoot, path: str = "", **kw):
+def ls(root: Root, path: str = "", **kw):
     args = dict(recursive=False, max_depth=2, offset=0, limit=1000, cap=1 << 20,
                 control=NoControl())
     args.update(kw)
@@ -23,7 +23,7 @@ def ls(root: SecureRoot, path: str = "", **kw):
 
 
 @pytest.fixture
-def root(tmp_path: Path) -> SecureRoot:
+def root(tmp_path: Path) -> Root:
     r = small_root(tmp_path, {"b.txt": "bb", "a/x.txt": "x", "a/deep/y.txt": "y", ".env": "S",
                               "c/.git/HEAD": "ref"})
     top = tmp_path / "r"
@@ -33,7 +33,7 @@ def root(tmp_path: Path) -> SecureRoot:
     return r
 
 
-def test_a_listing_is_sorted_typed_and_blind_to_denied_names(root: SecureRoot) -> None:
+def test_a_listing_is_sorted_typed_and_blind_to_denied_names(root: Root) -> None:
     r = ls(root)
     assert [(e.name, e.type, e.size) for e in r.entries] == [
         ("a", "dir", None), ("b.txt", "file", 2), ("c", "dir", None), ("pipe", "other", None),
@@ -41,7 +41,7 @@ def test_a_listing_is_sorted_typed_and_blind_to_denied_names(root: SecureRoot) -
     assert r.skipped_links == 2 and not r.has_more and r.returned == 6
 
 
-def test_recursion_stops_at_max_depth_and_at_links(root: SecureRoot) -> None:
+def test_recursion_stops_at_max_depth_and_at_links(root: Root) -> None:
     one = [e.path for e in ls(root, recursive=True, max_depth=1).entries]
     two = [e.path for e in ls(root, recursive=True, max_depth=2).entries]
     three = [e.path for e in ls(root, recursive=True, max_depth=3).entries]
@@ -51,7 +51,7 @@ def test_recursion_stops_at_max_depth_and_at_links(root: SecureRoot) -> None:
     assert not [p for p in three if p.startswith("to_") and "/" in p]
 
 
-def test_a_recursive_listing_says_which_folders_it_did_not_enter(root: SecureRoot) -> None:
+def test_a_recursive_listing_says_which_folders_it_did_not_enter(root: Root) -> None:
     """A listing that stops at its depth says so (docs/tools.md): the folders at the last
     level listed, and the depth that goes further. One level, or a depth that reaches the
     bottom, has nothing to say."""
@@ -80,7 +80,7 @@ def test_at_the_deepest_depth_the_note_does_not_offer_a_deeper_one(tmp_path: Pat
 
 
 @pytest.mark.parametrize("limit", [1, 2, 3, 5])
-def test_pages_of_a_listing_add_up(root: SecureRoot, limit: int) -> None:
+def test_pages_of_a_listing_add_up(root: Root, limit: int) -> None:
     whole = ls(root, recursive=True, max_depth=5).entries
     got = []
     offset = 0
@@ -97,13 +97,13 @@ def test_pages_of_a_listing_add_up(root: SecureRoot, limit: int) -> None:
     ("b.txt", NotADirectory), ("nope", NotFound), ("c/.git", DeniedName), ("to_etc", EscapesRoot),
 ])
 def test_listing_something_that_is_not_a_reachable_directory_is_an_error(
-    root: SecureRoot, path: str, error: type
+    root: Root, path: str, error: type
 ) -> None:
     with pytest.raises(error):
         ls(root, path)
 
 
-def test_stat_of_files_dirs_links_and_others(root: SecureRoot, tmp_path: Path) -> None:
+def test_stat_of_files_dirs_links_and_others(root: Root, tmp_path: Path) -> None:
     f = stat_path(root, "b.txt")
     assert (f.type, f.size, f.is_text) == ("file", 2, True)
     assert f.sha256 == hashlib.sha256(b"bb").hexdigest() and f.mode == "0644"

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from app.errors import TooLarge
 from app.fs.reading.read import OUTPUT_MARK, READ_MARK, read_text_file
 from app.fs.text import textio
-from app.security import SecureRoot
+from app.security import Root
 from tests.fs.readkit import small_root
 from tests.kit import secure_root
 
@@ -43,7 +43,7 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("readtext")
 
 
-def _root(folder: Path, budget: int) -> SecureRoot:
+def _root(folder: Path, budget: int) -> Root:
     return secure_root(folder, name="t", role="reference", max_read_bytes=budget)
 
 

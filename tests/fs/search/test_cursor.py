@@ -20,12 +20,12 @@ from app.fs.control import NoControl
 from app.fs.search import cursor
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from tests.fs.readkit import small_root
 from tests.fs.search import cursorkit, rgkit
 
 
-def _opts(root: SecureRoot, query: str, **kw: Any) -> TextOptions:
+def _opts(root: Root, query: str, **kw: Any) -> TextOptions:
     args: dict[str, Any] = dict(limit=10_000, cap=1 << 22, file_limit=root.max_read_bytes,
                                 budget=1 << 30, regex=True)
     args.update(kw)
@@ -37,7 +37,7 @@ def _items(r: Any) -> list[Any]:
     return data.get("matches") or data.get("files") or data.get("counts") or []
 
 
-def _by_cursor(root: SecureRoot, query: str, **kw: Any) -> tuple[list[Any], int, int]:
+def _by_cursor(root: Root, query: str, **kw: Any) -> tuple[list[Any], int, int]:
     """Every page by cursor: the items, the files the calls examined, the calls made."""
     items: list[Any] = []
     examined = calls = 0
@@ -57,7 +57,7 @@ def _by_cursor(root: SecureRoot, query: str, **kw: Any) -> tuple[list[Any], int,
 
 
 @pytest.fixture(scope="module")
-def cursor_tree(tmp_path_factory: pytest.TempPathFactory) -> SecureRoot:
+def cursor_tree(tmp_path_factory: pytest.TempPathFactory) -> Root:
     tmp = tmp_path_factory.mktemp("cur")
     root = small_root(tmp, {}, max_read=1 << 20)
     rgkit.make_tree(tmp / "r", 77)
@@ -71,7 +71,7 @@ def cursor_tree(tmp_path_factory: pytest.TempPathFactory) -> SecureRoot:
        context=st.sampled_from([0, 0, 1, 3]), limit=st.integers(1, 40),
        budget=st.sampled_from([1 << 30, 150_000, 90_000]))  # each over the largest file
 def test_pages_walked_by_cursor_are_the_one_shot_answer(
-    cursor_tree: SecureRoot, query: str, mode: str, context: int, limit: int, budget: int,
+    cursor_tree: Root, query: str, mode: str, context: int, limit: int, budget: int,
 ) -> None:
     kw = dict(output_mode=mode, context=context)
     whole = search_text(cursor_tree, _opts(cursor_tree, query, **kw), NoControl())
@@ -104,7 +104,7 @@ def test_a_file_gone_between_pages_is_passed_over(tmp_path: Path) -> None:
     assert [m.path for m in again.matches or []] == ["a/y.txt", "b/z.txt"]
 
 
-def _a_cursor(root: SecureRoot) -> str:
+def _a_cursor(root: Root) -> str:
     r = search_text(root, _opts(root, "hit", limit=1), NoControl())
     assert r.next_cursor
     return r.next_cursor

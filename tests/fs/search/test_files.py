@@ -14,11 +14,11 @@ from app.errors import BadArgument, NotADirectory
 from app.fs.control import NoControl
 from app.fs.search.files import search_files
 from app.fs.search.options import FilesOptions
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from tests.fs.readkit import small_root
 
 
-def run(root: SecureRoot, pattern: str, **kw: Any):
+def run(root: Root, pattern: str, **kw: Any):
     args: dict[str, Any] = dict(path="", offset=0, limit=1000, cap=1 << 20, control=NoControl())
     args.update(kw)
     control = args.pop("control")
@@ -61,10 +61,10 @@ def test_bad_paths_and_patterns_are_errors_not_empty_results(tmp_path: Path, pat
         run(root, "[x" if error is BadArgument else "*", path=path)
 
 
-_TREE: dict[str, SecureRoot] = {}
+_TREE: dict[str, Root] = {}
 
 
-def _tree(factory: pytest.TempPathFactory) -> SecureRoot:
+def _tree(factory: pytest.TempPathFactory) -> Root:
     if "r" not in _TREE:
         files = {f"d{i % 5}/e{i % 3}/f{i:03d}.txt": "" for i in range(120)}
         _TREE["r"] = small_root(factory.mktemp("sfpages"), files)

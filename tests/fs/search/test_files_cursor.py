@@ -27,7 +27,7 @@ from app.fs.search import cursor, files
 from app.fs.search.files import search_files
 from app.fs.search.options import FilesOptions, TextOptions
 from app.fs.search.text import search_text
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from tests.fs.readkit import small_root
 from tests.fs.search import cursorkit, rgkit
 
@@ -38,11 +38,11 @@ def _opts(pattern: str, **kw: Any) -> FilesOptions:
     return FilesOptions(pattern=pattern, **args)
 
 
-def _paths(root: SecureRoot, pattern: str, **kw: Any) -> list[str]:
+def _paths(root: Root, pattern: str, **kw: Any) -> list[str]:
     return [m.path for m in search_files(root, _opts(pattern, **kw), NoControl()).matches]
 
 
-def _by_cursor(root: SecureRoot, pattern: str, between: Callable[[int], None] = lambda i: None,
+def _by_cursor(root: Root, pattern: str, between: Callable[[int], None] = lambda i: None,
                **kw: Any) -> tuple[list[str], int]:
     """Every page by cursor (`between(i)` run after page i): the paths, the calls made."""
     got: list[str] = []
@@ -63,7 +63,7 @@ def _by_cursor(root: SecureRoot, pattern: str, between: Callable[[int], None] = 
 
 
 @pytest.fixture(scope="module")
-def trees(tmp_path_factory: pytest.TempPathFactory) -> list[SecureRoot]:
+def trees(tmp_path_factory: pytest.TempPathFactory) -> list[Root]:
     roots = []
     for seed in (3, 77, 1234):
         tmp = tmp_path_factory.mktemp(f"fcur{seed}")
@@ -78,7 +78,7 @@ def trees(tmp_path_factory: pytest.TempPathFactory) -> list[SecureRoot]:
        pattern=st.sampled_from(["*", "*.py", "**/*.txt", "*/*", "?o*", "src/**", "[a-m]*"]),
        no_ignore=st.booleans(), cap=st.sampled_from([1 << 22, 1 << 22, 900]))
 def test_pages_walked_by_cursor_are_the_one_shot_answer(
-    trees: list[SecureRoot], tree: int, limit: int, pattern: str, no_ignore: bool, cap: int,
+    trees: list[Root], tree: int, limit: int, pattern: str, no_ignore: bool, cap: int,
 ) -> None:
     root = trees[tree]
     whole = _paths(root, pattern, no_ignore=no_ignore)
@@ -163,7 +163,7 @@ def test_a_folder_gone_between_pages_is_passed_over(tmp_path: Path) -> None:
     assert [m.path for m in rest.matches] == ["c/w"] and rest.offset == 5
 
 
-def _a_cursor(root: SecureRoot, **kw: Any) -> str:
+def _a_cursor(root: Root, **kw: Any) -> str:
     r = search_files(root, _opts("*", limit=1, **kw), NoControl())
     assert r.next_cursor
     return r.next_cursor
@@ -192,7 +192,7 @@ def test_a_cursor_of_another_search_is_refused(tmp_path: Path, other: dict[str, 
     token = _a_cursor(root)
     pattern = other.pop("pattern")
     if other.pop("root", None):  # the same folder as another root
-        root = SecureRoot(name="other", role="reference", permissions=["read"],
+        root = Root(name="other", role="reference", permissions=["read"],
                           real=root.real, rules=root.rules, max_read_bytes=1 << 20)
     with pytest.raises(BadArgument, match="invalid cursor"):
         search_files(root, _opts(pattern, limit=1, cursor=token, **other), NoControl())

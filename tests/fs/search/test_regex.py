@@ -26,14 +26,14 @@ from app.fs.search.regex import RegexMatcher
 from app.fs.search.required import required_literal
 from app.fs.search.sink import LINE_COST
 from app.fs.search.text import search_text
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from app.security.walk import Walker
 from tests.fs.readkit import small_root
 from tests.fs.search import rgkit
 from tests.fs.search.rgkit import safe_regex
 
 
-def run(root: SecureRoot, query: str, **kw: Any) -> dict[str, Any]:
+def run(root: Root, query: str, **kw: Any) -> dict[str, Any]:
     args: dict[str, Any] = dict(path="", file_glob="*", case_sensitive=True, offset=0, limit=200,
                                 cap=1 << 20, file_limit=root.max_read_bytes, budget=1 << 30,
                                 control=NoControl())

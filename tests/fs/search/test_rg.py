@@ -29,7 +29,7 @@ from app.fs.filters import gitignore as ignore_rules
 from app.fs.search.files import search_files
 from app.fs.search.options import FilesOptions, TextOptions
 from app.fs.search.text import search_text
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from tests.fs.readkit import small_root
 from tests.fs.search import rgkit
 
@@ -44,14 +44,14 @@ PATTERNS = [
 ]
 
 
-def _root(tmp_path: Path, seed: int) -> tuple[Path, SecureRoot]:
+def _root(tmp_path: Path, seed: int) -> tuple[Path, Root]:
     root = small_root(tmp_path, {}, max_read=1 << 20)
     top = tmp_path / "r"
     rgkit.make_tree(top, seed)
     return top, root
 
 
-def ours(root: SecureRoot, query: str, **kw: Any) -> list[Any]:
+def ours(root: Root, query: str, **kw: Any) -> list[Any]:
     """Every page of a search_text call, walked by cursor, as one list of its items."""
     args: dict[str, Any] = dict(path="", file_glob="*", case_sensitive=True, offset=0, limit=37,
                                 cap=1 << 20, file_limit=root.max_read_bytes, budget=1 << 30,
@@ -75,7 +75,7 @@ def _flags(no_ignore: bool, fold: bool, literal: bool) -> list[str]:
             *(["-F"] if literal else [])]
 
 
-def check(top: Path, root: SecureRoot, pattern: str, *, no_ignore: bool = False,
+def check(top: Path, root: Root, pattern: str, *, no_ignore: bool = False,
           fold: bool = False, literal: bool = False) -> None:
     flags = _flags(no_ignore, fold, literal)
     kw = dict(no_ignore=no_ignore, case_sensitive=not fold, regex=not literal)
@@ -166,7 +166,7 @@ def test_a_search_under_a_subdirectory_still_reads_the_ignore_files_above_it(
 # -- hypothesis: patterns from a safe grammar, on one generated tree ----------------------
 
 @pytest.fixture(scope="module")
-def hyp_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SecureRoot]:
+def hyp_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Root]:
     return _root(tmp_path_factory.mktemp("hyp"), 1234)
 
 
@@ -174,7 +174,7 @@ def hyp_tree(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, SecureRoot
           suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(pattern=rgkit.safe_regex(), fold=st.booleans(), no_ignore=st.booleans())
 def test_generated_patterns_agree_with_ripgrep(
-    hyp_tree: tuple[Path, SecureRoot], pattern: str, fold: bool, no_ignore: bool,
+    hyp_tree: tuple[Path, Root], pattern: str, fold: bool, no_ignore: bool,
 ) -> None:
     top, root = hyp_tree
     check(top, root, pattern, fold=fold, no_ignore=no_ignore)

@@ -17,12 +17,12 @@ from app.fs.search.finders import MAX_FALSE_CANDIDATES, FirstOf
 from app.fs.search.literal import LiteralMatcher
 from app.fs.search.options import TextOptions
 from app.fs.search.text import search_text
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from app.security.walk import Walker
 from tests.fs.readkit import small_root
 
 
-def run(root: SecureRoot, query: str, **kw: Any):
+def run(root: Root, query: str, **kw: Any):
     args: dict[str, Any] = dict(path="", file_glob="*", case_sensitive=True, offset=0, limit=200,
                                 cap=1 << 20, file_limit=root.max_read_bytes, budget=1 << 30,
                                 control=NoControl())
@@ -136,10 +136,10 @@ def test_pages_walked_by_next_offset_equal_the_whole(tmp_path_factory: pytest.Te
     assert got == whole and len(whole) == 60
 
 
-_PAGED: dict[str, SecureRoot] = {}
+_PAGED: dict[str, Root] = {}
 
 
-def _paged_root(factory: pytest.TempPathFactory) -> SecureRoot:
+def _paged_root(factory: pytest.TempPathFactory) -> Root:
     if "r" not in _PAGED:
         files = {f"p{i % 4}/f{i:02d}.txt": "hit\nmiss\nhit again\n" for i in range(30)}
         _PAGED["r"] = small_root(factory.mktemp("paged"), files)

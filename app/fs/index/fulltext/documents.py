@@ -3,7 +3,7 @@
 The ways in are the same as every other tool's: `Scan.root` walks with
 `app.security.walk.Walker` (denied names pruned before descending and
 invisible, symlinks never followed, files opened by name from the walk's own
-directory handle), and `read_document` opens through `SecureRoot.open_file`
+directory handle), and `read_document` opens through `Root.open_file`
 (permission, confinement, deny on the request *and* on the in-root target).
 A denied file is therefore neither found nor fetched.
 
@@ -31,7 +31,7 @@ from app.fs.index.fulltext.prepare import Source
 from app.fs.index.fulltext.tokens import as_text
 from app.fs.text import textio
 from app.security import ops
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from app.security.walk import FILE, WalkEntry, Walker
 
 CHECK_EVERY = 256  # entries between two cancellation checks
@@ -57,7 +57,7 @@ class Scan:
     best: list[Scored] = field(default_factory=list)  # a min-heap of the `cap` best
     next_progress: float = field(default_factory=lambda: time.monotonic() + PROGRESS_EVERY)
 
-    def root(self, root: SecureRoot, per_file: int) -> None:
+    def root(self, root: Root, per_file: int) -> None:
         """Walk one root (already authorized), scoring each file."""
         for entry in Walker(root, ()):
             self.order += 1
@@ -178,7 +178,7 @@ class Document:
     cut: bool  # the file is longer than `limit`: `text` is its start
 
 
-def read_document(root: SecureRoot, rel: str) -> Document:
+def read_document(root: Root, rel: str) -> Document:
     """The text of one file, at most the root's `max_read_bytes` of it (audited as fetch)."""
     with root.open_file(rel, op="fetch", perm="read") as f:
         size, limit = f.st.st_size, root.max_read_bytes

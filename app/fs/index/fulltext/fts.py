@@ -53,7 +53,7 @@ from app.fs.index.storage import (
     open_db,
     remove,
 )
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from app.security.walk import Walker
 
 __all__ = [
@@ -130,7 +130,7 @@ class RootIndex:
 
     def refresh(
         self,
-        root: SecureRoot,
+        root: Root,
         identity: str,
         per_file: int,
         *,

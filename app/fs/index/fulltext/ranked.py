@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterator
 from app.fs.control import Control
 from app.fs.index.fulltext import fts
 from app.fs.index.fulltext.query import Query
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 
 CANDIDATES = 200  # BM25's best, per root, that the bonuses may reorder
 ALL_BONUS = 0.5  # every word of the query in the file: score x 1.5
@@ -36,7 +36,7 @@ def _corrupt(exc: sqlite3.DatabaseError) -> bool:
 
 def rank_root(
     idx: fts.RootIndex,
-    root: SecureRoot,
+    root: Root,
     query: Query,
     *,
     identity: str,

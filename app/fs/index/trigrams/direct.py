@@ -27,7 +27,7 @@ from app.fs.index.trigrams.entry import KEY_AT, KEY_MASK, Entry, key
 from app.security import admission, ops
 from app.security.admission import Folder
 from app.security.deny import DenyRules
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 
 SHARE = 0.5
 MOST_NEW = 256  # files the index never saw, judged one by one; past it the call walks
@@ -61,7 +61,7 @@ def _by_folder(paths: Iterable[str]) -> dict[str, list[str]]:
     return by_folder
 
 
-def unlisted(root: SecureRoot, paths: list[str]) -> set[str] | None:
+def unlisted(root: Root, paths: list[str]) -> set[str] | None:
     """Of new files the watch saw in folders the build walked, those the ignore files hide
     from a walk: the ignore files of each one's folders read as the walk reads them (their
     changes break the watch, so they are the build's). None when a folder cannot be opened
@@ -91,7 +91,7 @@ def _linked(entry: os.DirEntry[str]) -> bool:
     return stat_mod.S_ISREG(st.st_mode) and st.st_nlink > 1
 
 
-def changed(root: SecureRoot, paths: Iterable[str], view: dict[str, Entry]) -> set[str] | None:
+def changed(root: Root, paths: Iterable[str], view: dict[str, Entry]) -> set[str] | None:
     """Of `paths` (files the last walk found with more than one link: written through
     another name, maybe outside the root, they change with no event in their folder),
     those whose signature is no longer the one they were indexed at (or that are gone),
@@ -128,7 +128,7 @@ def changed(root: SecureRoot, paths: Iterable[str], view: dict[str, Entry]) -> s
     return out
 
 
-def pruned(root: SecureRoot, prefix: str, name: str, made: bool) -> bool:
+def pruned(root: Root, prefix: str, name: str, made: bool) -> bool:
     """A folder made (`made`) or gone in a watched folder that the walk never enters: the
     deny rules refuse its path (the trash, a `.aws`), or, when made, ignore files hide it
     (a `build/`). Such a change does not break the watch; any other folder change does."""
@@ -141,7 +141,7 @@ def pruned(root: SecureRoot, prefix: str, name: str, made: bool) -> bool:
     return listed is not None and name not in listed[0]  # could not look: the watch breaks
 
 
-def _listed(root: SecureRoot, parts: tuple[str, ...], names: set[str]
+def _listed(root: Root, parts: tuple[str, ...], names: set[str]
             ) -> tuple[set[str], bool] | None:
     """Which of `names` in the folder `parts` a walk would list, ignore files applied, and
     whether any of `names`, listed or not, is a file with other links (`_linked`, looked at
@@ -163,7 +163,7 @@ def _listed(root: SecureRoot, parts: tuple[str, ...], names: set[str]
         os.close(fd)
 
 
-def folders(root: SecureRoot, paths: list[str], unopened: list[str]) -> Iterator[Folder]:
+def folders(root: Root, paths: list[str], unopened: list[str]) -> Iterator[Folder]:
     """Each candidate's folder, opened through the choke point, with the candidates in it
     that the rules allow; each descriptor closed once the searcher has moved on. A folder
     that cannot be opened is added to `unopened` (its files are not read: the answer says

@@ -52,7 +52,7 @@ from app.fs.index.trigrams.watch import RACY_WINDOW_NS, Watch
 from app.fs.reading.listing import unreadable_text
 from app.security import ops
 from app.security.admission import Folder
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 
 log = logging.getLogger("loomfs.index")
 
@@ -90,7 +90,7 @@ class Keeper:
         self.closed = False  # the server is stopping: no build starts again
         self.began = 0  # when the last build started, by `now`
 
-    def kick(self, root: SecureRoot, identity: str) -> None:
+    def kick(self, root: Root, identity: str) -> None:
         """Start a build unless one is running."""
         with self.lock:
             if self.closed or (self.thread is not None and self.thread.is_alive()):
@@ -213,7 +213,7 @@ class _Counted:
     """A walk-less answer's folders, counting the files read because they changed, and the
     folders it could not open (`direct.folders` fills `unopened`)."""
 
-    def __init__(self, root: SecureRoot, paths: list[str], dirty: set[str], keeper: Keeper
+    def __init__(self, root: Root, paths: list[str], dirty: set[str], keeper: Keeper
                  ) -> None:
         self.unopened: list[str] = []
         self.dirs = direct.folders(root, paths, self.unopened)
@@ -230,7 +230,7 @@ class _Counted:
         return "; ".join(n for n in notes if n) or None
 
 
-def narrowing(idx: TrigramIndex, keeper: Keeper, root: SecureRoot, identity: str
+def narrowing(idx: TrigramIndex, keeper: Keeper, root: Root, identity: str
               ) -> Narrowing:
     """What narrows one call's files on one root: without a walk when the watch allows
     (`direct.py`), else the walk's files filtered (`_Filter`)."""
@@ -298,7 +298,7 @@ def _unvouch(idx: TrigramIndex, paths: set[str], stale_of: _Stale) -> None:
                 stale_of.gen = -1
 
 
-def _walkless(keeper: Keeper, root: SecureRoot, identity: str, watch: Watch, expr: str,
+def _walkless(keeper: Keeper, root: Root, identity: str, watch: Watch, expr: str,
               scope: Scope, stale_of: _Stale) -> tuple[bool, Answer | None]:
     """The answer without a walk (True, and None when the call scans), or (False, None)
     when the walk must decide. Read besides the candidates: what the watch saw changed,
@@ -332,7 +332,7 @@ def _walkless(keeper: Keeper, root: SecureRoot, identity: str, watch: Watch, exp
     return True, got
 
 
-def _direct(keeper: Keeper, root: SecureRoot, expr: str, view: dict[str, Entry],
+def _direct(keeper: Keeper, root: Root, expr: str, view: dict[str, Entry],
             dirty: set[str], scope: Scope) -> Answer | None:
     idx = keeper.idx
     try:

@@ -56,7 +56,7 @@ from app.fs.index.trigrams.trigram import (
 )
 from app.fs.index.trigrams.trigram_text import FileText
 from app.fs.index.trigrams.watch import RACY_WINDOW_NS, Watch
-from app.security.resolve import SecureRoot
+from app.security.resolve import Root
 from app.security.walk import Walker
 
 MOST_BYTES = 8 << 20  # a larger file is not indexed: searches read it (the largest default
@@ -102,7 +102,7 @@ def give_back() -> None:
 class Build:
     """One pass over a root (run in the index's background thread)."""
 
-    def __init__(self, idx: TrigramIndex, root: SecureRoot, identity: str,
+    def __init__(self, idx: TrigramIndex, root: Root, identity: str,
                  stop: threading.Event, now: Callable[[], int] = time.time_ns) -> None:
         self.idx, self.root, self.identity, self.stop, self.now = idx, root, identity, stop, now
         self.state = BuildState()
