@@ -178,8 +178,10 @@ def test_rename_noreplace_never_replaces(held: tuple[Path, int], kernel: str, sr
     top, fd = held
     if src == taken:
         return
-    with pytest.raises(FileExistsError):
+    with pytest.raises(FileExistsError) as taken_:
         ops.rename_noreplace(fd, src, fd, taken)
+    assert taken_.value.errno == errno.EEXIST
+    assert taken_.value.strerror == os.strerror(errno.EEXIST)
     assert (top / src).exists() or (top / src).is_symlink()
     assert os.path.lexists(top / taken)
 
@@ -207,12 +209,13 @@ def test_exchange_swaps_two_entries(held: tuple[Path, int]) -> None:
     try:
         ops.exchange(fd, "f", fd, "d")
     except OSError as exc:
-        if exc.errno in (errno.EINVAL, errno.ENOSYS, errno.EOPNOTSUPP):
+        if exc.errno in (errno.EINVAL, errno.EOPNOTSUPP):  # ENOSYS is a failure: renameat2 is here
             pytest.skip("no RENAME_EXCHANGE on this file system")
         raise
     assert (top / "f" / "inner").read_text() == "inner\n" and (top / "d").read_text() == "file\n"
-    with pytest.raises(FileNotFoundError):
+    with pytest.raises(FileNotFoundError) as gone:
         ops.exchange(fd, "f", fd, "missing")
+    assert gone.value.strerror == os.strerror(errno.ENOENT)
 
 
 def test_exchange_without_renameat2_says_so(held: tuple[Path, int],
@@ -222,6 +225,7 @@ def test_exchange_without_renameat2_says_so(held: tuple[Path, int],
     with pytest.raises(OSError) as exc:
         ops.exchange(fd, "f", fd, "d")
     assert exc.value.errno == errno.ENOSYS and (top / "f").read_text() == "file\n"
+    assert exc.value.strerror == os.strerror(errno.ENOSYS)
 
 
 def test_set_times_sets_the_held_files_times(held: tuple[Path, int]) -> None:
@@ -246,3 +250,47 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def test_rename_noreplace_of_a_missing_entry_says_so(held: tuple[Path, int], kernel: str) -> None:
+    _, fd = held
+    with pytest.raises(FileNotFoundError) as gone:
+        ops.rename_noreplace(fd, "missing", fd, "new")
+    assert gone.value.errno == errno.ENOENT and gone.value.strerror == os.strerror(errno.ENOENT)
+
+
+def test_a_bad_name_is_refused_in_the_servers_words(held: tuple[Path, int]) -> None:
+    with pytest.raises(ops.BadName) as bad:
+        ops.one("a/b")
+    assert bad.value.message == "invalid path: not one name of a folder"
+
+
+@pytest.fixture
+def no_umask() -> Iterator[None]:
+    """Modes as asked: the process's umask cleared while the test makes entries."""
+    mask = os.umask(0)
+    try:
+        yield
+    finally:
+        os.umask(mask)
+
+
+NEW_ENTRIES: list[tuple[str, Callable[[int], object], int]] = [
+    ("create", lambda fd: os.close(ops.create(fd, "new")), 0o600),
+    ("create 0o640", lambda fd: os.close(ops.create(fd, "new", 0o640)), 0o640),
+    ("open_at O_CREAT", lambda fd: os.close(ops.open_at(fd, "new", os.O_CREAT | os.O_WRONLY)),
+     0o600),
+    ("open_at O_CREAT 0o644",
+     lambda fd: os.close(ops.open_at(fd, "new", os.O_CREAT | os.O_WRONLY, 0o644)), 0o644),
+    ("mkdir", lambda fd: ops.mkdir(fd, "new"), 0o777),
+    ("mkdir 0o700", lambda fd: ops.mkdir(fd, "new", 0o700), 0o700),
+]
+
+
+@pytest.mark.parametrize(("what", "make", "mode"), NEW_ENTRIES, ids=[w for w, _, _ in NEW_ENTRIES])
+def test_a_new_entry_has_the_mode_asked_private_files_by_default(
+        held: tuple[Path, int], no_umask: None, what: str, make: Callable[[int], object],
+        mode: int) -> None:
+    top, fd = held
+    make(fd)
+    assert os.lstat(top / "new").st_mode & 0o7777 == mode
