@@ -18,6 +18,8 @@ import os
 import stat
 from collections.abc import Callable
 
+from app.bounded import read_at_most
+
 NOT_REGULAR = "not a regular file"
 
 
@@ -73,16 +75,9 @@ def read_small(path: str, most: int, hold: Callable[[int], object] | None = None
             hold(fd)
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             raise OSError(0, NOT_REGULAR)
-        chunks: list[bytes] = []
-        got = 0
-        while got <= most:
-            chunk = os.read(fd, min(1 << 20, most + 1 - got))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            got += len(chunk)
-        if got > most:
+        data = read_at_most(fd, most)
+        if data is None:
             raise TooLarge(0, f"larger than {most} bytes")
-        return b"".join(chunks)
+        return data
     finally:
         os.close(fd)

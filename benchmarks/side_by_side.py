@@ -24,11 +24,14 @@ import random
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
-REPO = str(Path(__file__).resolve().parent.parent)
+if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._base import REPO, baseline
+
 LITERAL = "zqxjvorpal"
 WORDS = ["the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "with", "was", "on",
          "be", "by", "this", "are", "from", "or", "have"]
@@ -109,19 +112,6 @@ def build(top: Path, files: int) -> int:
     (top / "w").mkdir()
     (top / "w" / "one.txt").write_text("first\n")
     return hits
-
-
-def baseline(ref: str, into: str) -> str:
-    """The code of commit `ref`, unpacked into `into`."""
-    archive = subprocess.run(["git", "-C", REPO, "archive", ref, "app"], capture_output=True,
-                             check=True).stdout
-    os.makedirs(into, exist_ok=True)
-    path = os.path.join(into, "tree.tar")
-    with open(path, "wb") as f:
-        f.write(archive)
-    with tarfile.open(path) as tar:
-        tar.extractall(into, filter="data")
-    return into
 
 
 def run(src: str, tree: str, hits: int) -> dict[str, float]:

@@ -20,11 +20,14 @@ import os
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
 
-REPO = str(Path(__file__).resolve().parent.parent)
+if __package__ in (None, ""):  # run as a script: make `benchmarks` importable
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from benchmarks._base import REPO, baseline
+
 QUERIES = ["def __init__(self", "Invalid HTTP_HOST header", "import"]
 
 CHILD = """
@@ -82,18 +85,6 @@ def run(src: str, tree: str, queries: list[str]) -> dict:
         raise RuntimeError(out.stderr[-2000:])
     got: dict = json.loads(out.stdout.strip().splitlines()[-1])
     return got
-
-
-def baseline(ref: str, into: str) -> str:
-    """The code of commit `ref`, unpacked into `into`."""
-    archive = subprocess.run(["git", "-C", REPO, "archive", ref, "app"], capture_output=True,
-                             check=True).stdout
-    path = os.path.join(into, "tree.tar")
-    with open(path, "wb") as f:
-        f.write(archive)
-    with tarfile.open(path) as tar:
-        tar.extractall(into, filter="data")
-    return into
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,7 +16,8 @@ APP = Path(__file__).resolve().parent.parent / "app"
 
 # Lowest first. A module may import its own layer and any layer below it.
 LAYERS: list[tuple[str, tuple[str, ...]]] = [
-    ("base", ("app", "app.errors", "app.messages", "app.audit", "app.budget", "app.hostfiles")),
+    ("base", ("app", "app.errors", "app.messages", "app.audit", "app.budget", "app.bounded",
+              "app.hostfiles")),
     ("security", ("app.security",)),
     ("fs", ("app.fs",)),
     ("registry", ("app.config", "app.config_checks", "app.registry")),

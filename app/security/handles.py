@@ -193,16 +193,3 @@ __all__ = [
     "open_below",
 ]
 
-
-def read_at_most(fd: int, limit: int) -> bytes | None:
-    """All of `fd`'s bytes from where it stands, or None when it holds more than `limit`: the
-    bound is in the reads (at most `limit` + 1 bytes are ever read), not in a size claimed."""
-    chunks: list[bytes] = []
-    got = 0
-    while got <= limit:
-        chunk = os.read(fd, limit + 1 - got)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        got += len(chunk)
-    return None if got > limit else b"".join(chunks)

@@ -25,8 +25,8 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from app.bounded import read_at_most
 from app.errors import ConfigError
-from app.security.handles import read_at_most
 from app.security.statedir import settle, state_dir
 
 MAX_TOKEN_BYTES = 4096

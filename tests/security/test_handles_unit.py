@@ -160,7 +160,7 @@ def test_descriptor_zero_is_a_descriptor_too(entries: Path) -> None:
 def test_read_at_most_reads_no_more_than_its_bound(size: int, limit: int, whole: bool) -> None:
     """Through a pipe (short reads, no size to trust): the bytes, or None past the bound,
     having read at most limit + 1 of them."""
-    from app.security.handles import read_at_most
+    from app.bounded import read_at_most
 
     r, w = os.pipe()
     try:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 
 from pydantic import BaseModel
 
+from app.bounded import read_at_most
 from app.errors import (
     AlreadyExists,
     BadArgument,
@@ -102,19 +103,13 @@ def read_current(parent: Parent, limit: int) -> tuple[bytes, os.stat_result]:
                 f"'{parent.rel}' is {before.st_size} bytes, above this root's max_read_bytes "
                 f"({limit}); it cannot be edited through this server"
             )
-        chunks, total = [], 0
-        while total <= limit:
-            chunk = os.read(fd, min(1 << 20, limit + 1 - total))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            total += len(chunk)
+        data = read_at_most(fd, limit)
         after = os.fstat(fd)
     finally:
         os.close(fd)
-    if total > limit or Identity.of(before) != Identity.of(after):
+    if data is None or Identity.of(before) != Identity.of(after):
         raise FileChanged()  # it was being written while we read it
-    return b"".join(chunks), after
+    return data, after
 
 
 def hash_of_current(parent: Parent) -> tuple[str | None, os.stat_result]:
