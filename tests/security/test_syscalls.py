@@ -31,7 +31,6 @@ NOT_YET: dict[str, int] = {
     # The trash's housekeeping and the tree copy: their descriptors go through
     # app.security.ops next.
     "app/fs/change/copy_tree.py": 10,
-    "app/fs/change/folders.py": 7,
     "app/fs/change/ledger.py": 2,
     "app/fs/change/purge.py": 13,
     "app/fs/change/restore.py": 11,
