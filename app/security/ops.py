@@ -115,6 +115,12 @@ def reopen(dir_fd: int) -> int:
     return os.open(".", DIR_FLAGS, dir_fd=dir_fd)
 
 
+def open_up(dir_fd: int) -> int:
+    """The folder holding the one held at `dir_fd` (its `..`), for a walk back up that
+    checks by device and inode where it arrived; the one step `one` refuses by name."""
+    return os.open("..", DIR_FLAGS, dir_fd=dir_fd)
+
+
 def create(dir_fd: int, name: str, mode: int = 0o600) -> int:
     """A new empty file `name`, opened to write; `FileExistsError` if anything is there."""
     return os.open(one(name), NEW_FLAGS, mode, dir_fd=dir_fd)
@@ -217,7 +223,8 @@ def _renameat2() -> Callable[..., int] | None:
 
 __all__ = [
     "DIR_FLAGS", "FILE_FLAGS", "NEW_FLAGS", "BadName", "create", "exchange", "link",
-    "lstat", "lstat_or_none", "mkdir", "one", "open_at", "open_dir", "open_file", "readlink",
+    "lstat", "lstat_or_none", "mkdir", "one", "open_at", "open_dir", "open_file", "open_up",
+    "readlink",
     "rename", "rename_noreplace", "reopen", "rmdir", "scandir", "set_times", "supported",
     "unlink",
 ]

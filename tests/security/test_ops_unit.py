@@ -97,7 +97,7 @@ def test_no_open_follows_a_final_link(held: tuple[Path, int], what: str, call: O
 def test_opens_carry_close_on_exec(held: tuple[Path, int]) -> None:
     _, fd = held
     for got in (ops.open_file(fd, "f"), ops.open_dir(fd, "d"), ops.open_at(fd, "f", 0),
-                ops.create(fd, "made"), ops.reopen(fd)):
+                ops.create(fd, "made"), ops.reopen(fd), ops.open_up(fd)):
         try:
             assert not os.get_inheritable(got)
         finally:
@@ -128,6 +128,22 @@ def test_open_dir_of_a_file_is_not_a_directory(held: tuple[Path, int]) -> None:
     _, fd = held
     with pytest.raises(NotADirectoryError):
         ops.open_dir(fd, "f")
+
+
+def test_open_up_opens_the_folder_holding_the_held_one(held: tuple[Path, int]) -> None:
+    top, fd = held
+    inner = ops.open_dir(fd, "d")
+    try:
+        for below, above in ((inner, top), (fd, top.parent)):
+            up = ops.open_up(below)
+            try:
+                assert os.path.samestat(os.fstat(up), os.stat(above))
+                with pytest.raises(OSError):
+                    os.read(up, 1)  # a folder, opened to list only
+            finally:
+                os.close(up)
+    finally:
+        os.close(inner)
 
 
 def test_reopen_has_an_offset_of_its_own(held: tuple[Path, int]) -> None:

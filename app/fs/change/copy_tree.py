@@ -50,9 +50,10 @@ from app.fs.change.atomic import fsync_dir
 from app.fs.change.copying import MAX_COPY_BYTES, Copied, copy_one
 from app.fs.change.locks import changing
 from app.fs.control import Control
+from app.security import ops
 from app.security.handles import Descent
 from app.security.paths import MAX_DEPTH, join
-from app.security.resolve import DIR_FLAGS, Parent, Root
+from app.security.resolve import Parent, Root
 from app.security.walk import DIR, FILE, SYMLINK, Walker, kind_of_entry
 
 MAX_COPY_FILES = 10_000
@@ -149,11 +150,11 @@ def _make_top(dst: Parent, control: Control) -> int:
                 f"destination '{dst.rel}' already exists; a folder is copied only to a new name"
             )
         try:
-            os.mkdir(dst.name, 0o700, dir_fd=dst.fd)
+            ops.mkdir(dst.fd, dst.name, 0o700)
         except FileExistsError:
             raise AlreadyExists(f"destination '{dst.rel}' already exists") from None
         fsync_dir(dst.fd)
-        return os.open(dst.name, DIR_FLAGS, dir_fd=dst.fd)
+        return ops.open_dir(dst.fd, dst.name)
 
 
 class _Made:
@@ -176,16 +177,16 @@ class _Made:
                     fd = at.at(below)
                     os.fchmod(fd, 0o700)  # it may have taken a source's read-only bits
                     for name, ident in self.files.get(below, ()):
-                        if _ident(os.stat(name, dir_fd=fd, follow_symlinks=False)) == ident:
-                            os.unlink(name, dir_fd=fd)
+                        if _ident(ops.lstat(fd, name)) == ident:
+                            ops.unlink(fd, name)
                     if below:
-                        os.rmdir(below[-1], dir_fd=at.at(below[:-1]))
+                        ops.rmdir(at.at(below[:-1]), below[-1])
                 except OSError:
                     whole = False
         try:
-            if _ident(os.stat(dst.name, dir_fd=dst.fd, follow_symlinks=False)) != self.top:
+            if _ident(ops.lstat(dst.fd, dst.name)) != self.top:
                 return False
-            os.rmdir(dst.name, dir_fd=dst.fd)
+            ops.rmdir(dst.fd, dst.name)
         except OSError:
             return False
         return whole
@@ -220,7 +221,7 @@ def _fill(
             if below:
                 _leave_to(dsts, modes, below[:-1])
                 made.at = below
-                os.mkdir(below[-1], 0o700, dir_fd=dsts.fd)
+                ops.mkdir(dsts.fd, below[-1], 0o700)
                 made.dirs.append(below)
                 dsts.enter(below[-1])
                 modes.append(mode)
@@ -237,7 +238,7 @@ def _fill(
                     stopped = f"stopped at '{join(made.at)}': {exc.message}"
                     break
                 made.files.setdefault(below, []).append(
-                    (name, _ident(os.stat(name, dir_fd=dsts.fd, follow_symlinks=False))))
+                    (name, _ident(ops.lstat(dsts.fd, name))))
             if stopped:
                 break
         _leave_to(dsts, modes, ())
@@ -251,7 +252,7 @@ def _copy_planned(
     """The copy of what was planned; '' when all went, else where the byte budget stopped
     it. A failure or a cancel removes what the copy made, then raises: a tool error that
     says where it stopped and why, or the cancel itself."""
-    top_src = os.open(src.name, DIR_FLAGS, dir_fd=src.fd)
+    top_src = ops.open_dir(src.fd, src.name)
     try:
         top_dst = _make_top(dst, control)
     except BaseException:

@@ -29,8 +29,9 @@ import os
 from collections import deque
 
 from app.errors import BadArgument, DeniedName, LoomError, OSRefusal, os_error
+from app.security import ops
 from app.security.paths import join
-from app.security.resolve import DIR_FLAGS, Parent, Root
+from app.security.resolve import Parent, Root
 
 MAX_CHECKED = 200_000  # entries looked at under a moved directory before giving up
 MAX_HELD = 32  # parent handles kept open for their subfolders
@@ -38,12 +39,12 @@ MAX_HELD = 32  # parent handles kept open for their subfolders
 
 def open_folder(name: str, dir_fd: int) -> int:
     """A subfolder, never through a link (the seam tests use to make one unreadable)."""
-    return os.open(name, DIR_FLAGS, dir_fd=dir_fd)
+    return ops.open_dir(dir_fd, name)
 
 
 def list_folder(fd: int) -> list[tuple[str, bool]]:
     """(name, is a folder) of every entry; OSError if the listing or a type look fails."""
-    with os.scandir(fd) as it:
+    with ops.scandir(fd) as it:
         return [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
 
 

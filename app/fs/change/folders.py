@@ -33,8 +33,9 @@ from dataclasses import dataclass, field
 
 from app.errors import AlreadyExists, DeniedName, os_error
 from app.fs.control import Control, NoControl
+from app.security import ops
 from app.security.paths import check_depth, join
-from app.security.resolve import DIR_FLAGS, Parent, Root
+from app.security.resolve import Parent, Root
 
 Ident = tuple[int, int]
 
@@ -78,15 +79,15 @@ class Made:
             for i in range(len(self.names) - 1, -1, -1):
                 if _ident(os.fstat(fd)) != self.ids[i]:
                     return  # not the folder made below (another call made the one between)
-                up = os.open("..", DIR_FLAGS, dir_fd=fd)
+                up = ops.open_up(fd)
                 os.close(fd)
                 fd = up
                 if _ident(os.fstat(fd)) != self.parents[i]:
                     return  # moved elsewhere meanwhile: not ours to follow
-                st = os.stat(self.names[i], dir_fd=fd, follow_symlinks=False)
+                st = ops.lstat(fd, self.names[i])
                 if _ident(st) != self.ids[i]:
                     return
-                os.rmdir(self.names[i], dir_fd=fd)
+                ops.rmdir(fd, self.names[i])
         except OSError:
             return  # not empty any more, or gone: what is left stays
         finally:
@@ -145,7 +146,7 @@ def _make_missing(
             control.check()
             name = parts[i]
             try:
-                nxt = os.open(name, DIR_FLAGS, dir_fd=fd)
+                nxt = ops.open_dir(fd, name)
             except FileNotFoundError:
                 nxt = _make_one(root, parts, i, fd, phys, made)
                 if nxt < 0:  # made meanwhile by another call: look again
@@ -178,13 +179,13 @@ def _make_one(
         raise DeniedName(hit)
     rel = join(parts[: i + 1])
     try:
-        os.mkdir(name, 0o777, dir_fd=fd)
+        ops.mkdir(fd, name, 0o777)
     except FileExistsError:
         return -1  # there already (or made by another call just now): not ours
     except OSError as exc:
         raise os_error(exc, rel) from None
     try:
-        nxt = os.open(name, DIR_FLAGS, dir_fd=fd)
+        nxt = ops.open_dir(fd, name)
         try:
             made.push(name, fd, nxt)
         except OSError:
@@ -192,6 +193,6 @@ def _make_one(
             raise
     except OSError as exc:  # made, but no handle on it: undone right here
         with contextlib.suppress(OSError):
-            os.rmdir(name, dir_fd=fd)
+            ops.rmdir(fd, name)
         raise os_error(exc, rel) from None
     return nxt

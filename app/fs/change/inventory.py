@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from app.fs.change.layout import DROPPED, RECORD, stamp_key, stamp_time
-from app.fs.change.purge import DIR_FLAGS, walk_tree
+from app.fs.change.purge import walk_tree
+from app.security import ops
 from app.security.handles import open_below
-from app.security.resolve import FILE_FLAGS
 
 MAX_RECORD = 64 << 10
 
@@ -65,11 +65,11 @@ def read_record(trash_fd: int, name: str) -> Record | None:
     """The record of stamp folder `name`, or None when it has none that reads."""
     WORK["records"] += 1
     try:
-        stamp_fd = os.open(name, DIR_FLAGS, dir_fd=trash_fd)
+        stamp_fd = ops.open_dir(trash_fd, name)
     except OSError:
         return None
     try:
-        fd = os.open(RECORD, FILE_FLAGS, dir_fd=stamp_fd)
+        fd = ops.open_file(stamp_fd, RECORD)
     except OSError:
         return None
     finally:
@@ -92,7 +92,7 @@ def read_record(trash_fd: int, name: str) -> Record | None:
 
 def stamps(trash_fd: int) -> list[str]:
     """The stamp folders, oldest first."""
-    with os.scandir(trash_fd) as it:
+    with ops.scandir(trash_fd) as it:
         entries = list(it)
     WORK["listed"] += len(entries)
     names = [e.name for e in entries if e.is_dir(follow_symlinks=False)]
@@ -106,12 +106,13 @@ def _guess_path(stamp_fd: int) -> list[str]:
     fd = os.dup(stamp_fd)
     try:
         while True:
-            names = [n for n in os.listdir(fd) if not (not parts and n == RECORD)]
+            with ops.scandir(fd) as it:
+                names = [e.name for e in it if not (not parts and e.name == RECORD)]
             if len(names) != 1:
                 return parts
             parts.append(names[0])
             try:
-                nxt = os.open(names[0], DIR_FLAGS, dir_fd=fd)
+                nxt = ops.open_dir(fd, names[0])
             except OSError:
                 return parts
             os.close(fd)
@@ -126,7 +127,7 @@ def item_of(trash_fd: int, name: str) -> Item | None:
     the stamp folder (with a record saying so, or a delete found by `_guess_path`)."""
     record = read_record(trash_fd, name)
     try:
-        stamp_fd = os.open(name, DIR_FLAGS, dir_fd=trash_fd)
+        stamp_fd = ops.open_dir(trash_fd, name)
     except OSError:
         return None
     try:
@@ -157,7 +158,7 @@ def dropped(trash_fd: int) -> Record:
     """What trimming (app.fs.change.ledger) has removed so far: {"versions", "bytes" (on
     disk), "last"}."""
     try:
-        fd = os.open(DROPPED, FILE_FLAGS, dir_fd=trash_fd)
+        fd = ops.open_file(trash_fd, DROPPED)
     except OSError:
         return {}
     try:

@@ -167,3 +167,99 @@ def test_making_folders_is_cancellable_at_each_level_and_leaves_nothing(top, pat
         break
     assert n >= 4  # a check at each level made
     assert top.joinpath(*path.split("/")).is_dir()
+
+
+# --- folders.py's own steps, in process ---------------------------------------------------
+
+
+def test_a_folder_made_on_the_way_takes_the_default_mode_less_the_umask(top):
+    from tests.fs.conftest import umask
+
+    root = make_root(top)
+    with umask(0o027):
+        write.write_file(root, "d/e/g.txt", "x\n")
+    for folder in (top / "d", top / "d" / "e"):
+        assert folder.stat().st_mode & 0o7777 == 0o750
+
+
+def _theirs_first(monkeypatch: pytest.MonkeyPatch, name: str, times: int) -> list[str]:
+    """Another call makes `name` just before each of this call's first `times` mkdirs of it
+    (this one's then finds it there); `times` large: gone again each time it is looked for.
+    The names this call's mkdirs were given, in order."""
+    real_mkdir = os.mkdir
+    asked: list[str] = []
+    state = {"left": times}
+
+    def mkdir(path, *args, **kwargs):
+        asked.append(path)
+        if path == name and state["left"] > 0:
+            state["left"] -= 1
+            real_mkdir(path, *args, **kwargs)
+            if times > 2:  # and removed again before it is opened
+                os.rmdir(path, dir_fd=kwargs["dir_fd"])
+            raise FileExistsError(errno.EEXIST, os.strerror(errno.EEXIST))
+        return real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    return asked
+
+
+def test_a_folder_another_call_made_meanwhile_is_used_and_never_removed(top, monkeypatch):
+    """d is made here, e by another call in between, f here: a failure removes f, keeps e
+    (not ours) and so d (not empty; and e is not the folder made below d)."""
+    root = make_root(top)
+    asked = _theirs_first(monkeypatch, "e", 1)
+    _full_disk_at_write(monkeypatch)
+    with pytest.raises(LoomError):
+        write.write_file(root, "d/e/f/g.txt", "x\n")
+    monkeypatch.undo()
+    assert asked == ["d", "e", "f"]
+    assert (top / "d" / "e").is_dir() and not (top / "d" / "e" / "f").exists()
+
+
+def test_a_folder_that_keeps_vanishing_while_it_is_made_is_refused(top, monkeypatch):
+    """Made by another call and gone again each time: after three tries the write is refused,
+    and what it made (d) is removed."""
+    root = make_root(top)
+    before = _tree(top)
+    asked = _theirs_first(monkeypatch, "e", 99)
+    with pytest.raises(LoomError) as exc:
+        write.write_file(root, "d/e/f/g.txt", "x\n")
+    monkeypatch.undo()
+    assert exc.value.message == "'d/e' kept changing while it was made"
+    assert asked == ["d", "e", "e", "e"]
+    assert _tree(top) == before
+
+
+def test_a_made_folder_moved_meanwhile_is_not_followed(top, monkeypatch):
+    """d/e/f moved to dir/f while the write runs: the removal, which goes up from f's
+    handle, finds f no longer in e and stops: nothing is removed, there or here."""
+    root = make_root(top)
+
+    def moved_then_no_space(fd: int, data: bytes) -> None:
+        os.rename(top / "d" / "e" / "f", top / "dir" / "f")
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(atomic, "_write_all", moved_then_no_space)
+    with pytest.raises(LoomError):
+        write.write_file(root, "d/e/f/g.txt", "x\n")
+    monkeypatch.undo()
+    assert (top / "dir" / "f").is_dir() and (top / "d" / "e").is_dir()
+
+
+def test_a_made_folder_replaced_meanwhile_is_not_removed(top, monkeypatch):
+    """d/e/f renamed to d/e/f2 and another empty folder made as d/e/f: the removal goes up
+    from the folder it made (f2, still in e) and finds e's `f` is not that one: the other
+    folder stays, and so do the folders above it."""
+    root = make_root(top)
+
+    def replaced_then_no_space(fd: int, data: bytes) -> None:
+        os.rename(top / "d" / "e" / "f", top / "d" / "e" / "f2")
+        (top / "d" / "e" / "f").mkdir()
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(atomic, "_write_all", replaced_then_no_space)
+    with pytest.raises(LoomError):
+        write.write_file(root, "d/e/f/g.txt", "x\n")
+    monkeypatch.undo()
+    assert (top / "d" / "e" / "f").is_dir() and (top / "d" / "e" / "f2").is_dir()

@@ -287,6 +287,76 @@ def test_the_check_descends_wide_and_deep_trees_with_few_descriptors(tmp_path, m
     assert (top / "other" / "w39" / "a" / "b").is_dir()
 
 
+# Which handle each folder is opened from: the move's `app` (from its parent), then
+# app/{x,y,z}, each holding one folder `s`, listed in name order. A listed folder's handle is
+# held (at most MAX_HELD at once) until its last queued subfolder is open, then closed; a
+# subfolder whose parent was not held is opened from the root's handle by its path.
+HELD_OPENS = [
+    (0, [("parent", "app"), ("root", "app/x"), ("root", "app/y"), ("root", "app/z"),
+         ("root", "app/x/s"), ("root", "app/y/s"), ("root", "app/z/s")]),
+    # app held; x and y not (app is); z held once app's last subfolder is open
+    (1, [("parent", "app"), ("parent", "app/x"), ("parent", "app/y"), ("parent", "app/z"),
+         ("root", "app/x/s"), ("root", "app/y/s"), ("parent", "app/z/s")]),
+    (2, [("parent", "app"), ("parent", "app/x"), ("parent", "app/y"), ("parent", "app/z"),
+         ("parent", "app/x/s"), ("root", "app/y/s"), ("parent", "app/z/s")]),
+    (32, [("parent", "app"), ("parent", "app/x"), ("parent", "app/y"), ("parent", "app/z"),
+          ("parent", "app/x/s"), ("parent", "app/y/s"), ("parent", "app/z/s")]),
+]
+
+
+def _record_opens(monkeypatch, root) -> list[tuple[str, str]]:
+    """("parent" or "root", path) of each folder the check opens, in order; listings sorted."""
+    real_open, real_list, real_subdir = exposure.open_folder, exposure.list_folder, root.open_subdir
+    where: dict[int, str] = {}  # each open descriptor's path
+    opens: list[tuple[str, str]] = []
+
+    def open_folder(name, dir_fd):
+        fd = real_open(name, dir_fd)
+        where[fd] = f"{where[dir_fd]}/{name}" if dir_fd in where else name
+        opens.append(("parent", where[fd]))
+        return fd
+
+    def open_subdir(parts):
+        fd = real_subdir(parts)
+        where[fd] = "/".join(parts)
+        opens.append(("root", where[fd]))
+        return fd
+
+    monkeypatch.setattr(exposure, "open_folder", open_folder)
+    monkeypatch.setattr(exposure, "list_folder", lambda fd: sorted(real_list(fd)))
+    monkeypatch.setattr(root, "open_subdir", open_subdir)
+    return opens
+
+
+@pytest.mark.parametrize(("held", "expected"), HELD_OPENS)
+def test_each_folder_is_opened_from_its_held_parent_while_max_held_allow(
+    tmp_path, monkeypatch, held, expected
+):
+    top = tmp_path / "r"
+    for sub in ("x", "y", "z"):
+        (top / "app" / sub / "s").mkdir(parents=True)
+    root = secure_root(top, deny=["app/*/*/prod.yaml"])
+    monkeypatch.setattr(exposure, "MAX_HELD", held)
+    opens = _record_opens(monkeypatch, root)
+    fds = _open_under(top)
+    move.move_file(root, "app", "other")
+    assert opens == expected
+    assert _open_under(top) == fds and (top / "other" / "z" / "s").is_dir()
+
+
+def test_at_most_32_parent_handles_are_held_at_once(tmp_path, monkeypatch):
+    """app/w00..w39, each holding `a`: app and w00..w30 are held (32 handles), so the `a` of
+    w31..w38 are opened from the root's handle; w39 is held again once app is closed."""
+    top = tmp_path / "r"
+    for i in range(40):
+        (top / "app" / f"w{i:02}" / "a").mkdir(parents=True)
+    root = secure_root(top, deny=["app/*/*/prod.yaml"])
+    opens = _record_opens(monkeypatch, root)
+    move.move_file(root, "app", "other")
+    assert [p for how, p in opens if how == "root"] == [f"app/w{i}/a" for i in range(31, 39)]
+    assert len(opens) == 81
+
+
 # --- the exposure check against a reference: every entry below the moved folder, walked in full
 
 

@@ -184,10 +184,18 @@ def test_the_audit_line_names_the_delete(tmp_path):
      ("S/f", "f", "delete", 1, "-", "-")),
     ('{"kind": "delete", "path": "a/./f", "name": "f"}', {"f": "x"},
      ("S/f", "f", "delete", 1, "-", "-")),
+    ('{"kind": "delete", "path": "a//f", "name": "f"}', {"f": "x"},  # an empty part
+     ("S/f", "f", "delete", 1, "-", "-")),
+    ('{"kind": "delete", "path": 7, "name": "f"}', {"f": "x"},  # a path that is no text
+     ("S/f", "f", "delete", 1, "-", "-")),
     ('{"kind": "delete", "path": "f", "name": "../f"}', {"f": "x"},
      ("S/f", "f", "delete", 1, "-", "-")),
     ('{"kind": "delete", "path": "a/f", "name": "a/f"}', {"a/f": "xy"},  # a name is one part
      ("S/a/f", "a/f", "delete", 2, "-", "-")),
+    ('{"kind": "delete", "path": "f", "name": ".."}', {"f": "x"},
+     ("S/f", "f", "delete", 1, "-", "-")),
+    ('{"kind": "delete", "path": "d/f", "name": "f", "op": "delete", "client": "http"}',
+     {"f": "x"}, ("S/f", "d/f", "delete", 1, "delete", "http")),  # a delete's own record
     ('{"kind": "purge", "path": "f", "name": "f"}', {"f": "x"},  # an unknown kind
      ("S/f", "f", "delete", 1, "-", "-")),
     ('not json', {"f": "x"}, ("S/f", "f", "delete", 1, "-", "-")),
@@ -237,6 +245,124 @@ def test_a_record_that_is_a_link_is_not_read(tmp_path):
     finally:
         os.close(fd)
     assert item is not None and item.kind == "delete"
+
+
+@pytest.mark.parametrize(("record", "expected"), [
+    ('{"kind": "delete", "path": "a/f"}', None),  # nested: its folder is a link
+    ('{"kind": "delete", "path": "a/f", "name": "a/f"}', ("S/a", 0)),  # refused: guessed
+])
+def test_an_item_is_never_reached_through_a_link_in_its_stamp_folder(tmp_path, record,
+                                                                     expected):
+    """The record's path is opened one folder at a time with no link followed, and a name
+    is one part: a link `a` in the stamp folder to a folder outside never leads to `a/f`."""
+    from app.fs.change import inventory
+
+    (tmp_path / "elsewhere").mkdir()
+    (tmp_path / "elsewhere" / "f").write_text("outside")
+    stamp = tmp_path / "20200101T000000Z"
+    stamp.mkdir()
+    (stamp / ".mcp-trash").write_text(record)
+    (stamp / "a").symlink_to(tmp_path / "elsewhere")
+    fd = _trash_fd(tmp_path)
+    try:
+        item = inventory.item_of(fd, stamp.name)
+    finally:
+        os.close(fd)
+    got = None if item is None else (item.id.replace(stamp.name, "S", 1), item.bytes)
+    assert got == expected
+
+
+def _trash_fd(top: Path) -> int:
+    return os.open(top, os.O_RDONLY | os.O_DIRECTORY)
+
+
+def test_reading_the_trash_counts_each_record_read_and_each_entry_listed(tmp_path):
+    from app.fs.change import inventory
+
+    for name in ("20200101T000000Z", "20200101T000000Z-1"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "dropped.json").write_text("{}")
+    fd = _trash_fd(tmp_path)
+    inventory.WORK.clear()
+    try:
+        for _ in range(3):
+            inventory.read_record(fd, "20200101T000000Z")
+        inventory.stamps(fd)
+        inventory.stamps(fd)
+    finally:
+        os.close(fd)
+    assert dict(inventory.WORK) == {"records": 3, "listed": 6}
+
+
+def test_only_stamp_named_folders_are_stamps_oldest_first(tmp_path):
+    """Sorted by (time, suffix), not by name: `-10` after `-2`; a link to a folder, a file
+    with a stamp's name and the trash's own files are not stamps."""
+    from app.fs.change import inventory
+
+    for name in ("20200101T000000Z-10", "20200101T000000Z-2", "20200101T000000Z",
+                 "19991231T235959Z", "not-a-stamp"):
+        (tmp_path / name).mkdir()
+    (tmp_path / "20210101T000000Z").symlink_to(tmp_path / "20200101T000000Z")
+    (tmp_path / "20220101T000000Z").write_text("a file")
+    (tmp_path / "dropped.json").write_text("{}")
+    fd = _trash_fd(tmp_path)
+    try:
+        assert inventory.stamps(fd) == ["19991231T235959Z", "20200101T000000Z",
+                                        "20200101T000000Z-2", "20200101T000000Z-10"]
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    (None, {}),  # nothing trimmed yet
+    ('{"versions": 2, "bytes": 8192, "last": "20200101T000000Z"}',
+     {"versions": 2, "bytes": 8192, "last": "20200101T000000Z"}),
+    ("[2, 8192]", {}),  # not an account
+    ('"2"', {}),
+    ("{not json", {}),
+])
+def test_what_trimming_dropped_reads_as_an_account_or_nothing(tmp_path, text, expected):
+    from app.fs.change import inventory
+
+    if text is not None:
+        (tmp_path / "dropped.json").write_text(text)
+    fd = _trash_fd(tmp_path)
+    try:
+        assert inventory.dropped(fd) == expected
+    finally:
+        os.close(fd)
+
+
+@pytest.mark.parametrize(("pad", "read"), [(0, True), (1, False)])
+def test_a_record_is_read_within_max_record_bytes(tmp_path, pad, read):
+    """A record of exactly MAX_RECORD bytes reads; one byte more is cut, so it does not."""
+    from app.fs.change import inventory
+
+    stamp = tmp_path / "20200101T000000Z"
+    stamp.mkdir()
+    head = '{"kind": "version", "path": "f", "name": "f", "pad": "'
+    text = head + "x" * (inventory.MAX_RECORD - len(head) - 2 + pad) + '"}'
+    (stamp / ".mcp-trash").write_text(text)
+    assert len(text) == inventory.MAX_RECORD + pad
+    fd = _trash_fd(tmp_path)
+    try:
+        record = inventory.read_record(fd, stamp.name)
+    finally:
+        os.close(fd)
+    assert (record is not None and record["kind"] == "version") is read
+
+
+def test_a_record_that_is_a_folder_is_not_read(tmp_path):
+    from app.fs.change import inventory
+
+    stamp = tmp_path / "20200101T000000Z"
+    (stamp / ".mcp-trash").mkdir(parents=True)
+    fd = _trash_fd(tmp_path)
+    try:
+        assert inventory.read_record(fd, stamp.name) is None
+        assert inventory.read_record(fd, "20200101T000000Z-9") is None  # no such stamp
+    finally:
+        os.close(fd)
 
 
 # The trash's names and its generation counter (app.fs.change.layout) on their own.
