@@ -110,6 +110,13 @@ def open_dir(dir_fd: int, name: str) -> int:
     return os.open(one(name), DIR_FLAGS, dir_fd=dir_fd)
 
 
+def open_root(path: str) -> int:
+    """A root's own folder by its host path (the one the operator configured, already
+    resolved), for the commands run on the host (`--trash`, `--restore`,
+    `--empty-trash`): the one open here by path, its last component not followed."""
+    return os.open(path, DIR_FLAGS)
+
+
 def reopen(dir_fd: int) -> int:
     """A new open file description of the folder held at `dir_fd` (its own offset)."""
     return os.open(".", DIR_FLAGS, dir_fd=dir_fd)
@@ -217,7 +224,8 @@ def _renameat2() -> Callable[..., int] | None:
 
 __all__ = [
     "DIR_FLAGS", "FILE_FLAGS", "NEW_FLAGS", "BadName", "create", "exchange", "link",
-    "lstat", "lstat_or_none", "mkdir", "one", "open_at", "open_dir", "open_file", "readlink",
+    "lstat", "lstat_or_none", "mkdir", "one", "open_at", "open_dir", "open_file", "open_root",
+    "readlink",
     "rename", "rename_noreplace", "reopen", "rmdir", "scandir", "set_times", "supported",
     "unlink",
 ]

@@ -130,6 +130,22 @@ def test_open_dir_of_a_file_is_not_a_directory(held: tuple[Path, int]) -> None:
         ops.open_dir(fd, "f")
 
 
+def test_open_root_opens_the_folder_at_a_host_path_never_through_a_final_link(
+        held: tuple[Path, int]) -> None:
+    top, _ = held
+    fd = ops.open_root(str(top))
+    try:
+        assert os.fstat(fd).st_ino == os.stat(top).st_ino and not os.get_inheritable(fd)
+    finally:
+        os.close(fd)
+    (top.parent / "top-link").symlink_to("top")
+    with pytest.raises(OSError) as exc:
+        ops.open_root(str(top.parent / "top-link"))
+    assert exc.value.errno in (errno.ELOOP, errno.ENOTDIR)
+    with pytest.raises(NotADirectoryError):
+        ops.open_root(str(top / "f"))
+
+
 def test_reopen_has_an_offset_of_its_own(held: tuple[Path, int]) -> None:
     _, fd = held
     again = ops.reopen(fd)
