@@ -97,11 +97,27 @@ def test_no_open_follows_a_final_link(held: tuple[Path, int], what: str, call: O
 def test_opens_carry_close_on_exec(held: tuple[Path, int]) -> None:
     _, fd = held
     for got in (ops.open_file(fd, "f"), ops.open_dir(fd, "d"), ops.open_at(fd, "f", 0),
-                ops.create(fd, "made"), ops.reopen(fd)):
+                ops.create(fd, "made"), ops.reopen(fd), ops.open_up(fd)):
         try:
             assert not os.get_inheritable(got)
         finally:
             os.close(got)
+
+
+def test_open_root_opens_the_folder_at_a_host_path_never_through_a_final_link(
+        held: tuple[Path, int]) -> None:
+    top, _ = held
+    fd = ops.open_root(str(top))
+    try:
+        assert os.fstat(fd).st_ino == os.stat(top).st_ino and not os.get_inheritable(fd)
+    finally:
+        os.close(fd)
+    (top.parent / "top-link").symlink_to("top")
+    with pytest.raises(OSError) as exc:
+        ops.open_root(str(top.parent / "top-link"))
+    assert exc.value.errno in (errno.ELOOP, errno.ENOTDIR)
+    with pytest.raises(NotADirectoryError):
+        ops.open_root(str(top / "f"))
 
 
 def test_lstat_and_readlink_look_at_the_link_itself(held: tuple[Path, int]) -> None:
@@ -130,20 +146,20 @@ def test_open_dir_of_a_file_is_not_a_directory(held: tuple[Path, int]) -> None:
         ops.open_dir(fd, "f")
 
 
-def test_open_root_opens_the_folder_at_a_host_path_never_through_a_final_link(
-        held: tuple[Path, int]) -> None:
-    top, _ = held
-    fd = ops.open_root(str(top))
+def test_open_up_opens_the_folder_holding_the_held_one(held: tuple[Path, int]) -> None:
+    top, fd = held
+    inner = ops.open_dir(fd, "d")
     try:
-        assert os.fstat(fd).st_ino == os.stat(top).st_ino and not os.get_inheritable(fd)
+        for below, above in ((inner, top), (fd, top.parent)):
+            up = ops.open_up(below)
+            try:
+                assert os.path.samestat(os.fstat(up), os.stat(above))
+                with pytest.raises(OSError):
+                    os.read(up, 1)  # a folder, opened to list only
+            finally:
+                os.close(up)
     finally:
-        os.close(fd)
-    (top.parent / "top-link").symlink_to("top")
-    with pytest.raises(OSError) as exc:
-        ops.open_root(str(top.parent / "top-link"))
-    assert exc.value.errno in (errno.ELOOP, errno.ENOTDIR)
-    with pytest.raises(NotADirectoryError):
-        ops.open_root(str(top / "f"))
+        os.close(inner)
 
 
 def test_reopen_has_an_offset_of_its_own(held: tuple[Path, int]) -> None:

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from app.fs.change.layout import DROPPED, RECORD, stamp_key, stamp_time
-from app.fs.change.purge import DIR_FLAGS, walk_tree
+from app.fs.change.purge import walk_tree
 from app.security.handles import open_below
-from app.security.resolve import FILE_FLAGS
+from app.security.resolve import DIR_FLAGS, FILE_FLAGS
 
 MAX_RECORD = 64 << 10
 
