@@ -95,6 +95,13 @@ def scandir(dir_fd: int) -> contextlib.AbstractContextManager[Iterator[os.DirEnt
 # -- opening -----------------------------------------------------------------------
 
 
+def open_root(path: str) -> int:
+    """A root's own folder by its host path (the one the operator configured, already
+    resolved), for the commands run on the host (`--trash`, `--restore`,
+    `--empty-trash`): the one open here by path, its last component not followed."""
+    return os.open(path, DIR_FLAGS)
+
+
 def open_at(dir_fd: int, name: str, flags: int, mode: int = 0o600) -> int:
     """A descriptor of `name` opened with `flags`, never through a final link."""
     return os.open(one(name), flags | _ALWAYS, mode, dir_fd=dir_fd)
@@ -223,8 +230,8 @@ def _renameat2() -> Callable[..., int] | None:
 
 __all__ = [
     "DIR_FLAGS", "FILE_FLAGS", "NEW_FLAGS", "BadName", "create", "exchange", "link",
-    "lstat", "lstat_or_none", "mkdir", "one", "open_at", "open_dir", "open_file", "open_up",
-    "readlink",
+    "lstat", "lstat_or_none", "mkdir", "one", "open_at", "open_dir", "open_file", "open_root",
+    "open_up", "readlink",
     "rename", "rename_noreplace", "reopen", "rmdir", "scandir", "set_times", "supported",
     "unlink",
 ]

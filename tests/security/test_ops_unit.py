@@ -104,6 +104,22 @@ def test_opens_carry_close_on_exec(held: tuple[Path, int]) -> None:
             os.close(got)
 
 
+def test_open_root_opens_the_folder_at_a_host_path_never_through_a_final_link(
+        held: tuple[Path, int]) -> None:
+    top, _ = held
+    fd = ops.open_root(str(top))
+    try:
+        assert os.fstat(fd).st_ino == os.stat(top).st_ino and not os.get_inheritable(fd)
+    finally:
+        os.close(fd)
+    (top.parent / "top-link").symlink_to("top")
+    with pytest.raises(OSError) as exc:
+        ops.open_root(str(top.parent / "top-link"))
+    assert exc.value.errno in (errno.ELOOP, errno.ENOTDIR)
+    with pytest.raises(NotADirectoryError):
+        ops.open_root(str(top / "f"))
+
+
 def test_lstat_and_readlink_look_at_the_link_itself(held: tuple[Path, int]) -> None:
     top, fd = held
     assert ops.lstat(fd, "ln").st_ino == os.lstat(top / "ln").st_ino != os.stat(top / "f").st_ino

@@ -36,6 +36,7 @@ from datetime import datetime, timezone
 from app.fs.change.inventory import dropped, item_of, stamps
 from app.fs.change.layout import DROPPED, GENERATION, IGNORE, TRASH, generation_lock, on_disk
 from app.fs.change.purge import walk_tree
+from app.security import ops
 from app.security.policy import Recovery
 from app.security.resolve import Root
 
@@ -97,7 +98,7 @@ def _own_files(trash_fd: int) -> int:
     taken = on_disk(os.fstat(trash_fd))
     for name in (IGNORE, GENERATION, DROPPED):
         with contextlib.suppress(OSError):
-            taken += on_disk(os.stat(name, dir_fd=trash_fd, follow_symlinks=False))
+            taken += on_disk(ops.lstat(trash_fd, name))
     return taken
 
 
@@ -163,8 +164,7 @@ def _add_dropped(trash_fd: int, count: int, freed: int) -> None:
         "last": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
     }
     data = json.dumps(now).encode() + b"\n"
-    fd = os.open(DROPPED, os.O_WRONLY | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600,
-                 dir_fd=trash_fd)
+    fd = ops.open_at(trash_fd, DROPPED, os.O_WRONLY | os.O_CREAT, 0o600)
     try:
         os.pwrite(fd, data, 0)
         os.ftruncate(fd, len(data))

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
 from app.fs.change.layout import RECORD, STAMP, TRASH, bump_generation, on_disk
-from app.security.resolve import DIR_FLAGS
+from app.security import ops
 
 
 @dataclass
@@ -71,14 +71,14 @@ def walk_tree(dir_fd: int, name: str, remove: bool) -> Tally:
     of the folder the walk came from (a folder moved meanwhile stops the walk with an
     error rather than leading it elsewhere). Links are removed as links, never followed.
     """
-    st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+    st = ops.lstat(dir_fd, name)
     total = Tally()
     total.add(st)
     if not stat.S_ISDIR(st.st_mode):
         if remove:
-            os.unlink(name, dir_fd=dir_fd)
+            ops.unlink(dir_fd, name)
         return total
-    fd = os.open(name, DIR_FLAGS, dir_fd=dir_fd)
+    fd = ops.open_dir(dir_fd, name)
     try:
         stack = [_Frame(_ident(os.fstat(dir_fd)), "", [])]  # the folder holding `name`
         sub = name
@@ -89,7 +89,7 @@ def walk_tree(dir_fd: int, name: str, remove: bool) -> Tally:
             frame = stack[-1]
             if frame.subdirs:
                 sub = frame.subdirs.pop()
-                child = os.open(sub, DIR_FLAGS, dir_fd=fd)
+                child = ops.open_dir(fd, sub)
                 os.close(fd)
                 fd = child
                 continue
@@ -97,13 +97,13 @@ def walk_tree(dir_fd: int, name: str, remove: bool) -> Tally:
             stack.pop()
             if not stack:
                 break
-            up = os.open("..", DIR_FLAGS, dir_fd=fd)
+            up = ops.open_up(fd)
             os.close(fd)
             fd = up
             if _ident(os.fstat(fd)) != stack[-1].ident:
                 raise OSError(errno.ESTALE, "a folder in the trash moved while it was emptied")
             if remove:
-                os.rmdir(frame.name, dir_fd=fd)
+                ops.rmdir(fd, frame.name)
     finally:
         os.close(fd)
     return total
@@ -113,7 +113,7 @@ def _files_of(fd: int, remove: bool, total: Tally) -> list[str]:
     """The entries directly in `fd` added to `total` (every non-folder removed when
     `remove`); the names of its subfolders."""
     subdirs: list[str] = []
-    with os.scandir(fd) as it:
+    with ops.scandir(fd) as it:
         entries = list(it)
     for entry in entries:
         st = entry.stat(follow_symlinks=False)
@@ -121,17 +121,17 @@ def _files_of(fd: int, remove: bool, total: Tally) -> list[str]:
         if stat.S_ISDIR(st.st_mode):
             subdirs.append(entry.name)
         elif remove:
-            os.unlink(entry.name, dir_fd=fd)
+            ops.unlink(fd, entry.name)
     return subdirs
 
 
 def _record_size(trash_fd: int, name: str) -> int:
     try:
-        fd = os.open(name, DIR_FLAGS, dir_fd=trash_fd)
+        fd = ops.open_dir(trash_fd, name)
     except OSError:
         return 0
     try:
-        st = os.stat(RECORD, dir_fd=fd, follow_symlinks=False)
+        st = ops.lstat(fd, RECORD)
     except OSError:
         return 0
     finally:
@@ -145,13 +145,15 @@ def empty_trash(root_path: str, older_than: timedelta, *, dry_run: bool = False,
     when the root has no trash; NotADirectoryError/OSError when it is not a plain one)."""
     cutoff = (now or datetime.now(timezone.utc)) - older_than
     out = Emptied()
-    root_fd = os.open(root_path, DIR_FLAGS)
+    root_fd = ops.open_root(root_path)
     try:
-        trash_fd = os.open(TRASH, DIR_FLAGS, dir_fd=root_fd)
+        trash_fd = ops.open_dir(root_fd, TRASH)
     finally:
         os.close(root_fd)
     try:
-        for name in sorted(e.name for e in os.scandir(trash_fd)):
+        with ops.scandir(trash_fd) as it:
+            names = sorted(e.name for e in it)
+        for name in names:
             m = STAMP.match(name)
             if not m:
                 continue

@@ -25,10 +25,10 @@ from app.errors import TooDeep
 from app.fs.change.atomic import fsync_dir, rename_noreplace
 from app.fs.change.inventory import Item, dropped, item_of, stamps
 from app.fs.change.layout import RECORD, TRASH, bump_generation, stamp_key
+from app.security import ops
 from app.security.deny import DenyRules
 from app.security.handles import open_below
 from app.security.paths import check_depth
-from app.security.resolve import DIR_FLAGS
 
 
 class TrashError(Exception):
@@ -42,9 +42,9 @@ class Listing:
 
 
 def _open_trash(root_path: str) -> int:
-    root_fd = os.open(root_path, DIR_FLAGS)
+    root_fd = ops.open_root(root_path)
     try:
-        return os.open(TRASH, DIR_FLAGS, dir_fd=root_fd)
+        return ops.open_dir(root_fd, TRASH)
     finally:
         os.close(root_fd)
 
@@ -94,14 +94,14 @@ def restore(root_path: str, item_id: str, to: str | None = None,
             raise TrashError(f"no item '{item_id}' in the trash (see --trash)")
         dest = target or item.path.split("/")
         _check_dest(dest, rules or DenyRules())
-        stamp_fd = os.open(item.stamp, DIR_FLAGS, dir_fd=trash_fd)
+        stamp_fd = ops.open_dir(trash_fd, item.stamp)
         try:
             _move_back(root_path, stamp_fd, item.inner, dest, to is None)
             _tidy(stamp_fd, item.inner[:-1])
         finally:
             os.close(stamp_fd)
         with contextlib.suppress(OSError):
-            os.rmdir(item.stamp, dir_fd=trash_fd)
+            ops.rmdir(trash_fd, item.stamp)
         bump_generation(trash_fd)  # a server's account of this trash lists it again
         return "/".join(dest)
     finally:
@@ -130,7 +130,7 @@ def _move_back(root_path: str, stamp_fd: int, src: list[str], dest: list[str],
 
 def _make_folders(root_path: str, folders: list[str]) -> int:
     """The folder `folders` below the root, made where missing, no link followed."""
-    fd = os.open(root_path, DIR_FLAGS)
+    fd = ops.open_root(root_path)
     for name in folders:
         try:
             nxt = _enter(fd, name)
@@ -142,10 +142,10 @@ def _make_folders(root_path: str, folders: list[str]) -> int:
 
 def _enter(fd: int, name: str) -> int:
     try:
-        return os.open(name, DIR_FLAGS, dir_fd=fd)
+        return ops.open_dir(fd, name)
     except FileNotFoundError:
-        os.mkdir(name, 0o777, dir_fd=fd)
-        return os.open(name, DIR_FLAGS, dir_fd=fd)
+        ops.mkdir(fd, name, 0o777)
+        return ops.open_dir(fd, name)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):
             raise TrashError(
@@ -163,11 +163,13 @@ def _tidy(stamp_fd: int, folders: list[str]) -> None:
         except OSError:
             return
         try:
-            os.rmdir(folders[depth - 1], dir_fd=parent)
+            ops.rmdir(parent, folders[depth - 1])
         except OSError:
             return
         finally:
             os.close(parent)
-    if set(os.listdir(stamp_fd)) <= {RECORD}:
+    with ops.scandir(stamp_fd) as it:
+        left = {entry.name for entry in it}
+    if left <= {RECORD}:
         with contextlib.suppress(OSError):
-            os.unlink(RECORD, dir_fd=stamp_fd)
+            ops.unlink(stamp_fd, RECORD)
