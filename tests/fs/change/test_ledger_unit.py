@@ -336,7 +336,7 @@ def test_settle_accounts_the_item_against_the_root_s_caps(tmp_path):
     where = top / ".mcp-trash"
     where.mkdir(parents=True)
     root = secure_root(top, name="ws")
-    root.recovery = replace(OPEN, trash_max_items=2)
+    root.policy.recovery = replace(OPEN, trash_max_items=2)
     for i in range(4):
         _item(where, f"2020010{i + 1}T000000Z")
         ledger.settle(root, f"2020010{i + 1}T000000Z", "version")
