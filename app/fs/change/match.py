@@ -165,13 +165,20 @@ class Matcher:
         self.control = control or NoControl()
         self.work = 0
         self.crlf = all_crlf(text) if crlf is None else crlf
-        starts = [0]
-        starts.extend(m.end() for m in re.finditer("\n", text))
-        if starts[-1] == len(text) and len(starts) > 1:
-            starts.pop()  # no line after a final newline
-        self.starts = starts
+        self._starts: list[int] | None = None
         self._lines: list[str] | None = None
         self._keys: dict[int, tuple[str, dict[str, str]]] = {}
+
+    @property
+    def starts(self) -> list[int]:
+        """Where each line starts (made on first use: an exact place needs none)."""
+        if self._starts is None:
+            starts = [0]
+            starts.extend(m.end() for m in re.finditer("\n", self.text))
+            if starts[-1] == len(self.text) and len(starts) > 1:
+                starts.pop()  # no line after a final newline
+            self._starts = starts
+        return self._starts
 
     @property
     def lines(self) -> list[str]:
@@ -206,7 +213,7 @@ class Matcher:
 
     def line_of(self, pos: int) -> int:
         """1-based line holding offset `pos`."""
-        return bisect.bisect_right(self.starts, pos)
+        return self.text.count("\n", 0, pos) + 1
 
     def place(self, old: str, new: str, *, start: int = 0, near_line: int | None = None,
               whole_lines: bool = False, at_end: bool = False) -> Place:
