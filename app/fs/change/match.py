@@ -38,7 +38,6 @@ LEVELS = ("exact", "line_endings", "trailing_space", "indentation", "punctuation
 MAX_PLACES = 1000  # places collected when a line number chooses among them
 SHOWN_LINES = 10  # lines named by an ambiguity error
 DEFAULT_TAB = 4  # columns of a tab when nothing in the text says otherwise
-_INDENT = re.compile(r"[ \t]*")
 _NUMBERED = re.compile(r" *(\d+)(?: \| ?| |\t|\s*$)")
 _LONE_LF = re.compile(r"(?<!\r)\n")
 
