@@ -19,7 +19,9 @@ two or more places refuses (naming their lines) without falling through to a loo
 Cost: per level every file line is keyed once and the key interned as one character,
 so the search for old_text's lines is one `str.find` of a string of line ids (linear,
 in C), whatever the repetition; each candidate found is checked line by line, and the
-search stops at the second place (or MAX_PLACES, when a line number chooses).
+search stops at the second place (or collects them all, when a line number chooses).
+At most MAX_CANDIDATES candidates are checked per level: past them the call is refused
+(a check failing late at every line would cost lines x old_text's lines).
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from app.fs.control import Control, NoControl
 
 LEVELS = ("exact", "line_endings", "trailing_space", "indentation", "punctuation",
           "line_numbers")
-MAX_PLACES = 1000  # places collected when a line number chooses among them
+# Places whose line keys agree, checked at one level (indentation, line bounds) before the
+# call refuses: a check that fails late at every line would cost lines x old_text's lines.
+MAX_CANDIDATES = 256
 SHOWN_LINES = 10  # lines named by an ambiguity error
 DEFAULT_TAB = 4  # columns of a tab when nothing in the text says otherwise
 _NUMBERED = re.compile(r" *(\d+)(?: \| ?| |\t|\s*$)")
@@ -229,8 +233,8 @@ class Matcher:
             if not core:
                 continue
             self.control.check()
-            where = self._where(min(n, 4), core, start, at_end)
-            places = list(where(MAX_PLACES if near_line is not None else 2))
+            where = self._where(min(n, 4), core, level, start, at_end)
+            places = list(where(MAX_CANDIDATES if near_line is not None else 2))
             if places:
                 return self._one(places, where, level, near_line, split, new, core)
         raise NoPlace(f"old_text not found in '{self.name}' (0 occurrences)")
@@ -242,17 +246,18 @@ class Matcher:
             old, new = _LONE_LF.sub("\r\n", old), _LONE_LF.sub("\r\n", new)
 
         def where(most: int) -> Iterator[int]:
-            got, pos = 0, text.find(old, start)
+            got, seen, pos = 0, 0, text.find(old, start)
             while pos >= 0 and got < most:
                 end = pos + len(old)
                 self.work += 1
+                seen = self._candidate(seen, "exact")
                 if (not whole_lines or self._at_lines(pos, end)) and (
                         not at_end or _ends(text, end)):
                     got += 1
                     yield pos
                 pos = text.find(old, pos + 1)
 
-        found = list(where(MAX_PLACES if near_line is not None else 2))
+        found = list(where(MAX_CANDIDATES if near_line is not None else 2))
         if not found:
             return None
         lines = [self.line_of(p) for p in found]
@@ -274,7 +279,7 @@ class Matcher:
         tail = hi == len(text) or text[hi - 1] == "\n" or text[hi] in "\r\n"
         return head and tail
 
-    def _where(self, level: int, core: list[str], start: int,
+    def _where(self, level: int, core: list[str], name: str, start: int,
                at_end: bool) -> Callable[[int], Iterator[tuple[int, int]]]:
         """The search for core's lines at `level`: (first line index, column delta) of
         each place, at most `most` of them."""
@@ -286,10 +291,11 @@ class Matcher:
         def search(most: int) -> Iterator[tuple[int, int]]:
             if None in needle:
                 return  # a line of old_text that no line of the text has
-            pattern, got = "".join(needle), 0  # type: ignore[arg-type]
+            pattern, got, seen = "".join(needle), 0, 0  # type: ignore[arg-type]
             i = hay.find(pattern, first)
             while i >= 0 and got < most:
                 self.work += len(core)
+                seen = self._candidate(seen, name)
                 if not at_end or i + len(core) == len(self.lines):
                     delta = self._delta(i, core) if level >= 3 else 0
                     if delta is not None and self._same(i, core, key):
@@ -298,6 +304,15 @@ class Matcher:
                 i = hay.find(pattern, i + 1)
 
         return search
+
+    def _candidate(self, seen: int, level: str) -> int:
+        """One more candidate checked at `level`, or a refusal past MAX_CANDIDATES."""
+        if seen == MAX_CANDIDATES:
+            raise NoPlace(
+                f"old_text's lines occur at more than {MAX_CANDIDATES} places in "
+                f"'{self.name}' when compared by {level.replace('_', ' ')}; include more "
+                "surrounding lines, copied as they are")
+        return seen + 1
 
     def _same(self, i: int, core: list[str], key: Callable[[str], str]) -> bool:
         """The keys themselves agree, not only their ids (ids wrap past the code points)."""

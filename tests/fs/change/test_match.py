@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.errors import BadArgument
 from app.fs.change.closest import closest
 from app.fs.change.edit import Level
-from app.fs.change.match import LEVELS, Ambiguous, Matcher, NoPlace
+from app.fs.change.match import LEVELS, MAX_CANDIDATES, Ambiguous, Matcher, NoPlace
 
 PY = "def f(x):\n    if x:\n        return 1\n    return 2\n"
 TABS = PY.replace("    ", "\t")
@@ -232,3 +233,18 @@ def test_an_edit_lands_at_the_one_place_it_names_or_changes_nothing(
         if want is not None:
             assert [x.strip().translate(fold) for x in placed if x.strip()] == [
                 x.strip().translate(fold) for x in want]
+
+
+# Places whose keys agree but whose check fails late, everywhere: a naive check costs
+# lines x old_text lines (here 10^8, a server frozen for a minute).
+def near_everywhere() -> tuple[str, str]:
+    text = ("x\n" * 999 + "  x\n") * 100  # every window of 1,000 lines holds one indented line
+    return text, "x \n" * 1000  # a trailing space: no exact place
+
+
+def test_places_that_fail_their_check_late_everywhere_cost_a_bounded_work() -> None:
+    text, old = near_everywhere()
+    matcher = Matcher(text, "f.py")
+    with pytest.raises(BadArgument):
+        matcher.place(old, "z")
+    assert matcher.work <= 10 * text.count("\n") + MAX_CANDIDATES * 2 * 1000
