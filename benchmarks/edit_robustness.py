@@ -90,15 +90,15 @@ def layout(edits: dict[str, list[Edit]], top: Path) -> list[tuple[Edit, str]]:
     return placed
 
 
-async def send(session: Any, args: dict[str, Any]) -> bool:
-    """One edit_file call; True when it failed (a tool error or a protocol error)."""
+async def send(session: Any, args: dict[str, Any]) -> tuple[bool, str]:
+    """One edit_file call: whether it failed (a tool error or a protocol error), its text."""
     from mcp.shared.exceptions import MCPError
 
     try:
         result = await session.call_tool("edit_file", args)
-    except MCPError:
-        return True
-    return bool(result.is_error)
+    except MCPError as exc:
+        return True, str(exc)
+    return bool(result.is_error), "".join(getattr(c, "text", "") for c in result.content)
 
 
 async def run(args: argparse.Namespace, edits: dict[str, list[Edit]], tmp: Path
@@ -123,16 +123,21 @@ async def run(args: argparse.Namespace, edits: dict[str, list[Edit]], tmp: Path
                     {"oldText": edit.old_text, "newText": edit.new_text}]}),
             }
             for side, (session, call_args) in calls.items():
-                failed = await send(session, call_args)
+                failed, text = await send(session, call_args)
                 now = (trees[side] / rel).read_bytes()
                 outcome = judge(edit, failed, now)
                 tally[side][edit.slip][outcome] += 1
                 if outcome == "wrong":
                     wrongs[side][(edit.slip, how_wrong(edit, now))] += 1
-                    if args.show_wrong and side == "ours":
-                        print(f"ours wrong: {edit.slip} {edit.source}", file=sys.stderr)
+                if args.show and side == "ours" and outcome != expected(edit):
+                    print(f"ours {outcome}: {edit.slip} {edit.source}: {text[:600]!r}\n"
+                          f"  old_text: {edit.old_text!r}", file=sys.stderr)
     print_wrongs(wrongs)
     return tally
+
+
+def expected(edit: Edit) -> str:
+    return "refused" if edit.after is None else "correct"
 
 
 def print_wrongs(wrongs: dict[str, Counter[tuple[str, str]]]) -> None:
@@ -207,8 +212,9 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--package", default="hypothesis",
                    help="an installed package whose source gives half the blocks")
-    p.add_argument("--show-wrong", action="store_true",
-                   help="name each of our wrong results on stderr")
+    p.add_argument("--show", action="store_true",
+                   help="each of our outcomes other than the one intended, on stderr, with "
+                        "the answer's text and old_text")
     args = p.parse_args(argv)
     if not 1 <= args.per_class <= 1000:
         p.error("need 1 <= --per-class <= 1000")
