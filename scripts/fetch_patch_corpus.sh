@@ -49,8 +49,11 @@ for ((i = 0; i < ${#PINS[@]}; i += 3)); do
   say "downloading $name (a released pluggy sdist, tens of kB; the real-patch tests diff two versions) into $DIR"
   "$PY" - "$url" "$dest.part" <<'EOF' || { rm -f "$dest.part"; die "could not download $url"; }
 import shutil, sys, urllib.request
-with urllib.request.urlopen(sys.argv[1], timeout=120) as answer, open(sys.argv[2], "wb") as out:
-    shutil.copyfileobj(answer, out)
+try:
+    with urllib.request.urlopen(sys.argv[1], timeout=120) as answer, open(sys.argv[2], "wb") as out:
+        shutil.copyfileobj(answer, out)
+except OSError as exc:  # URLError and timeouts too
+    sys.exit(f"fetch_patch_corpus.sh: {exc}")
 EOF
   got=$(sha256_of "$dest.part")
   if [ "$got" != "$want" ]; then
