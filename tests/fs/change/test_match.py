@@ -53,6 +53,10 @@ LEVEL_CASES = [
      "indentation", TABS.replace("return 1\n", "return 5\n\t\tpass\n")),
     (PY, "\tif x:\n\t\treturn 1", "\tif x:\n\t\treturn 5", "indentation",
      PY.replace("return 1", "return 5")),
+    # ... spaces at multiples of 8 (their step) where the copy's tab stood for 4
+    ("        a = 1\n        if b:\n                c = 3\n", "\t\ta = 1\n\t\tif b:\n\t\t\t\tc = 3",
+     "\t\ta = 2\n\t\tif b:\n\t\t\t\tc = 3", "indentation",
+     "        a = 2\n        if b:\n                c = 3\n"),
     # typographic look-alikes, folded in the replacement when the file has none
     ('s = "hi" - x\n', "s = \u201chi\u201d \u2014 x", "s = \u201cho\u201d \u2014 x", "punctuation",
      's = "ho" - x\n'),
