@@ -34,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="HTTP without a bearer token (loopback only): every local process can connect",
     )
+    p.add_argument(
+        "--client",
+        metavar="NAME",
+        help="stdio: serve the grant of this [[clients]] table (default: every root)",
+    )
     p.add_argument("--check", action="store_true", help="validate the config, print roots, exit")
     p.add_argument(
         "--empty-trash", metavar="ROOT",

@@ -60,7 +60,10 @@ def build_app(
         guarded = CancelOnDisconnect(guarded, server)
     guarded = TrimMcpHeaders(guarded)
     guarded = BodyLimit(guarded, body_limit_for(server))
-    guarded = BearerAuth(guarded, token)
+    # With [[clients]] (a registry reading their tokens), the token selects the client.
+    registry = server.registry
+    clients = (lambda: registry.current.tokens) if registry.client_tokens else None
+    guarded = BearerAuth(guarded, None if clients else token, clients=clients)
     guarded = HostOriginGuard(guarded, allowed_hosts, allowed_origins)
     return _LifespanPassthrough(guarded, app)
 
