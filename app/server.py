@@ -199,11 +199,21 @@ class LoomServer(MCPServer):
     async def reload(self) -> Snapshot:
         """Reload the config; on success follow it with the tool surface and notify."""
         async with self._reload_lock:
+            old = self.registry.current
             snap = await anyio.to_thread.run_sync(self.registry.reload)
-            if self.apply_surface(snap):
+            changed = self.apply_surface(snap)
+            if changed or self._grants_changed(old, snap):
                 await self._notify_tools_changed()
             log.info("config reloaded (generation %d, %d roots)", snap.generation, len(snap.roots))
             return snap
+
+    def _grants_changed(self, old: Snapshot, new: Snapshot) -> bool:
+        """Whether some client's tools differ between the two snapshots (its grant changed
+        while the server's tools did not): its sessions are told to list them again."""
+        names = {c.name for c in (*old.config.clients, *new.config.clients)}
+        return any(
+            self.surface_of(old.view(n)) != self.surface_of(new.view(n)) for n in names
+        )
 
     async def close(self) -> None:
         """The server stops (HTTP lifespan end, stdin closed): the background work of the
