@@ -108,7 +108,7 @@ def expected_tools(grant: dict[str, list[str]]) -> set[str]:
 def args_for(tool: str, root: str) -> dict[str, Any]:
     """Arguments of a call of `tool` on `root` (every tool of the catalog)."""
     f = plant(root)
-    return {
+    table: dict[str, dict[str, Any]] = {
         "list_directory": {"root": root},
         "stat_path": {"root": root, "path": f},
         "read_text_file": {"root": root, "path": f},
@@ -128,7 +128,8 @@ def args_for(tool: str, root: str) -> dict[str, Any]:
         "search": {"query": "needle"},
         "list_roots": {},
         "reload_config": {},
-    }.get(tool, {"root": root, "path": f})
+    }
+    return table.get(tool, {"root": root, "path": f})
 
 
 def answer_of(res: CallToolResult) -> str:
