@@ -293,3 +293,69 @@ async def test_audit_lines_name_each_client(server: LiveServer, setup: Setup) ->
         assert m, line
         seen.setdefault(m.group(2), set()).add(m.group(1))
     assert seen == {client: set(grant) for client, grant in GRANTS.items()}
+
+
+@pytest.mark.parametrize("client", sorted(GRANTS))
+async def test_the_stateless_revision_takes_the_grant_from_each_request(
+    server: LiveServer, setup: Setup, client: str
+) -> None:
+    """2026-07-28 has no session: each request's token selects the grant."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    grant = GRANTS[client]
+    headers = {"Authorization": f"Bearer {setup.token(client)}"}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        Client(streamable_http_client(server.url, http_client=http)) as c,
+    ):
+        assert c.protocol_version == "2026-07-28"
+        names = {t.name for t in (await c.list_tools()).tools}
+        assert names == expected_tools(grant)
+        listed = await c.call_tool("list_roots", {})
+        assert [r["name"] for r in (listed.structured_content or {})["roots"]] == list(grant)
+        found = await c.call_tool("search", {"query": "needle"})
+        said = answer_of(found)
+        assert ROOTS[next(iter(grant))][1] in said
+        for mark in foreign_marks(client):
+            assert mark not in said, (mark, said)
+
+
+async def test_calls_in_parallel_with_grant_changes_never_see_a_mixed_grant(
+    server: LiveServer, setup: Setup
+) -> None:
+    """chatgpt's grant flips between alpha-docs and beta-repo, reload after reload, while two
+    of its sessions call: every answer is wholly under one grant (its roots, its default,
+    its search hits), never a mix."""
+    flips = 8
+    states = [{"alpha-docs": ["read"]}, {"beta-repo": ["read"]}]
+    done = anyio.Event()
+    seen: list[tuple[str, ...]] = []
+
+    async def flipper() -> None:
+        async with server.session(token=setup.token("agent")) as s:
+            for i in range(flips):
+                setup.write({**GRANTS, "chatgpt": states[i % 2]})
+                res = await s.call_tool("reload_config", {})
+                assert not res.is_error, text_of(res)
+                await anyio.sleep(0.02)
+        done.set()
+
+    async def caller() -> None:
+        async with server.session(token=setup.token("chatgpt")) as s:
+            while not done.is_set():
+                listed = (await s.call_tool("list_roots", {})).structured_content or {}
+                names = [r["name"] for r in listed["roots"]]
+                defaults = [r["name"] for r in listed["roots"] if r.get("default")]
+                assert len(names) == 1 and defaults == names, listed
+                found = (await s.call_tool("search", {"query": "needle"})).structured_content
+                hits = {r["id"].split("/", 1)[0] for r in (found or {}).get("results", [])}
+                assert len(hits) <= 1, found
+                seen.append(tuple(names))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(flipper)
+        tg.start_soon(caller)
+        tg.start_soon(caller)
+    assert seen  # the callers made calls while the grant flipped
