@@ -224,3 +224,18 @@ async def test_stdio_with_client_serves_that_grant_only(place: Path) -> None:
         res = await client.call_tool("read_text_file", {"root": "repo", "path": "r.txt"})
         assert res.is_error
         assert res.content[0].text == "unknown root 'repo'; known roots: docs"  # type: ignore[union-attr]
+
+
+def test_a_made_token_deleted_is_made_anew_at_the_reload(
+    place: Path, private_state_home: Path
+) -> None:
+    cfg = write(place, '[[clients]]\nname = "a"\nroots = { docs = ["read"] }')
+    reg = Registry(str(cfg), client_tokens=True)
+    path = private_state_home / "loom-fs-mcp" / "tokens" / "a"
+    old = path.read_text().strip().encode()
+    path.unlink()
+    reg.reload()
+    tokens = reg.current.tokens
+    assert tokens is not None
+    assert tokens.match(old) is None
+    assert tokens.match(path.read_text().strip().encode()) == "a"

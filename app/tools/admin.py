@@ -25,8 +25,10 @@ REFUSED_FOR_CLIENTS = (
 )
 
 
-def _budget(snapshot: Snapshot, root: str | None) -> BudgetInfo | None:
-    level = snapshot.budget.levels(root)
+def _budget(
+    snapshot: Snapshot, root: str | None, client: str | None = None
+) -> BudgetInfo | None:
+    level = snapshot.budget.levels(root, client)
     return None if level is None else BudgetInfo(**vars(level))
 
 
@@ -51,7 +53,11 @@ async def list_roots(ctx: Context) -> Annotated[CallToolResult, ListRootsResult]
     between names; without `root` a tool uses the default root."""
 
     def work(call: Call) -> ListRootsResult:
-        return ListRootsResult(roots=_roots(call.snapshot), budget=_budget(call.snapshot, None))
+        snap = call.snapshot
+        return ListRootsResult(
+            roots=_roots(snap), budget=_budget(snap, None),
+            client_budget=_budget(snap, None, snap.client) if snap.client else None,
+        )
 
     return await run(ctx, work)
 

@@ -359,3 +359,27 @@ async def test_calls_in_parallel_with_grant_changes_never_see_a_mixed_grant(
         tg.start_soon(caller)
         tg.start_soon(caller)
     assert seen  # the callers made calls while the grant flipped
+
+
+async def test_a_clients_budget_is_its_own_and_list_roots_shows_it(setup: Setup) -> None:
+    text = setup.config.read_text()
+    text = text.replace('role = "workspace"', 'role = "workspace"\nmax_read_bytes = 16384')
+    text = text.replace('roots = { "gamma-scratch"', 'budget = { bytes_per_minute = 1, '
+                        'burst_bytes = 20000 }\nroots = { "gamma-scratch"')
+    setup.config.write_text("max_output_chars = 4096\n" + text)
+    with live_server(setup.config, client_tokens=True) as srv:
+        async with srv.session(token=setup.token("agent")) as s:
+            listed = (await s.call_tool("list_roots", {})).structured_content or {}
+            assert listed["client_budget"]["burst_bytes"] == 20000
+            big = await s.call_tool("write_file", {"root": "gamma-scratch", "path": "big.txt",
+                                                   "content": "x" * 15000})
+            assert not big.is_error, text_of(big)
+            again = await s.call_tool("write_file", {"root": "gamma-scratch", "path": "b2.txt",
+                                                     "content": "x" * 15000})
+            assert again.is_error and "client 'agent'" in text_of(again)
+        async with srv.session(token=setup.token("claude")) as s:
+            listed = (await s.call_tool("list_roots", {})).structured_content or {}
+            assert listed.get("client_budget") is None
+            ok = await s.call_tool("write_file", {"root": "beta-repo", "path": "big.txt",
+                                                  "content": "x" * 15000})
+            assert not ok.is_error, text_of(ok)
