@@ -383,3 +383,43 @@ async def test_a_clients_budget_is_its_own_and_list_roots_shows_it(setup: Setup)
             ok = await s.call_tool("write_file", {"root": "beta-repo", "path": "big.txt",
                                                   "content": "x" * 15000})
             assert not ok.is_error, text_of(ok)
+
+
+def test_the_console_script_serves_clients_and_sighup_rotates_a_token(
+    setup: Setup, tmp_path: Path
+) -> None:
+    """The real start: each client printed with its token's place, each token opens its own
+    grant only, and after a token file is rewritten SIGHUP makes the old one 401."""
+    import signal
+    import time
+
+    from tests.live import INIT_REQUEST, MCP_POST_HEADERS, free_port
+    from tests.service.test_cli_http import spawn_http, wait_healthy
+
+    port = free_port()
+    proc = spawn_http(setup.config, "--port", str(port), XDG_STATE_HOME=str(setup.state))
+    url = f"http://127.0.0.1:{port}/mcp"
+
+    def status(token: str) -> int:
+        return httpx.post(url, json=INIT_REQUEST, timeout=10, headers={
+            **MCP_POST_HEADERS, "Authorization": f"Bearer {token}"}).status_code
+
+    try:
+        wait_healthy(port, proc)
+        for client in GRANTS:
+            assert status(setup.token(client)) == 200
+        setup.claude_token.write_text("claude-token-three\n")
+        proc.send_signal(signal.SIGHUP)
+        end = time.monotonic() + 10
+        while status("claude-token-one") != 401:
+            assert time.monotonic() < end, "SIGHUP did not rotate the token"
+            time.sleep(0.05)
+        assert status("claude-token-three") == 200
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=15)
+    for client, grant in GRANTS.items():
+        root = next(iter(grant))
+        assert f"client {client}: {root} [{', '.join(grant[root])}]; token " in err, err
+    assert f"token {setup.claude_token} (token_file;" in err
+    assert "tokens/chatgpt (made" in err
