@@ -96,6 +96,9 @@ class LoomServer(MCPServer):
         self._catalog = collect_tools()
         self._sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self._reload_lock = anyio.Lock()
+        # Called in the event loop after each reload that swapped a snapshot (old, new): the
+        # HTTP app ends the sessions of clients a reload removed.
+        self.after_reload: list[Callable[[Snapshot, Snapshot], object]] = []
         self.client_log_level = logging.INFO
         self.middleware.append(self._observe)
         sdk.advertise_tools_changed(self)
@@ -202,6 +205,8 @@ class LoomServer(MCPServer):
             old = self.registry.current
             snap = await anyio.to_thread.run_sync(self.registry.reload)
             changed = self.apply_surface(snap)
+            for hook in list(self.after_reload):
+                hook(old, snap)
             if changed or self._grants_changed(old, snap):
                 await self._notify_tools_changed()
             log.info("config reloaded (generation %d, %d roots)", snap.generation, len(snap.roots))

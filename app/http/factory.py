@@ -51,6 +51,9 @@ def build_app(
         session_idle_timeout=session_idle_timeout,
     )
     policy = SessionPolicy(server.session_manager)
+    server.after_reload.append(
+        lambda old, new: policy.end_sessions_of_removed({c.name for c in new.config.clients})
+    )
     routes = _routes(server, mcp_app.routes)
     app = Starlette(routes=routes, lifespan=_lifespan(server, handle_sighup))
     guarded: ASGIApp = SessionGate(app, policy, json_only=json_response is True)

@@ -27,6 +27,10 @@ session id of its own.
   57 again, and 25 of 25 tries over 75 s were refused.) Only a call in flight
   at that moment keeps the promised session; the next refusal promises anew.
 
+With `[[clients]]` a session belongs to the client whose token opened it: a request of
+another client in it is answered 404 (as a session that does not exist), and a reload that
+removes a client ends its sessions (`end_sessions_of_removed`).
+
 The SDK's session table and admission hook are reached through `app.sdk`.
 """
 
@@ -46,6 +50,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import sdk
+from app.calls import CLIENT_KEY
 from app.http.body import body_of
 from app.http.guards import header
 
@@ -61,6 +66,7 @@ class _Use:
     opened: float
     last_call: float | None = None  # when its last call ended; None: no call yet
     busy: int = 0  # POSTs in flight
+    client: str | None = None  # the [[clients]] client whose token opened it
 
 
 class SessionPolicy:
@@ -158,6 +164,15 @@ class SessionPolicy:
         self.promise = min(ends)
         return max(1, math.ceil(self.promise[0] - now))
 
+    def end_sessions_of_removed(self, clients: set[str]) -> int:
+        """End every session opened by a client that is not among `clients` (a reload
+        removed it); how many. Sessions opened without a client are left as they are."""
+        gone = [sid for sid, use in self.uses.items()
+                if use.client is not None and use.client not in clients]
+        for sid in gone:
+            self._evict(sid)
+        return len(gone)
+
     def _evict(self, session_id: str) -> None:
         manager = self.manager
         transport = sdk.forget_session(manager, session_id)
@@ -208,6 +223,9 @@ class SessionGate:
             await self._opening(scope, receive, send)
             return
         use = self.policy.uses.get(session_id)
+        if use is not None and use.client is not None and scope.get(CLIENT_KEY) != use.client:
+            await _jsonrpc_error(send, 404, "Not Found: no such session")
+            return
         if use is None or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
@@ -254,6 +272,8 @@ class SessionGate:
                     for key, value in headers:
                         if key.lower() == b"mcp-session-id":
                             opened = self.policy.opened(value.decode("latin-1"))
+                            client = scope.get(CLIENT_KEY)
+                            opened.client = client if isinstance(client, str) else None
                             opened.busy += 1  # not evicted while its initialize streams
             await send(message)
 

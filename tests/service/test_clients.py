@@ -423,3 +423,43 @@ def test_the_console_script_serves_clients_and_sighup_rotates_a_token(
         assert f"client {client}: {root} [{', '.join(grant[root])}]; token " in err, err
     assert f"token {setup.claude_token} (token_file;" in err
     assert "tokens/chatgpt (made" in err
+
+
+def test_a_session_is_its_clients_and_ends_when_a_reload_removes_the_client(
+    server: LiveServer, setup: Setup
+) -> None:
+    """Another client's token in a session it did not open: 404, as a session that does not
+    exist. A reload that removes a client ends its sessions; the others' stay."""
+    from app import sdk
+    from tests.live import MCP_POST_HEADERS, open_raw_session, session_policy, tool_request
+
+    def opened(client: str) -> httpx.Client:
+        http = httpx.Client(base_url=server.base, timeout=10,
+                            headers={"Authorization": f"Bearer {setup.token(client)}"})
+        open_raw_session(http)
+        return http
+
+    agent, chatgpt = opened("agent"), opened("chatgpt")
+    try:
+        stolen = httpx.post(server.url, json=tool_request(2, "list_roots", {}), timeout=10,
+                            headers={**MCP_POST_HEADERS,
+                                     "Authorization": f"Bearer {setup.token('claude')}",
+                                     "mcp-session-id": agent.headers["mcp-session-id"],
+                                     "mcp-protocol-version": "2025-11-25"})
+        assert stolen.status_code == 404
+        assert "gamma-scratch" not in stolen.text
+        table = sdk.session_table(server.server.session_manager)
+        assert agent.headers["mcp-session-id"] in table
+        setup.write({"chatgpt": GRANTS["chatgpt"], "claude": GRANTS["claude"]})
+        reloaded = chatgpt.post("/mcp", json=tool_request(3, "reload_config", {}),
+                                headers=MCP_POST_HEADERS)
+        assert reloaded.status_code == 200, reloaded.text
+        assert agent.headers["mcp-session-id"] not in table
+        assert chatgpt.headers["mcp-session-id"] in table
+        assert agent.headers["mcp-session-id"] not in session_policy(server.app).uses
+        still = chatgpt.post("/mcp", json=tool_request(4, "list_roots", {}),
+                             headers=MCP_POST_HEADERS)
+        assert still.status_code == 200 and "alpha-docs" in still.text
+    finally:
+        agent.close()
+        chatgpt.close()
