@@ -11,6 +11,12 @@ loaded, the token file (configured or made) and every audit log written so far,
 which every root denies by path and by identity, across reloads, for as long as
 each file has a link. The token file is read at every load: `token` holds what
 /mcp requires, replaced only when a reload succeeds.
+
+With `[[clients]]` each client's token is read (or made) at every load too, into the
+snapshot (`Snapshot.tokens`), and a call runs on the calling client's view of the
+snapshot (`Snapshot.view`): the roots of its grant, each narrowed to the grant's
+permissions, as if the other roots did not exist. The view is made once per snapshot
+and client, from the same snapshot the call took.
 """
 
 from __future__ import annotations

@@ -5,6 +5,10 @@ if some root reads, write tools only if some root writes, `delete` only if
 some root deletes. A reload re-derives it, and every connected session that
 can hear it gets `notifications/tools/list_changed` (2025-11-25 clients on
 their stream, 2026-07-28 clients through the subscriptions bus).
+
+With `[[clients]]` the tools registered are those of every grant together, and each
+client lists and calls only those of its own (`client_tools`): a client granted no write
+gets no write tool, and calling one is `unknown tool`, as a name that does not exist.
 """
 
 from __future__ import annotations

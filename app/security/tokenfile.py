@@ -15,6 +15,10 @@ path: a reload's message goes to the client that asked for it.
 `TokenHolder` is what the HTTP guard reads on every request: one attribute,
 replaced by a reload that read a new token, so a rotation takes effect then
 and the old token stops working.
+
+With `[[clients]]` each client has its own token, from its `token_file` or made the
+same way at `state_dir()/tokens/<name>` (`client_token_path`); `ClientTokens` is the
+table the guard asks which client a presented token is, every token compared.
 """
 
 from __future__ import annotations
