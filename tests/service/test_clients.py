@@ -463,3 +463,33 @@ def test_a_session_is_its_clients_and_ends_when_a_reload_removes_the_client(
     finally:
         agent.close()
         chatgpt.close()
+
+
+def test_no_client_keeps_another_out_of_the_session_table(setup: Setup) -> None:
+    """A table of 6 sessions and 3 clients: each may hold 2. One client that keeps opening
+    sessions and using them is refused 503 with a Retry-After about its own sessions once it
+    holds 2, and the other clients still open theirs."""
+    from tests.live import INIT_REQUEST, MCP_POST_HEADERS, tool_request
+
+    with live_server(setup.config, client_tokens=True, max_sessions=6) as srv, \
+            httpx.Client(timeout=30) as http:
+
+        def open_as(client: str) -> httpx.Response:
+            return http.post(srv.url, json=INIT_REQUEST, headers={
+                **MCP_POST_HEADERS, "Authorization": f"Bearer {setup.token(client)}"})
+
+        held = []
+        for _ in range(2):
+            r = open_as("agent")
+            assert r.status_code == 200
+            sid = r.headers["mcp-session-id"]
+            used = http.post(srv.url, json=tool_request(2, "list_roots", {}), headers={
+                **MCP_POST_HEADERS, "Authorization": f"Bearer {setup.token('agent')}",
+                "mcp-session-id": sid, "mcp-protocol-version": "2025-11-25"})
+            assert used.status_code == 200
+            held.append(sid)
+        refused = open_as("agent")
+        assert refused.status_code == 503
+        assert 1 <= int(refused.headers["retry-after"]) <= 60
+        for client in ("chatgpt", "claude", "chatgpt", "claude"):
+            assert open_as(client).status_code == 200, client
