@@ -125,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         # The operator's own terminal: host paths are what they need to see here.
         sys.stdout.write(roots_table(loaded, with_paths=True))
+        for c in loaded.clients:  # each client's grant (its token is read by the server)
+            grant = ", ".join(f"{root} [{', '.join(perms)}]" for root, perms in c.grants)
+            print(f"client {c.name}: {grant}")
         from app.corpus.trigram import check_lines
 
         for line in check_lines(loaded):

@@ -239,3 +239,11 @@ def test_a_made_token_deleted_is_made_anew_at_the_reload(
     assert tokens is not None
     assert tokens.match(old) is None
     assert tokens.match(path.read_text().strip().encode()) == "a"
+
+
+def test_check_prints_each_clients_grant(
+    place: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    cfg = write(place, '[[clients]]\nname = "a"\nroots = { docs = ["read"], repo = ["read"] }')
+    assert main(["--config", str(cfg), "--check"]) == 0
+    assert "client a: docs [read], repo [read]\n" in capsys.readouterr().out
