@@ -95,10 +95,15 @@ def request_client(request: Any, fixed: str | None) -> str | None:
 
 def granted(snapshot: Snapshot) -> Snapshot:
     """What the calling client sees of `snapshot` (`Snapshot.view`, by `current_grant`, set
-    for each request): the snapshot itself without `[[clients]]`."""
+    for each request): the snapshot itself without `[[clients]]`. Fails closed: where the
+    clients' tokens are served (HTTP), a call that no request named a client for sees no
+    root; only stdio without `--client` sees every root."""
     if not snapshot.has_clients:
         return snapshot
-    return snapshot.view(current_grant.get())
+    client = current_grant.get()
+    if client is None and snapshot.tokens is not None:
+        client = ""  # no client named: no grant
+    return snapshot.view(client)
 
 
 def call_key(peer: Any, session_id: str | None, request_id: Any) -> CallKey:

@@ -247,3 +247,24 @@ def test_check_prints_each_clients_grant(
     cfg = write(place, '[[clients]]\nname = "a"\nroots = { docs = ["read"], repo = ["read"] }')
     assert main(["--config", str(cfg), "--check"]) == 0
     assert "client a: docs [read], repo [read]\n" in capsys.readouterr().out
+
+
+def test_a_call_no_request_named_a_client_for_sees_no_root_where_tokens_are_served(
+    place: Path,
+) -> None:
+    """Fail closed: with the clients' tokens served (HTTP), no client named is no grant; on
+    stdio without --client, every root."""
+    from app.audit import current_grant
+    from app.calls import granted
+
+    cfg = write(place, '[[clients]]\nname = "a"\nroots = { docs = ["read"] }')
+    served = Registry(str(cfg), client_tokens=True).current
+    assert granted(served).roots == {}
+    stdio = Registry(str(cfg)).current
+    assert list(granted(stdio).roots) == ["docs", "repo"]
+    token = current_grant.set("a")
+    try:
+        assert list(granted(served).roots) == ["docs"]
+        assert list(granted(stdio).roots) == ["docs"]
+    finally:
+        current_grant.reset(token)
