@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,7 @@ GRANTS = {
     "agent": {"gamma-scratch": ["read", "write", "delete"]},
 }
 ROOTLESS = {"list_roots", "reload_config", "search"}
+HAS_GIT = shutil.which("git") is not None
 
 
 def plant(root: str) -> str:
@@ -67,6 +70,13 @@ class Setup:
             (folder / plant(name)).write_text(f"{content} needle\n")
             specs.append((name, folder, role))
         self.specs = specs
+        if HAS_GIT:  # beta-repo is a repository: its reader gets the history tools
+            repo = base / "beta-repo"
+            git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+            subprocess.run([*git, "init", "-q"], check=True, timeout=30)
+            subprocess.run([*git, "add", "."], check=True, timeout=30)
+            subprocess.run([*git, "commit", "-q", "-m", "plantbeta history"], check=True,
+                           timeout=30)
         self.claude_token = base / "secrets" / "claude.token"
         self.claude_token.parent.mkdir()
         self.claude_token.write_text("claude-token-one\n")
@@ -100,8 +110,10 @@ def server(setup: Setup) -> Iterator[LiveServer]:
 
 def expected_tools(grant: dict[str, list[str]]) -> set[str]:
     """The tools a grant allows, by each tool's declared permission (search and fetch are
-    on in this config; no root is a git repository)."""
+    on in this config; beta-repo is a git repository when git is there)."""
     perms = {p for ps in grant.values() for p in ps} | {"search_fetch"}
+    if HAS_GIT and "read" in grant.get("beta-repo", []):
+        perms.add("git")
     return {spec.name for spec, _ in collect_tools() if spec.perm is None or spec.perm in perms}
 
 
@@ -126,6 +138,9 @@ def args_for(tool: str, root: str) -> dict[str, Any]:
         "delete": {"root": root, "path": "absent"},
         "fetch": {"id": f"{root}/{f}"},
         "search": {"query": "needle"},
+        "git_log": {"root": root},
+        "git_show": {"root": root, "commit": "HEAD", "path": f},
+        "git_diff": {"root": root},
         "list_roots": {},
         "reload_config": {},
     }
