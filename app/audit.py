@@ -35,6 +35,11 @@ OnOpen = Callable[[int], object]  # given the descriptor of each file the log op
 current_client: contextvars.ContextVar[str] = contextvars.ContextVar(
     "loomfs_client", default="stdio"
 )
+# Which `[[clients]]` client the request's token selected (over stdio, `--client`); None
+# without `[[clients]]`, or on stdio serving every root. Set by the server for each request.
+current_grant: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "loomfs_grant", default=None
+)
 
 
 class _UTCFormatter(logging.Formatter):
@@ -110,7 +115,11 @@ class AuditLog:
         line = f"{decision} root={root} path={_field(rel or '.')} op={op}"
         if rule:
             line += f" rule={_field(rule)}"
-        line += f" client={_field(current_client.get())}"
+        grant = current_grant.get()
+        if grant is None:
+            line += f" client={_field(current_client.get())}"
+        else:  # with [[clients]]: the peer, then the client by its name
+            line += f" peer={_field(current_client.get())} client={_field(grant or '?')}"
         record = logging.LogRecord("loomfs.audit", logging.INFO, __file__, 0, line, None, None)
         with self._lock:
             handler = self._slot[0]

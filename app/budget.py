@@ -7,8 +7,9 @@ An agent held to 100 MiB a minute still reads 100 MiB a minute.
 A bucket holds at most `burst_bytes` and refills at `bytes_per_minute`, continuously, whatever
 happens: over stdio the process outlives every conversation, so nothing here is "per session"
 and nothing is a cumulative counter that would one day block until a restart. There is one
-bucket for the server and one for each root that sets its own; a call pays every bucket that
-covers its root, all or none.
+bucket for the server, one for each root that sets its own and one for each client
+(`[[clients]]`) that sets its own; a call pays every bucket that covers its root and its
+client, all or none.
 
 A call reserves its bound before it starts (`Budget.reserve`) and gives back what it did not
 use (`Reservation.settle`); a call the buckets cannot pay is refused (`BudgetSpent`) before
@@ -176,12 +177,16 @@ class Budget:
         self._lock = threading.Lock()
         self._server: Bucket | None = None
         self._roots: dict[str, Bucket] = {}
+        self._clients: dict[str, Bucket] = {}
 
     @property
     def active(self) -> bool:
-        return self._server is not None or bool(self._roots)
+        return self._server is not None or bool(self._roots) or bool(self._clients)
 
-    def apply(self, server: Rate | None, roots: Mapping[str, Rate]) -> None:
+    def apply(
+        self, server: Rate | None, roots: Mapping[str, Rate],
+        clients: Mapping[str, Rate] | None = None,
+    ) -> None:
         """Take new settings (a reload): a bucket that stays keeps its level (never above
         its new burst); a new one starts full; one no longer configured is dropped."""
         with self._lock:
@@ -191,6 +196,12 @@ class Budget:
                 name: bucket
                 for name, rate in roots.items()
                 if (bucket := self._carry(self._roots.get(name), rate, now, f"root '{name}'"))
+            }
+            self._clients = {
+                name: bucket
+                for name, rate in (clients or {}).items()
+                if (bucket := self._carry(self._clients.get(name), rate, now,
+                                          f"client '{name}'"))
             }
 
     @staticmethod
@@ -203,12 +214,15 @@ class Budget:
         old.reconfigure(rate)
         return old
 
-    def _covering(self, roots: Roots) -> tuple[Bucket, ...]:
+    def _covering(self, roots: Roots, client: str | None) -> tuple[Bucket, ...]:
         names = (roots,) if isinstance(roots, str) else tuple(dict.fromkeys(roots))
-        found = (self._server, *(self._roots.get(name) for name in names))
+        found = (
+            self._server, *(self._roots.get(name) for name in names),
+            self._clients.get(client) if client is not None else None,
+        )
         return tuple(b for b in found if b is not None)
 
-    def reserve(self, roots: Roots, nbytes: int) -> Reservation:
+    def reserve(self, roots: Roots, nbytes: int, client: str | None = None) -> Reservation:
         """Take `nbytes` from every bucket covering `roots` (a root, or both sides of a copy
         across roots: the server's bucket is paid once), or raise `BudgetSpent` and take
         nothing (the refusal speaks of the bucket that would make the call wait longest)."""
@@ -216,7 +230,7 @@ class Budget:
             return FREE
         with self._lock:
             now = self.clock()
-            buckets = self._covering(roots)
+            buckets = self._covering(roots, client)
             for b in buckets:
                 b.refill(now)
             short = [b for b in buckets if b.level < nbytes]
@@ -227,10 +241,10 @@ class Budget:
                 b.take(nbytes)
         return Reservation(self, buckets, nbytes)
 
-    def charge(self, roots: Roots, nbytes: int) -> None:
-        """Pay `nbytes` for `roots` for good (bytes copied, known before the copy), or raise
-        `BudgetSpent` and pay nothing."""
-        self.reserve(roots, nbytes).settle(nbytes)
+    def charge(self, roots: Roots, nbytes: int, client: str | None = None) -> None:
+        """Pay `nbytes` for `roots` (and `client`'s own bucket) for good (bytes copied, known
+        before the copy), or raise `BudgetSpent` and pay nothing."""
+        self.reserve(roots, nbytes, client).settle(nbytes)
 
     def _give(self, buckets: tuple[Bucket, ...], nbytes: int) -> None:
         with self._lock:
@@ -239,10 +253,14 @@ class Budget:
                 b.refill(now)
                 b.give(nbytes)
 
-    def levels(self, root: str | None = None) -> Level | None:
-        """The server's bucket (`root` None) or `root`'s own, as it stands now; None if none."""
+    def levels(self, root: str | None = None, client: str | None = None) -> Level | None:
+        """The server's bucket (`root` None), `root`'s own or `client`'s own (`client` given),
+        as it stands now; None if none."""
         with self._lock:
-            bucket = self._server if root is None else self._roots.get(root)
+            if client is not None:
+                bucket = self._clients.get(client)
+            else:
+                bucket = self._server if root is None else self._roots.get(root)
             if bucket is None:
                 return None
             bucket.refill(self.clock())

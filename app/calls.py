@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from app.audit import current_grant
 from app.budget import Reservation, Roots
 from app.errors import BudgetSpent
 
@@ -59,7 +60,7 @@ class Call:
         copy across roots) before it starts; settle the reservation with what was used.
         A refusal is audited (DENY, rule budget), once for each root named."""
         try:
-            return self.snapshot.budget.reserve(root, nbytes)
+            return self.snapshot.budget.reserve(root, nbytes, self.snapshot.client)
         except BudgetSpent as exc:
             audit = self.snapshot.audit
             for name in (root,) if isinstance(root, str) else root:
@@ -75,6 +76,34 @@ class Call:
     def progress(self, done: float, total: float | None = None, message: str | None = None) -> None:
         if self.progress_sink is not None:
             self.progress_sink(done, total, message)
+
+
+# The ASGI scope key under which the HTTP guard puts the name of the `[[clients]]` client
+# the request's token is (`app.http.guards.BearerAuth`).
+CLIENT_KEY = "loomfs.client"
+
+
+def request_client(request: Any, fixed: str | None) -> str | None:
+    """The client a request comes from: over HTTP the one its token selected ("" when the
+    guard named none: no grant); elsewhere (stdio) `fixed`, the `--client` it serves."""
+    scope = getattr(request, "scope", None)
+    if request is None or not isinstance(scope, dict):
+        return fixed
+    name = scope.get(CLIENT_KEY)
+    return name if isinstance(name, str) else ""
+
+
+def granted(snapshot: Snapshot) -> Snapshot:
+    """What the calling client sees of `snapshot` (`Snapshot.view`, by `current_grant`, set
+    for each request): the snapshot itself without `[[clients]]`. Fails closed: where the
+    clients' tokens are served (HTTP), a call that no request named a client for sees no
+    root; only stdio without `--client` sees every root."""
+    if not snapshot.has_clients:
+        return snapshot
+    client = current_grant.get()
+    if client is None and snapshot.tokens is not None:
+        client = ""  # no client named: no grant
+    return snapshot.view(client)
 
 
 def call_key(peer: Any, session_id: str | None, request_id: Any) -> CallKey:

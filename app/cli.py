@@ -34,6 +34,11 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="HTTP without a bearer token (loopback only): every local process can connect",
     )
+    p.add_argument(
+        "--client",
+        metavar="NAME",
+        help="stdio: serve the grant of this [[clients]] table (default: every root)",
+    )
     p.add_argument("--check", action="store_true", help="validate the config, print roots, exit")
     p.add_argument(
         "--empty-trash", metavar="ROOT",
@@ -120,6 +125,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.check:
         # The operator's own terminal: host paths are what they need to see here.
         sys.stdout.write(roots_table(loaded, with_paths=True))
+        for c in loaded.clients:  # each client's grant (its token is read by the server)
+            grant = ", ".join(f"{root} [{', '.join(perms)}]" for root, perms in c.grants)
+            print(f"client {c.name}: {grant}")
         from app.corpus.trigram import check_lines
 
         for line in check_lines(loaded):

@@ -23,6 +23,9 @@ from app.budget import Rate
 from app.config_checks import (
     check_allow,
     check_budget,
+    check_client_budget,
+    check_client_name,
+    check_client_roots,
     check_name,
     check_overlaps,
     check_own_files,
@@ -88,6 +91,17 @@ class RootConfig(BaseModel):
     trash_max_items: Positive = 10_000
 
 
+class ClientConfig(BaseModel):
+    """`[[clients]]`: one HTTP client, its own token and its grant (docs/clients.md)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    roots: dict[str, list[Permission]]  # root name -> permissions within the root's
+    token_file: str | None = None  # else made at first start: state folder, tokens/<name>
+    budget: BudgetConfig | None = None  # tighter than the server's, paid on top of it
+
+
 class Config(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -109,6 +123,7 @@ class Config(BaseModel):
     budget: BudgetConfig | None = None  # no byte budget unless set
     allow_sensitive_files: Literal[False] = False
     roots: list[RootConfig]
+    clients: list[ClientConfig] = []
 
     @model_validator(mode="before")
     @classmethod
@@ -175,6 +190,20 @@ class ResolvedRoot:
 
 
 @dataclass(frozen=True)
+class ResolvedClient:
+    """One `[[clients]]` table once checked: its grant, in the config's root order."""
+
+    name: str
+    grants: tuple[tuple[str, tuple[str, ...]], ...]  # (root, permissions in PERMISSION_ORDER)
+    token_file: str | None  # the configured token file, expanded (host path); None: made
+    budget: Rate | None = None
+
+    def grant(self, root: str) -> tuple[str, ...] | None:
+        """The permissions this client holds on `root`, or None when it is not granted."""
+        return next((perms for name, perms in self.grants if name == root), None)
+
+
+@dataclass(frozen=True)
 class LoadedConfig:
     source: str  # real path of the config file
     model: Config
@@ -182,6 +211,7 @@ class LoadedConfig:
     audit_log: str
     default_root: str | None
     source_links: tuple[str, ...] = ()  # where the links on the config's path sit
+    clients: tuple[ResolvedClient, ...] = ()  # `[[clients]]`; empty: one token opens all
 
     @property
     def protected_files(self) -> tuple[str, ...]:
@@ -225,10 +255,19 @@ def read_file(path: str | os.PathLike[str], hold: Hold | None = None) -> dict[st
 def _format_validation(exc: ValidationError, data: dict[str, Any]) -> str:
     lines = []
     roots = data.get("roots")
+    clients = data.get("clients")
     for err in exc.errors():
         loc = list(err["loc"])
         where = ""
-        if len(loc) >= 2 and loc[0] == "roots" and isinstance(loc[1], int):
+        if len(loc) >= 2 and loc[0] == "clients" and isinstance(loc[1], int):
+            name = "?"
+            if isinstance(clients, list) and loc[1] < len(clients) and isinstance(
+                clients[loc[1]], dict
+            ):
+                name = str(clients[loc[1]].get("name", "?"))
+            where = f"client '{name}': "
+            loc = loc[2:]
+        elif len(loc) >= 2 and loc[0] == "roots" and isinstance(loc[1], int):
             name = "?"
             if isinstance(roots, list) and loc[1] < len(roots) and isinstance(roots[loc[1]], dict):
                 name = str(roots[loc[1]].get("name", "?"))
@@ -305,6 +344,37 @@ def validate(model: Config, source: str, source_links: tuple[str, ...] = ()) -> 
         )
     check_overlaps(resolved)
     default = default_root_of(model.default_root, seen, resolved)
-    return LoadedConfig(source, model, tuple(resolved), audit_log, default, source_links)
+    clients = resolve_clients(model, resolved, base)
+    return LoadedConfig(
+        source, model, tuple(resolved), audit_log, default, source_links, clients
+    )
+
+
+def resolve_clients(
+    model: Config, resolved: list[ResolvedRoot], base: Path
+) -> tuple[ResolvedClient, ...]:
+    """Each `[[clients]]` table checked against the roots, in file order: its name, its
+    grant (known roots, permissions within each root's), its budget. Token files are
+    checked where they are read (`registry`), tokens compared there too."""
+    seen: set[str] = set()
+    out: list[ResolvedClient] = []
+    for c in model.clients:
+        where = f"invalid config: client '{c.name}'"
+        check_client_name(c.name, seen, where)
+        seen.add(c.name)
+        grants = check_client_roots(c.roots, resolved, where)
+        granted = [r for r in resolved if r.name in c.roots]
+        for r in granted:
+            check_client_budget(c.budget, model.budget, r.max_read_bytes,
+                                model.max_output_chars, where)
+        out.append(
+            ResolvedClient(
+                name=c.name,
+                grants=grants,
+                token_file=expand(c.token_file, base) if c.token_file else None,
+                budget=c.budget.rate() if c.budget else None,
+            )
+        )
+    return tuple(out)
 
 

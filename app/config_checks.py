@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Protocol
 
@@ -246,4 +246,83 @@ def check_budget(
                 f"{where}: {name} ({bucket.burst_bytes}) is below the largest call on this "
                 f"root ({largest} bytes: {what}), which could then never run; raise "
                 "burst_bytes or lower that limit"
+            )
+
+
+# -- [[clients]] (docs/clients.md) ------------------------------------------------------
+
+
+def check_client_name(name: str, seen: set[str], where: str) -> None:
+    if not NAME_RE.match(name):
+        raise ConfigError(f"{where}: name must match ^[a-z0-9][a-z0-9._-]{{0,31}}$")
+    if name in seen:
+        raise ConfigError(f"{where}: name is used by two clients")
+
+
+def check_client_roots(
+    roots: Mapping[str, Sequence[str]], resolved: Sequence[CheckedRoot], where: str
+) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """The client's grant, in the config's root order: every root it names is configured,
+    each with some permissions, all of them within the root's."""
+    if not roots:
+        raise ConfigError(f"{where}: roots is empty; a client must be granted a root")
+    known = {r.name: r for r in resolved}
+    for name, perms in roots.items():
+        root = known.get(name)
+        if root is None:
+            raise ConfigError(
+                f"{where}: roots: '{name}' is not a configured root "
+                f"(known: {', '.join(known)})"
+            )
+        if not perms:
+            raise ConfigError(f"{where}: roots.{name}: permissions is empty; grant read at least")
+        above = [p for p in PERMISSION_ORDER if p in perms and p not in root.permissions]
+        if above:
+            raise ConfigError(
+                f"{where}: roots.{name}: {', '.join(above)} is above what root '{name}' "
+                f"grants ([{', '.join(root.permissions)}]); a client's grant is within the root's"
+            )
+    return tuple(
+        (r.name, tuple(p for p in PERMISSION_ORDER if p in roots[r.name]))
+        for r in resolved if r.name in roots
+    )
+
+
+def check_client_budget(
+    own: Bucket | None, server: Bucket | None, max_read_bytes: int, max_output_chars: int,
+    where: str,
+) -> None:
+    """A client's budget is tighter than the server's and can pay the largest call on each
+    root it is granted (`check_budget`, in the client's words)."""
+    if own is None:
+        return
+    check_budget(own, server, max_read_bytes, max_output_chars, where)
+
+
+def check_client_token_file(
+    client: str,
+    resolved: Sequence[CheckedRoot],
+    token: str,
+    links: tuple[str, ...],
+    made: bool,
+) -> None:
+    """A client's token file: the one the server makes sits in no root (nor a link on the
+    way to it); a configured one is in no root that grants write or delete."""
+    where = f"invalid config: client '{client}'"
+    for r in resolved:
+        inside = contains(r.real, token) or any(contains(r.real, link) for link in links)
+        if not inside:
+            continue
+        if made:
+            raise ConfigError(
+                f"{where}: root '{r.name}' holds the place of the token the server makes "
+                "for it (state folder, tokens/): set XDG_STATE_HOME to a folder outside "
+                "every root, or give token_file"
+            )
+        changes = [p for p in r.permissions if p != "read"]
+        if changes:
+            raise ConfigError(
+                f"{where}: token_file is inside root '{r.name}', which grants "
+                f"{', '.join(changes)} (or a link on the way to it is); move it out of the "
+                "root or make the root read-only"
             )

@@ -5,6 +5,10 @@ if some root reads, write tools only if some root writes, `delete` only if
 some root deletes. A reload re-derives it, and every connected session that
 can hear it gets `notifications/tools/list_changed` (2025-11-25 clients on
 their stream, 2026-07-28 clients through the subscriptions bus).
+
+With `[[clients]]` the tools registered are those of every grant together, and each
+client lists and calls only those of its own (`client_tools`): a client granted no write
+gets no write tool, and calling one is `unknown tool`, as a name that does not exist.
 """
 
 from __future__ import annotations
@@ -26,8 +30,8 @@ from mcp.types import INVALID_PARAMS, EmptyResult, GetPromptRequestParams, SetLe
 from pydantic import ValidationError
 
 from app import __version__, sdk
-from app.audit import current_client
-from app.calls import InFlight
+from app.audit import current_client, current_grant
+from app.calls import InFlight, granted, request_client
 from app.messages import shown
 from app.registry import Registry, Snapshot
 from app.tools import MODULES
@@ -96,6 +100,9 @@ class LoomServer(MCPServer):
         self._catalog = collect_tools()
         self._sessions: weakref.WeakSet[Any] = weakref.WeakSet()
         self._reload_lock = anyio.Lock()
+        # Called in the event loop after each reload that swapped a snapshot (old, new): the
+        # HTTP app ends the sessions of clients a reload removed.
+        self.after_reload: list[Callable[[Snapshot, Snapshot], object]] = []
         self.client_log_level = logging.INFO
         self.middleware.append(self._observe)
         sdk.advertise_tools_changed(self)
@@ -108,12 +115,30 @@ class LoomServer(MCPServer):
 
     # -- surface -------------------------------------------------------------
 
-    def apply_surface(self, snap: Snapshot) -> bool:
-        """Register exactly the tools this snapshot's permissions allow."""
+    def surface_of(self, snap: Snapshot) -> set[str]:
+        """The names of the tools this snapshot's permissions allow (a client's view: the
+        tools its grant allows; a client with no write grant gets no write tool)."""
         surface = set(snap.surface_key())
-        wanted = {
+        return {
             spec.name for spec, _ in self._catalog if spec.perm is None or spec.perm in surface
         }
+
+    def client_tools(self) -> set[str]:
+        """The tools the calling client may see and call: its grant's (`calls.granted`)."""
+        snap = self.registry.current
+        if not snap.has_clients:
+            return self.active_tools
+        return self.surface_of(granted(snap)) & self.active_tools
+
+    async def list_tools(self) -> Any:
+        """The tools registered, as far as the calling client's grant allows."""
+        tools = await super().list_tools()
+        allowed = self.client_tools()
+        return [t for t in tools if t.name in allowed]
+
+    def apply_surface(self, snap: Snapshot) -> bool:
+        """Register exactly the tools this snapshot's permissions allow."""
+        wanted = self.surface_of(snap)
         changed = wanted != self.active_tools
         for spec, fn in self._catalog:
             if spec.name in wanted and spec.name not in self.active_tools:
@@ -158,9 +183,10 @@ class LoomServer(MCPServer):
         JSON-in-a-string the way some clients send lists); a refusal there comes back as
         its `ToolError` caused by the `ValidationError`, which is said here instead.
         """
-        schema = sdk.input_schema(self, name)
+        allowed = self.client_tools()
+        schema = sdk.input_schema(self, name) if name in allowed else None
         if schema is None:  # the SDK would say `Unknown tool: x`, with no suggestion
-            known = [spec.name for spec, _ in self._catalog if spec.name in self.active_tools]
+            known = [spec.name for spec, _ in self._catalog if spec.name in allowed]
             said = unknown_tool(name, known)
             log.info("unknown tool refused: %r", said)
             return error_result(said)
@@ -180,11 +206,23 @@ class LoomServer(MCPServer):
     async def reload(self) -> Snapshot:
         """Reload the config; on success follow it with the tool surface and notify."""
         async with self._reload_lock:
+            old = self.registry.current
             snap = await anyio.to_thread.run_sync(self.registry.reload)
-            if self.apply_surface(snap):
+            changed = self.apply_surface(snap)
+            for hook in list(self.after_reload):
+                hook(old, snap)
+            if changed or self._grants_changed(old, snap):
                 await self._notify_tools_changed()
             log.info("config reloaded (generation %d, %d roots)", snap.generation, len(snap.roots))
             return snap
+
+    def _grants_changed(self, old: Snapshot, new: Snapshot) -> bool:
+        """Whether some client's tools differ between the two snapshots (its grant changed
+        while the server's tools did not): its sessions are told to list them again."""
+        names = {c.name for c in (*old.config.clients, *new.config.clients)}
+        return any(
+            self.surface_of(old.view(n)) != self.surface_of(new.view(n)) for n in names
+        )
 
     async def close(self) -> None:
         """The server stops (HTTP lifespan end, stdin closed): the background work of the
@@ -212,9 +250,15 @@ class LoomServer(MCPServer):
         request = getattr(ctx, "request", None)
         peer = getattr(request, "client", None)
         token = current_client.set(f"{peer.host}:{peer.port}" if peer else "stdio")
+        # With [[clients]]: the client the request's token selected (over stdio, --client).
+        grant = current_grant.set(
+            request_client(request, self.registry.serves_client)
+            if self.registry.current.has_clients else None
+        )
         try:
             return await call_next(ctx)
         finally:
+            current_grant.reset(grant)
             current_client.reset(token)
 
     async def _no_prompt(self, ctx: Any, params: GetPromptRequestParams) -> NoReturn:

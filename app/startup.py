@@ -78,6 +78,7 @@ class HttpAuth:
     token: str | None = None
     file: TokenFile | None = None
     made_now: bool = False
+    clients: bool = False  # [[clients]]: each client's own token, read by the registry
 
 
 def http_auth(
@@ -88,6 +89,17 @@ def http_auth(
     from app.http.guards import is_loopback
 
     configured = settings.token or settings.token_file
+    if loaded.clients:
+        beside = [name for name, given in (
+            ("LOOMFS_TOKEN", settings.token), ("LOOMFS_TOKEN_FILE", settings.token_file),
+            ("--no-auth", args.no_auth)) if given]
+        if beside:
+            return 2, (
+                f"{' and '.join(beside)} beside [[clients]] in the config: with [[clients]] "
+                "each client has its own token; drop one of them"
+            )
+        refusal = bind_guard(host, args.allow_remote, "clients")
+        return (2, refusal) if refusal else HttpAuth(clients=True)
     if settings.token and settings.token_file:
         return 2, "LOOMFS_TOKEN and LOOMFS_TOKEN_FILE are both set: keep one"
     if args.no_auth:
@@ -132,6 +144,8 @@ def _usable(tf: TokenFile) -> tuple[int, str] | None:
 def announce_auth(auth: HttpAuth, url: str) -> None:
     """Where the token is and the command lines that use it (the operator's terminal)."""
     err = sys.stderr
+    if auth.clients:
+        return
     if auth.token is None and auth.file is None:
         print("WARNING: --no-auth: /mcp requires no token; every process of every user on "
               "this machine can use these roots", file=err, flush=True)
@@ -149,6 +163,23 @@ def announce_auth(auth: HttpAuth, url: str) -> None:
           f'"Authorization: Bearer $(cat {path})"', file=err)
     print(f'  export LOOMFS_TOKEN="$(cat {path})"   # for clients that read it from the '
           "environment (docs/clients.md)", file=err, flush=True)
+
+
+def announce_clients(registry, url: str) -> None:
+    """Each client, its grant, where its token is and a command line that uses it (the
+    operator's terminal; docs/clients.md)."""
+    err = sys.stderr
+    for c in registry.current.config.clients:
+        tf = registry.client_token_file(c)
+        how = "token_file"
+        if tf.made:
+            how = "made now" if c.name in registry.made_now else "made at an earlier start"
+        grant = ", ".join(f"{root} [{', '.join(perms)}]" for root, perms in c.grants)
+        print(f"client {c.name}: {grant}; token {tf.path} ({how}; read again at every "
+              "reload)", file=err)
+        print(f'  claude mcp add --transport http loom-fs-{c.name} {url} --header '
+              f'"Authorization: Bearer $(cat {shlex.quote(tf.path)})"', file=err)
+    err.flush()
 
 
 def platform_refusal() -> str | None:
@@ -171,6 +202,8 @@ def settle_state_folder(args: argparse.Namespace, settings: Settings, loaded: Lo
     makes_token = args.transport == "http" and not (
         args.no_auth or settings.token or settings.token_file
     )
+    if args.transport == "http" and loaded.clients:
+        makes_token = any(c.token_file is None for c in loaded.clients)
     if loaded.model.audit_log is not None and not makes_token:
         return True
     given = os.path.normpath(statedir.state_dir())
@@ -211,20 +244,29 @@ def serve(args: argparse.Namespace, config_path: str, loaded: LoadedConfig) -> i
     from app.registry import Registry
     from app.server import LoomServer
 
+    client = getattr(args, "client", None)
+    if client is not None and (auth is not None or not any(
+            c.name == client for c in loaded.clients)):
+        print("loom-fs-mcp: --client is for stdio and names a [[clients]] table of the "
+              f"config; {client!r} is none", file=sys.stderr)
+        return 2
     try:
         # stdio reads no token; LOOMFS_TOKEN_FILE, if set, is protected all the same.
         registry = Registry(config_path) if auth is None else Registry(
-            config_path, token_file=auth.file
+            config_path, token_file=auth.file, client_tokens=auth.clients
         )
     except ConfigError as exc:
         print(f"loom-fs-mcp: {exc.message}", file=sys.stderr)
         return 1
+    registry.serves_client = client
     from app.fs.change.sweep import sweep_temp_files
 
     for root in registry.current.roots.values():
         sweep_temp_files(root)
     server = LoomServer(registry)
     announce(registry.current.config, args.transport)
+    if client is not None:
+        print(f"client {client}: stdio serves its grant only", file=sys.stderr)
     if auth is None:
         return _serve_stdio(server)
     return _serve_http(server, host, port, auth, settings)
@@ -287,6 +329,8 @@ def _serve_http(server, host: str, port: int, auth: HttpAuth, settings: Settings
     shown = f"[{host}]" if ":" in host else host
     print(f"listening on http://{shown}:{bound}/mcp", file=sys.stderr, flush=True)
     announce_auth(auth, f"http://{shown}:{bound}/mcp")
+    if auth.clients:
+        announce_clients(server.registry, f"http://{shown}:{bound}/mcp")
     # A fixed LOOMFS_TOKEN, or the holder the registry refills from the token file at each
     # reload (None with --no-auth).
     token = TokenHolder(auth.token) if auth.token else server.registry.token

@@ -127,9 +127,11 @@ def free_port() -> int:
 class LiveServer:
     def __init__(
         self, config: Path, *, token: str | None = None,
-        uvicorn_options: dict[str, Any] | None = None, **app_kwargs: Any,
+        uvicorn_options: dict[str, Any] | None = None, client_tokens: bool = False,
+        **app_kwargs: Any,
     ) -> None:
-        self.registry = Registry(str(config))
+        # client_tokens: the server of a config with [[clients]], each with its own token.
+        self.registry = Registry(str(config), client_tokens=client_tokens)
         self.server = LoomServer(self.registry)
         self.token = token
         self.app = build_app(self.server, token=token, **app_kwargs)
@@ -175,10 +177,14 @@ class LiveServer:
         return {"Authorization": f"Bearer {self.token}"} if self.token else {}
 
     @contextlib.asynccontextmanager
-    async def session(self, message_handler: Any = None) -> AsyncIterator[ClientSession]:
-        """An initialised 2025-11-25 ClientSession over Streamable HTTP."""
+    async def session(
+        self, message_handler: Any = None, token: str | None = None
+    ) -> AsyncIterator[ClientSession]:
+        """An initialised 2025-11-25 ClientSession over Streamable HTTP (with `token`, that
+        bearer token instead of the server's)."""
+        headers = {"Authorization": f"Bearer {token}"} if token else self.headers()
         async with (
-            httpx2.AsyncClient(headers=self.headers(), timeout=30) as http,
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
             streamable_http_client(self.url, http_client=http) as (read, write),
             ClientSession(read, write, message_handler=message_handler) as s,
         ):

@@ -279,3 +279,24 @@ def test_an_answer_over_its_bound_is_paid_all_the_same_as_a_debt() -> None:
         b.reserve("a", 100)
     clock.now += 1
     b.reserve("a", 100)
+
+
+def test_a_clients_bucket_is_paid_by_its_calls_only_all_or_nothing() -> None:
+    """`[[clients]]` with a budget: a call of that client pays the server's bucket and its
+    own; another client's call, or one with no client, pays the server's only; a refusal by
+    the client's bucket takes nothing from the server's."""
+    clock = Clock()
+    b = Budget(clock)
+    b.apply(SERVER, {}, {"agent": TIGHT})
+    b.reserve("a", 3500, "agent").settle(3500)
+    assert available(b) == 6500
+    level = b.levels(client="agent")
+    assert level is not None and level.available_bytes == 500
+    with pytest.raises(BudgetSpent, match=r"\(client 'agent', 500 bytes left\)"):
+        b.reserve("a", 1000, "agent")
+    assert available(b) == 6500  # all or nothing
+    b.reserve("a", 1000, "chatgpt").settle(1000)
+    b.reserve("a", 1000).settle(1000)
+    assert available(b) == 4500
+    b.apply(SERVER, {}, {})
+    assert b.levels(client="agent") is None

@@ -42,9 +42,10 @@ def dir_problem(snap: Snapshot) -> str | None:
 
 def _dir_problem(snap: Snapshot) -> str | None:
     where = index_dir(snap)
-    for root in snap.roots.values():
+    for root in snap.config.roots:  # every root, whichever a client's view shows
         if contains(root.real, where):
-            return f"the index directory would be inside root '{root.name}'"
+            seen = f"root '{root.name}'" if root.name in snap.roots else "a root"
+            return f"the index directory would be inside {seen}"
     return None
 
 

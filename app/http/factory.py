@@ -51,6 +51,16 @@ def build_app(
         session_idle_timeout=session_idle_timeout,
     )
     policy = SessionPolicy(server.session_manager)
+    registry = server.registry
+
+    def client_share() -> int | None:
+        clients = len(registry.current.config.clients)
+        return max(1, max_sessions // clients) if clients else None
+
+    policy.client_share = client_share
+    server.after_reload.append(
+        lambda old, new: policy.end_sessions_of_removed({c.name for c in new.config.clients})
+    )
     routes = _routes(server, mcp_app.routes)
     app = Starlette(routes=routes, lifespan=_lifespan(server, handle_sighup))
     guarded: ASGIApp = SessionGate(app, policy, json_only=json_response is True)
@@ -60,7 +70,9 @@ def build_app(
         guarded = CancelOnDisconnect(guarded, server)
     guarded = TrimMcpHeaders(guarded)
     guarded = BodyLimit(guarded, body_limit_for(server))
-    guarded = BearerAuth(guarded, token)
+    # With [[clients]] (a registry reading their tokens), the token selects the client.
+    clients = (lambda: registry.current.tokens) if registry.client_tokens else None
+    guarded = BearerAuth(guarded, None if clients else token, clients=clients)
     guarded = HostOriginGuard(guarded, allowed_hosts, allowed_origins)
     return _LifespanPassthrough(guarded, app)
 

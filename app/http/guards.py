@@ -5,6 +5,9 @@ Small pure-ASGI middlewares, outermost first (`app.http.factory.build_app` stack
    (421), a present Origin must be loopback or listed (403).
 2. `BearerAuth` - when a token is required, /mcp needs it (401); the token is read from
    its holder on every request, so a reload that read a rotated token file applies at once.
+   With `[[clients]]` the token is compared with every client's (`ClientTokens`, from the
+   registry's current snapshot) and the client it is goes into the scope
+   (`app.calls.CLIENT_KEY`), for the call to run under that client's grant.
    A request that passes tells its connection so (the `DOOR` extension of
    `app.http.protocol`): the connection leaves the pool of connections without an
    authenticated request, and the request counts as in flight until it is done (503 when
@@ -21,12 +24,15 @@ from __future__ import annotations
 
 import hmac
 import ipaddress
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from urllib.parse import urlsplit
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.security.tokenfile import TokenHolder
+from app.calls import CLIENT_KEY
+from app.security.tokenfile import ClientTokens, TokenHolder
+
+ClientTable = Callable[[], "ClientTokens | None"]  # the clients' tokens now (a reload's)
 
 # The ASGI extension `app.http.protocol.LimitedHttpToolsProtocol` puts in each request's
 # scope: a callable the token check calls once the request passed it, returning what to call
@@ -119,10 +125,24 @@ class BearerAuth:
     """`Authorization: Bearer <token>`, the scheme in any case (RFC 9110 §11.1), compared
     in constant time with the token its holder has now (a string: that token, for good)."""
 
-    def __init__(self, app: ASGIApp, token: str | TokenHolder | None, prefix: str = "/mcp"):
+    def __init__(
+        self, app: ASGIApp, token: str | TokenHolder | None, prefix: str = "/mcp",
+        clients: ClientTable | None = None,
+    ):
         self.app = app
         self.token = token if isinstance(token, TokenHolder) else TokenHolder(token)
         self.prefix = prefix
+        if clients is not None and self.token.current is not None:
+            raise ValueError("a server token and client tokens are never both required")
+        self.clients = clients
+
+    @staticmethod
+    def client_of(header: str | None, table: ClientTokens | None) -> str | None:
+        """The client whose token the header carries (every token compared), or None."""
+        scheme, _, credentials = (header or "").strip().partition(" ")
+        got = credentials.strip().encode("latin-1")
+        found = table.match(got) if table is not None else None
+        return found if scheme.lower() == "bearer" else None
 
     @staticmethod
     def authorized(header: str | None, expected: bytes) -> bool:
@@ -139,8 +159,14 @@ class BearerAuth:
         if not guarded:
             await self.app(scope, receive, send)
             return
-        if expected is not None and not self.authorized(header(scope, b"authorization"),
-                                                        expected):
+        refused = expected is not None and not self.authorized(
+            header(scope, b"authorization"), expected)
+        if self.clients is not None:
+            client = self.client_of(header(scope, b"authorization"), self.clients())
+            refused = client is None
+            if client is not None:
+                scope = {**scope, CLIENT_KEY: client}
+        if refused:
             await plain(
                 send,
                 401,

@@ -27,11 +27,20 @@ session id of its own.
   57 again, and 25 of 25 tries over 75 s were refused.) Only a call in flight
   at that moment keeps the promised session; the next refusal promises anew.
 
+With `[[clients]]` a session belongs to the client whose token opened it: a request of
+another client in it is answered 404 (as a session that does not exist), and a reload that
+removes a client ends its sessions (`end_sessions_of_removed`). Each client's share of the
+table is bounded (`client_share`: the table's size over the number of clients, at least
+one): a client at its share that opens another session replaces one of its own by the rule
+above, or is refused 503 with a `Retry-After` about its own sessions, so that no client
+keeps another out.
+
 The SDK's session table and admission hook are reached through `app.sdk`.
 """
 
 from __future__ import annotations
 
+import contextvars
 import json
 import math
 import time
@@ -46,6 +55,7 @@ from starlette.requests import Request
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app import sdk
+from app.calls import CLIENT_KEY
 from app.http.body import body_of
 from app.http.guards import header
 
@@ -61,6 +71,13 @@ class _Use:
     opened: float
     last_call: float | None = None  # when its last call ended; None: no call yet
     busy: int = 0  # POSTs in flight
+    client: str | None = None  # the [[clients]] client whose token opened it
+
+
+# The [[clients]] client of the `initialize` being admitted (set by `SessionGate` around it).
+_opening_client: contextvars.ContextVar[str | None] = contextvars.ContextVar(
+    "loomfs_opening_client", default=None
+)
 
 
 class SessionPolicy:
@@ -72,10 +89,18 @@ class SessionPolicy:
         self.uses: dict[str, _Use] = {}
         self.unrecorded: dict[str, float] = {}  # session id -> when first seen without a record
         self.promise: tuple[float, str] | None = None  # (when, session): a slot told to a retry
+        # How many sessions one [[clients]] client may hold (None: no bound per client).
+        self.client_share: Callable[[], int | None] = lambda: None
         admit = sdk.admission(manager)
 
         def admit_or_evict(requestor: Any) -> Any:
-            if self._full():
+            client = _opening_client.get()
+            if client is not None and self.at_share(client):
+                victim = self.victim(of=client)
+                if victim is None:
+                    return None  # 503, with a Retry-After about its own sessions
+                self._evict(victim)
+            elif self._full():
                 victim = self.victim()
                 if victim is None:
                     return None  # the SDK answers 503; SessionGate adds Retry-After
@@ -96,14 +121,33 @@ class SessionPolicy:
         use = self.uses[session_id] = _Use(opened=self.clock())
         return use
 
-    def victim(self) -> str | None:
-        """The session a newcomer may replace, or None when every one is protected."""
+    def at_share(self, client: str) -> bool:
+        """Whether `client` holds as many sessions as its share of the table (or more)."""
+        share = self.client_share()
+        if share is None:
+            return False
+        table = sdk.session_table(self.manager)
+        held = sum(1 for sid, use in self.uses.items() if use.client == client and sid in table)
+        return held >= share
+
+    def _table(self, of: str | None) -> Any:
+        """The open sessions, or those of client `of` only."""
+        table = sdk.session_table(self.manager)
+        if of is None:
+            return table
+        return [sid for sid in table if (use := self.uses.get(sid)) is not None
+                and use.client == of]
+
+    def victim(self, of: str | None = None) -> str | None:
+        """The session a newcomer may replace (of client `of`, when given), or None when
+        every one is protected."""
         now = self.clock()
         never: list[tuple[float, str]] = []
         idle: list[tuple[float, str]] = []
-        table = sdk.session_table(self.manager)
-        for gone in [sid for sid in self.unrecorded if sid not in table]:
+        whole = sdk.session_table(self.manager)
+        for gone in [sid for sid in self.unrecorded if sid not in whole]:
             del self.unrecorded[gone]
+        table = self._table(of)
         for sid in table:
             use = self.uses.get(sid)
             if use is None:  # still opening, unless its answer never came
@@ -120,16 +164,18 @@ class SessionPolicy:
         for pool in (never, idle):
             if pool:
                 return min(pool)[1]
-        return self._promised(now, table)
+        return self._promised(now, table, whole)
 
-    def _promised(self, now: float, table: Any) -> str | None:
+    def _promised(self, now: float, table: Any, whole: Any) -> str | None:
         """The session whose slot a `Retry-After` promised, once that moment has come and
-        unless a call is in flight in it."""
+        unless a call is in flight in it (and it is in `table`: one client's sessions)."""
         if self.promise is None:
             return None
         when, sid = self.promise
-        if sid not in table:
+        if sid not in whole:
             self.promise = None  # gone on its own: its slot is free
+            return None
+        if sid not in table:
             return None
         use = self.uses.get(sid)
         if now < when or (use is not None and use.busy):
@@ -137,12 +183,13 @@ class SessionPolicy:
         self.promise = None
         return sid
 
-    def retry_after(self) -> int:
+    def retry_after(self, of: str | None = None) -> int:
         """Whole seconds until the promised slot can be had: the promise made by an earlier
         refusal, else a new one on the session whose protection ends soonest (every session
-        with a call in flight: a full minute, promising nothing)."""
+        with a call in flight: a full minute, promising nothing). With `of`, among the
+        sessions of that client (one at its share waits for one of its own)."""
         now = self.clock()
-        table = sdk.session_table(self.manager)
+        table = self._table(of)
         if self.promise is not None and self.promise[1] in table and self.promise[0] > now:
             return max(1, math.ceil(self.promise[0] - now))
         ends: list[tuple[float, str]] = []
@@ -152,11 +199,22 @@ class SessionPolicy:
                 ends.append((self.unrecorded.get(sid, now) + OPENING_GRACE, sid))
             elif not use.busy and use.last_call is not None:
                 ends.append((use.last_call + PROTECTED_FOR, sid))
+        if of is not None:  # one client's own wait: the table's promise is not touched
+            return max(1, math.ceil(min(ends)[0] - now)) if ends else math.ceil(PROTECTED_FOR)
         if not ends:
             self.promise = None
             return math.ceil(PROTECTED_FOR)
         self.promise = min(ends)
         return max(1, math.ceil(self.promise[0] - now))
+
+    def end_sessions_of_removed(self, clients: set[str]) -> int:
+        """End every session opened by a client that is not among `clients` (a reload
+        removed it); how many. Sessions opened without a client are left as they are."""
+        gone = [sid for sid, use in self.uses.items()
+                if use.client is not None and use.client not in clients]
+        for sid in gone:
+            self._evict(sid)
+        return len(gone)
 
     def _evict(self, session_id: str) -> None:
         manager = self.manager
@@ -208,6 +266,9 @@ class SessionGate:
             await self._opening(scope, receive, send)
             return
         use = self.policy.uses.get(session_id)
+        if use is not None and use.client is not None and scope.get(CLIENT_KEY) != use.client:
+            await _jsonrpc_error(send, 404, "Not Found: no such session")
+            return
         if use is None or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
@@ -240,6 +301,8 @@ class SessionGate:
         if refusal is not None:
             await _jsonrpc_error(send, *refusal)
             return
+        client = scope.get(CLIENT_KEY)
+        client = client if isinstance(client, str) else None
 
         opened: _Use | None = None
 
@@ -248,18 +311,22 @@ class SessionGate:
             if message["type"] == "http.response.start":
                 headers = list(message.get("headers", ()))
                 if message["status"] == 503:
-                    retry = str(self.policy.retry_after()).encode()
+                    at_share = client is not None and self.policy.at_share(client)
+                    retry = str(self.policy.retry_after(client if at_share else None)).encode()
                     message = {**message, "headers": [*headers, (b"retry-after", retry)]}
                 elif message["status"] == 200:
                     for key, value in headers:
                         if key.lower() == b"mcp-session-id":
                             opened = self.policy.opened(value.decode("latin-1"))
+                            opened.client = client
                             opened.busy += 1  # not evicted while its initialize streams
             await send(message)
 
+        admitting = _opening_client.set(client)
         try:
             await self.app(scope, receive, watch)
         finally:
+            _opening_client.reset(admitting)
             if opened is not None:
                 opened.busy -= 1
 

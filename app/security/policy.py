@@ -12,6 +12,7 @@ every operation; the policy itself never touches the disk.
 from __future__ import annotations
 
 import contextlib
+import copy
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -83,6 +84,14 @@ class Policy:
         self._audit = args.get("audit")
         self.recovery = args.get("recovery") or Recovery.of_role(self.role)
         self.identities = self.rules.identities  # the server's own files, by identity
+
+    def narrowed(self, permissions: Iterable[str]) -> Policy:
+        """This policy for a client granted `permissions` on it: the same rules, audit and
+        recovery, the permissions those of both (never more than the root's)."""
+        view = copy.copy(self)
+        wanted = set(permissions)
+        view.permissions = tuple(p for p in self.permissions if p in wanted)
+        return view
 
     def permit(self, perm: str) -> None:
         if perm not in self.permissions:

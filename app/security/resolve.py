@@ -20,6 +20,7 @@ create, replace, rename or unlink, whose final name is *not* followed), and
 from __future__ import annotations
 
 import contextlib
+import copy
 import errno
 import os
 import stat as stat_mod
@@ -77,6 +78,13 @@ class Root:
         st = os.fstat(self.handle.fd)
         self._identity = (st.st_dev, st.st_ino)
         self._use_openat2 = openat2.available()
+
+    def narrowed(self, permissions: tuple[str, ...]) -> Root:
+        """This root as a client granted `permissions` on it sees it: the same handle and
+        identity, the policy's permissions intersected with the grant (`Policy.narrowed`)."""
+        view = copy.copy(self)
+        view.policy = self.policy.narrowed(permissions)
+        return view
 
     def record(self, decision: str, rel: str, op: str, exc: LoomError | None = None) -> None:
         """One audit line of a decision made outside the four ways in (a copy's refusal)."""

@@ -15,14 +15,19 @@ path: a reload's message goes to the client that asked for it.
 `TokenHolder` is what the HTTP guard reads on every request: one attribute,
 replaced by a reload that read a new token, so a rotation takes effect then
 and the old token stops working.
+
+With `[[clients]]` each client has its own token, from its `token_file` or made the
+same way at `state_dir()/tokens/<name>` (`client_token_path`); `ClientTokens` is the
+table the guard asks which client a presented token is, every token compared.
 """
 
 from __future__ import annotations
 
+import hmac
 import os
 import secrets
 import stat
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from app.bounded import read_at_most
@@ -31,10 +36,16 @@ from app.security.statedir import settle, state_dir
 
 MAX_TOKEN_BYTES = 4096
 TOKEN_NAME = "token"
+CLIENT_TOKENS = "tokens"  # the state folder's folder of the tokens made for `[[clients]]`
 
 
 def default_token_path() -> str:
     return os.path.join(state_dir(), TOKEN_NAME)
+
+
+def client_token_path(name: str) -> str:
+    """Where the token made for client `name` lives: `tokens/<name>` in the state folder."""
+    return os.path.join(state_dir(), CLIENT_TOKENS, name)
 
 
 @dataclass(frozen=True)
@@ -53,6 +64,26 @@ class TokenHolder:
         if not token:
             raise ValueError("a token holder never goes from a token to none")
         self.current = token.encode("ascii")
+
+
+class ClientTokens:
+    """Each client's token (`[[clients]]`): which client a presented token is, compared in
+    constant time against every token, with no early exit (how long the answer takes says
+    nothing of which token came close, nor of where in the table it stands)."""
+
+    def __init__(self, tokens: Mapping[str, str]) -> None:
+        self._table = tuple((name, tok.encode("ascii")) for name, tok in tokens.items())
+
+    def __len__(self) -> int:
+        return len(self._table)
+
+    def match(self, presented: bytes) -> str | None:
+        """The name of the client whose token `presented` is, or None."""
+        found: str | None = None
+        for name, token in self._table:
+            if hmac.compare_digest(presented, token) and found is None:
+                found = name
+        return found
 
 
 def _refuse(reason: str) -> ConfigError:

@@ -1,20 +1,34 @@
-"""Tools present whatever the configuration: `list_roots` and `reload_config`."""
+"""Tools present whatever the configuration: `list_roots` and `reload_config`.
+
+With `[[clients]]` both answer by the calling client's grant: its roots, its tools; a
+reload the config refuses tells the client only that (the reason names roots and clients
+it may not know of: it goes to the server's log, for the person).
+"""
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
 from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult
 
+from app.calls import granted
 from app.errors import LoomError
 from app.registry import Snapshot
 from app.tools.base import Call, error_result, host_of, ok_result, run, tool
 from app.tools.roots import BudgetInfo, ListRootsResult, ReloadResult, RootInfo
 
+log = logging.getLogger("loomfs.admin")
+REFUSED_FOR_CLIENTS = (
+    "the config was refused, nothing changed: the reason is in the server's log"
+)
 
-def _budget(snapshot: Snapshot, root: str | None) -> BudgetInfo | None:
-    level = snapshot.budget.levels(root)
+
+def _budget(
+    snapshot: Snapshot, root: str | None, client: str | None = None
+) -> BudgetInfo | None:
+    level = snapshot.budget.levels(root, client)
     return None if level is None else BudgetInfo(**vars(level))
 
 
@@ -39,7 +53,11 @@ async def list_roots(ctx: Context) -> Annotated[CallToolResult, ListRootsResult]
     between names; without `root` a tool uses the default root."""
 
     def work(call: Call) -> ListRootsResult:
-        return ListRootsResult(roots=_roots(call.snapshot), budget=_budget(call.snapshot, None))
+        snap = call.snapshot
+        return ListRootsResult(
+            roots=_roots(snap), budget=_budget(snap, None),
+            client_budget=_budget(snap, None, snap.client) if snap.client else None,
+        )
 
     return await run(ctx, work)
 
@@ -48,16 +66,24 @@ async def list_roots(ctx: Context) -> Annotated[CallToolResult, ListRootsResult]
 async def reload_config(ctx: Context) -> Annotated[CallToolResult, ReloadResult]:
     """Re-read the server's config; an invalid one changes nothing."""
     server = host_of(ctx)
+    had_clients = server.registry.current.has_clients
     try:
         snap = await server.reload()
     except LoomError as exc:
+        if had_clients:
+            log.error("reload_config refused: %s", exc.message)
+            return error_result(REFUSED_FOR_CLIENTS)
         return error_result(exc.message)
+    seen = granted(snap)
+    tools = server.active_tools
+    if snap.has_clients:
+        tools = tools & server.surface_of(seen)
     return ok_result(
         ReloadResult(
             reloaded=True,
             generation=snap.generation,
-            roots=_roots(snap),
-            tools=sorted(server.active_tools),
+            roots=_roots(seen),
+            tools=sorted(tools),
         ),
         text_format=snap.limits.text_format,
     )

@@ -32,7 +32,7 @@ from pydantic import BaseModel, Field
 # Call and Cancelled are re-exported: tool modules and tests take them from here.
 from app.calls import Call as Call
 from app.calls import Cancelled as Cancelled
-from app.calls import InFlight, request_key
+from app.calls import InFlight, granted, request_key
 from app.errors import BadArgument, LoomError
 from app.tools.lean import lean_of
 from app.tools.render import render
@@ -151,6 +151,8 @@ class ToolHost(Protocol):
     inflight: InFlight
     active_tools: set[str]
 
+    def surface_of(self, snap: Snapshot) -> set[str]: ...
+
     async def reload(self) -> Snapshot: ...
 
 
@@ -215,7 +217,8 @@ async def run(
     returns its own `CallToolResult`, which is passed through as is.
     """
     host = host_of(ctx)
-    call = Call(host.registry.current, progress_sink=_progress_sink(ctx))
+    # One snapshot, and the calling client's view of it: the grant the call runs under.
+    call = Call(granted(host.registry.current), progress_sink=_progress_sink(ctx))
     key = request_key(getattr(ctx.request_context, "request", None), ctx.request_id)
     try:
         # The HTTP layer sets the flag if the client goes away (`app.calls`).

@@ -67,7 +67,7 @@ def paid_if_it_can(call: Call, root: Root, nbytes: int) -> str | None:
     why: for content that follows a change already made (an edit's diff), which the answer
     leaves out rather than refuse a call whose write is done. Not audited: nothing was denied."""
     try:
-        call.snapshot.budget.charge(root.name, nbytes)
+        call.snapshot.budget.charge(root.name, nbytes, call.snapshot.client)
     except BudgetSpent as exc:
         return exc.message.removesuffix("; nothing was done")
     return None

@@ -257,7 +257,9 @@ def list_roots(data: Data) -> str:
     lines = [_root_line(r) for r in roots]
     if data.get("budget"):
         lines.append(f"byte budget (the server's): {_budget_text(data['budget'])}")
-    if data.get("budget") or any(r.get("budget") for r in roots):
+    if data.get("client_budget"):
+        lines.append(f"byte budget (this client's): {_budget_text(data['client_budget'])}")
+    if data.get("budget") or data.get("client_budget") or any(r.get("budget") for r in roots):
         lines.append(BUDGET_COUNTS)
     return "\n".join(lines)
 

@@ -34,6 +34,10 @@ class ListRootsResult(BaseModel):
         default=None, description="The server's byte budget, in bytes of file content returned "
         "(reads, fetch, search_text's lines, diffs) and written; null when there is none."
     )
+    client_budget: BudgetInfo | None = Field(
+        default=None, description="The calling client's own byte budget ([[clients]]), paid "
+        "on top of the server's and the root's; null when it has none."
+    )
 
 
 class ReloadResult(BaseModel):
