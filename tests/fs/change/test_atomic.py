@@ -188,6 +188,55 @@ def test_an_aborted_replacement_reports_its_own_error_even_if_the_temp_is_gone(f
     assert (top / "f").read_text() == "old" and temps(top) == []
 
 
+def _fail_in_the_fill(fd: int) -> None:
+    os.write(fd, b"half")
+    raise ValueError("the source went away")
+
+
+def _fail_in_the_guard() -> None:
+    raise ValueError("changed since read")
+
+
+@pytest.mark.parametrize(
+    ("where", "fill", "guard", "replace"),
+    [
+        ("fill", _fail_in_the_fill, None, True),
+        ("guard", lambda fd: atomic._write_all(fd, b"new"), _fail_in_the_guard, True),
+        ("no-replace rename", lambda fd: atomic._write_all(fd, b"new"), None, False),
+    ],
+)
+def test_a_replacement_that_fails_leaves_the_old_file_and_no_temp_file(
+    folder, where, fill, guard, replace
+):
+    top, fd = folder
+    (top / "f").write_text("old")
+    with pytest.raises(FileExistsError if where == "no-replace rename" else ValueError):
+        atomic.replace_with(fd, "f", fill, replace=replace, guard=guard)
+    assert (top / "f").read_text() == "old" and temps(top) == []
+
+
+@pytest.mark.parametrize(
+    ("mode", "old", "want"),
+    [
+        (0o640, None, 0o640),  # a new file (a copy's destination) takes the source's bits
+        (0o604, 0o600, 0o604),  # a replaced one too: `mode` wins over `like`
+        (0o4755, None, 0o755),  # set-id bits are never given
+    ],
+)
+def test_a_given_mode_is_the_new_files_mode(folder, mode, old, want):
+    top, fd = folder
+    like = None
+    if old is not None:
+        (top / "f").write_text("old")
+        os.chmod(top / "f", old)
+        like = os.stat(top / "f")
+    with umask(0o077):
+        atomic.replace_with(fd, "f", lambda tfd: atomic._write_all(tfd, b"new"),
+                            replace=like is not None, like=like, mode=mode)
+    assert stat.S_IMODE((top / "f").stat().st_mode) == want
+    assert (top / "f").read_bytes() == b"new" and temps(top) == []
+
+
 # -- identity ----------------------------------------------------------------------------
 
 
