@@ -1,0 +1,139 @@
+"""Parsing in a worker process, bounded in memory and time, whatever the file holds.
+
+Measured in the server's own process, 1 MiB of `[` in JavaScript cost 249 MB and 4 MiB of
+nested brackets in Python 994 MB; a parse of nested brackets can also run for seconds. So
+no file is parsed here: one long-lived worker (`python -m app.fs.code.worker`, started on
+the first outline, not at start-up) parses under `RLIMIT_AS` = `MEMORY_LIMIT`, one file at
+a time, and each parse has `DEADLINE_S`. Past the deadline the worker is killed (the next
+parse starts another); past the memory limit it ends or answers that it stopped. Either
+way the answer says so (`Parsed.stopped`), with no symbols, and the server's memory never
+held the tree. Calls from several threads take turns (`_LOCK`); waiting for the turn counts
+against the deadline too.
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import selectors
+import struct
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+MEMORY_LIMIT = 512 * 1024 * 1024  # the worker's address space, bytes
+DEADLINE_S = 5.0
+STOPPED_TIME, STOPPED_MEMORY, STOPPED_DEPTH = "time", "memory", "depth"
+
+
+@dataclass
+class Parsed:
+    symbols: list[dict[str, Any]] = field(default_factory=list)
+    truncated: bool = False  # the worker's MAX_SYMBOLS cut the symbols
+    errors: bool = False  # the tree holds syntax errors (symbols near them may be missing)
+    stopped: str | None = None  # STOPPED_*: the parse did not finish
+
+
+class _Worker:
+    def __init__(self, memory_limit: int) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "app.fs.code.worker", str(memory_limit)],
+            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+            close_fds=True,
+        )
+
+    def ask(self, language: str, depth: int, data: bytes, deadline: float) -> Parsed:
+        header = json.dumps({"language": language, "depth": depth}).encode()
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        try:
+            self.proc.stdin.write(struct.pack(">I", len(header)) + header
+                                  + struct.pack(">Q", len(data)))
+            self.proc.stdin.write(data)
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError):
+            raise _Gone from None
+        size = self._read(4, deadline)
+        body = self._read(struct.unpack(">I", size)[0], deadline)
+        got = json.loads(body)
+        return Parsed(symbols=got["symbols"], truncated=got["truncated"], errors=got["errors"],
+                      stopped=got["stopped"])
+
+    def _read(self, n: int, deadline: float) -> bytes:
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        chunks: list[bytes] = []
+        got = 0
+        with selectors.DefaultSelector() as sel:
+            sel.register(fd, selectors.EVENT_READ)
+            while got < n:
+                left = deadline - time.monotonic()
+                if left <= 0 or not sel.select(left):
+                    raise _Late
+                chunk = os.read(fd, n - got)
+                if not chunk:
+                    raise _Gone
+                chunks.append(chunk)
+                got += len(chunk)
+        return b"".join(chunks)
+
+    def kill(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            if pipe is not None:
+                pipe.close()
+
+
+class _Late(Exception):
+    pass
+
+
+class _Gone(Exception):
+    pass
+
+
+_LOCK = threading.Lock()
+_worker: _Worker | None = None
+
+
+def parse(language: str, data: bytes, depth: int, *, deadline_s: float = DEADLINE_S,
+          memory_limit: int = MEMORY_LIMIT) -> Parsed:
+    """The symbols of `data` in `language`, or how the parse stopped."""
+    global _worker
+    deadline = time.monotonic() + deadline_s
+    if not _LOCK.acquire(timeout=deadline_s):
+        return Parsed(stopped=STOPPED_TIME)
+    try:
+        if _worker is None or _worker.proc.poll() is not None or getattr(
+                _worker, "limit", memory_limit) != memory_limit:
+            if _worker is not None:
+                _worker.kill()
+            _worker = _Worker(memory_limit)
+            _worker.limit = memory_limit  # type: ignore[attr-defined]
+        try:
+            return _worker.ask(language, depth, data, deadline)
+        except _Late:
+            _worker.kill()
+            _worker = None
+            return Parsed(stopped=STOPPED_TIME)
+        except _Gone:  # ended: an allocation past the limit aborted it
+            _worker.kill()
+            _worker = None
+            return Parsed(stopped=STOPPED_MEMORY)
+    finally:
+        _LOCK.release()
+
+
+def worker_pid() -> int | None:
+    """The running worker's process id (tests watch it), or None."""
+    return _worker.proc.pid if _worker is not None and _worker.proc.poll() is None else None
+
+
+@atexit.register
+def _stop() -> None:
+    if _worker is not None:
+        _worker.kill()
