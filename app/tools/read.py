@@ -88,8 +88,8 @@ async def read_text_file(
     tail: Annotated[int | None, Field(default=None, ge=1, le=100_000)] = None,
     symbol: Annotated[str | None, Field(default=None, max_length=MAX_SYMBOL)] = None,
 ) -> Annotated[CallToolResult, read_mod.ReadTextResult]:
-    """Read lines start_line..end_line (default 300) of a text file, its last `tail` lines,
-    or one `symbol` ('Class.method', as outline names it), each after its number."""
+    """Read lines start_line..end_line of a text file, its last `tail` lines or one
+    `symbol`, each after its number."""
 
     def work(call: Call) -> read_mod.ReadTextResult:
         if symbol is not None and tail is not None:
@@ -172,11 +172,10 @@ async def outline(
     path: PathArg,
     root: RootArg = None,
     depth: Annotated[int, Field(ge=1, le=8)] = outline_mod.DEFAULT_DEPTH,
-    cursor: Annotated[str | None, Field(default=None, max_length=outline_mod.MAX_CURSOR)] = None,
+    cursor: Annotated[str, Field(max_length=outline_mod.MAX_CURSOR)] = "",
     limit: Limit = outline_mod.DEFAULT_LIMIT,
 ) -> Annotated[CallToolResult, outline_mod.OutlineResult]:
-    """A source file's symbols with their lines (read one with read_text_file symbol=);
-    on a folder, each file's top-level ones."""
+    """Symbols of code files, with lines."""
 
     def work(call: Call) -> outline_mod.OutlineResult:
         r = call.root(root)

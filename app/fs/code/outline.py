@@ -20,11 +20,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, create_model
 
 from app.errors import BadArgument, BinaryFile, LoomError, NotADirectory, NotARegularFile, TooLarge
 from app.fs.code import parse as parse_mod
 from app.fs.code.languages import language_of
+from app.fs.code.symbols import MAX_DEPTH
 from app.fs.control import Control
 from app.fs.filters.glob import compile_glob
 from app.fs.reading.listing import unreadable_note
@@ -45,25 +46,40 @@ MAX_CANDIDATES = 20
 
 
 class Symbol(BaseModel):
+    """A symbol at the deepest level an outline reaches: no children."""
+
     name: str
     kind: str
     start_line: int
     end_line: int
     signature: str | None = None
-    children: list[Symbol] = []
+
+
+def _nested(levels: int) -> type[Symbol]:
+    """A symbol whose children nest `levels` deep: one class per level, not a recursive
+    schema (published output schemas are self-contained, no `$ref`)."""
+    model: type[Symbol] = Symbol
+    for level in range(levels - 1, 0, -1):
+        model = create_model(
+            f"Symbol{level}", __base__=Symbol, children=(list[model], []),  # type: ignore[valid-type]
+        )
+    return model
+
+
+Outlined: Any = _nested(MAX_DEPTH)  # a top-level symbol: children to MAX_DEPTH levels
 
 
 class FileOutline(BaseModel):
     path: str
     language: str | None = None
-    symbols: list[Symbol] = []
+    symbols: list[Outlined] = []
     note: str | None = None
 
 
 class OutlineResult(BaseModel):
     path: str
     language: str | None = None
-    symbols: list[Symbol] = []
+    symbols: list[Outlined] = []
     files: list[FileOutline] | None = None  # on a folder: one per source file of the page
     has_more: bool = False
     next_cursor: str | None = None
@@ -151,7 +167,7 @@ def outline_file(f: OpenedFile, root: Root, depth: int, start: int, limit: int, 
         notes.append(f"{len(syms) - len(shown)} top-level symbol(s) from #{n + 1} on are on "
                      "the next page (next_cursor)")
     return OutlineResult(path=f.rel, language=parsed.language,
-                         symbols=[Symbol.model_validate(s) for s in shown], has_more=more,
+                         symbols=[Outlined.model_validate(s) for s in shown], has_more=more,
                          next_cursor=nxt, note="; ".join(notes) or None)
 
 
@@ -246,7 +262,7 @@ def _one(dir_fd: int, name: str, shown: str, lang: str, root: Root) -> FileOutli
     finally:
         os.close(fd)
     return FileOutline(path=shown, language=lang, note=parsed.note,
-                       symbols=[Symbol.model_validate(s) for s in parsed.symbols])
+                       symbols=[Outlined.model_validate(s) for s in parsed.symbols])
 
 
 # -- the entry points --------------------------------------------------------------------------
@@ -345,10 +361,10 @@ def read_symbol(root: Root, path: str, symbol: str, *, start: int, end: int | No
 
 def signatures(result: OutlineResult) -> Iterator[str | None]:
     """Every signature an outline answers: file text, paid from the byte budget."""
-    def walk(symbols: list[Symbol]) -> Iterator[str | None]:
+    def walk(symbols: list[Any]) -> Iterator[str | None]:
         for s in symbols:
             yield s.signature
-            yield from walk(s.children)
+            yield from walk(getattr(s, "children", []))
     yield from walk(result.symbols)
     for f in result.files or ():
         yield from walk(f.symbols)
