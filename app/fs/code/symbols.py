@@ -205,7 +205,7 @@ class Walk:
         sig_at = (name_node or node).start_byte
         sym: dict = {
             "name": name or "(anonymous)", "kind": kind, "start_line": start + 1,
-            "end_line": end_line(outer), "signature": self.line(sig_at),
+            "end_line": max(start + 1, last_line(outer)), "signature": self.line(sig_at),
         }
         if level < self.depth:
             children: list[dict] = []
@@ -220,10 +220,12 @@ class Walk:
         row = outer.start_point.row
         prev = outer.prev_named_sibling
         while prev is not None and prev.type in self.rules.attached:
-            if prev.end_point.row < row - 1:  # a blank line between
+            if end_line(prev) < row:  # a blank line between (end_line is 1-based)
                 break
+            if prev.start_point.row == 0 and prev.text.startswith(b"#!"):
+                break  # a script's first line says how to run it
             before = prev.prev_named_sibling
-            if before is not None and before.end_point.row == prev.start_point.row:
+            if before is not None and end_line(before) - 1 == prev.start_point.row:
                 break  # a comment at the end of the line before, not above this symbol
             row = prev.start_point.row
             prev = before
@@ -359,6 +361,26 @@ def text(node: Node | None) -> str:
     if node is None:
         return ""
     return " ".join(node.text.decode("utf-8", "replace").split())[:MAX_SIGNATURE]
+
+
+def last_line(node: Node) -> int:
+    """A symbol's last line: its node's, less comments that close it (Python's grammar puts
+    the comments after a body's last statement into the body, `ast` does not)."""
+    for _ in range(MAX_NEST):
+        kids = node.children
+        if not kids:
+            break
+        last = kids[-1]
+        if last.type in COMMENTS:
+            before = [c for c in kids if c.type not in COMMENTS]
+            if not before:
+                break
+            node = before[-1]
+        elif last.child_count:  # a compound statement's end is its own last line's
+            node = last
+        else:
+            break
+    return end_line(node)
 
 
 def end_line(node: Node) -> int:
