@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from app.fs.code import languages, parse
+from app.fs.code import languages, parse, symbols
 from app.fs.code.outline import flatten
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -166,3 +166,12 @@ def test_markdown_headings_nest_by_level_to_depth() -> None:
 def test_a_file_with_syntax_errors_still_outlines_what_parses() -> None:
     got = parse.parse("python", b"def ok():\n    pass\n\ndef broken(:\n", 2)
     assert got.errors and got.symbols[0]["name"] == "ok"
+
+
+@pytest.mark.parametrize(("line", "shown"), [
+    ("def f():", "def f():"),
+    ("x" * symbols.MAX_SIGNATURE, "x" * symbols.MAX_SIGNATURE),
+    ("x" * (symbols.MAX_SIGNATURE + 1), "x" * (symbols.MAX_SIGNATURE - 1) + "…"),
+])
+def test_a_signature_longer_than_its_cap_is_cut_with_a_mark(line: str, shown: str) -> None:
+    assert symbols.cut(line) == shown
