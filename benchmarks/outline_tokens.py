@@ -63,7 +63,7 @@ async def tokens_part(n: int) -> list[dict[str, Any]]:
     from benchmarks._tokens import tokens
     from tests.kit import config_file, roots_toml
 
-    rows = []
+    rows: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp:
         cfg = config_file(Path(tmp), roots_toml(
             ("lib", STDLIB, "reference", {"max_read_bytes": 8 * MB}), audit_log=None,
@@ -161,7 +161,8 @@ def main() -> None:
     ap.add_argument("--files", type=int, default=10, help="largest stdlib files to count")
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    result = {"tokens": asyncio.run(tokens_part(args.files)), "speed": speed_part(),
+    result: dict[str, Any] = {"tokens": asyncio.run(tokens_part(args.files)),
+                              "speed": speed_part(),
               "tree": tree_part()}
     if args.json:
         print(json.dumps(result, indent=1))
