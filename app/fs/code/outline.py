@@ -221,6 +221,9 @@ def outline_folder(root: Root, path: str, depth: int, cursor: str | None, limit:
         if used + size > room and files:
             nxt, why = walk_path, "no room left in this result (max_output_chars)"
             break
+        if size > room:  # one file's symbols alone fill the page: as many as fit
+            item = _cut_file(item, room)
+            size = json_len(item) + 1
         files.append(item)
         used += size
     notes = [n for n in (unreadable_note(walk.walker), walk.filt.note()) if n]
@@ -248,6 +251,20 @@ def _files(root: Root, walk: Any, after: tuple[tuple[str, ...], bool] | None,
                 walk_path = folder.prefix + name
                 shown = walk.name_of(walk_path)
                 yield walk_path, _one(folder.fd, name, shown, lang, root)
+
+
+def _cut_file(item: FileOutline, room: int) -> FileOutline:
+    kept: list[Any] = []
+    used = json_len(item.model_copy(update={"symbols": [], "note": "x" * 160}))
+    for s in item.symbols:
+        used += json_len(s) + 1
+        if used > room:
+            break
+        kept.append(s)
+    left = len(item.symbols) - len(kept)
+    note = f"{left} symbol(s) past max_output_chars left out: outline the file itself"
+    return item.model_copy(update={
+        "symbols": kept, "note": "; ".join(n for n in (item.note, note) if n)})
 
 
 def _one(dir_fd: int, name: str, shown: str, lang: str, root: Root) -> FileOutline:
@@ -309,7 +326,8 @@ def find_symbol(f: OpenedFile, root: Root, name: str) -> Found:
     whose last part is its last part, else the file's top-level symbols."""
     wanted = name.strip()
     parts = wanted.split(".")
-    parsed = parse_file(f.fd, f.st.st_size, f.rel, root, min(len(parts) + 1, 8))
+    parsed = parse_file(f.fd, f.st.st_size, f.rel, root, min(max(len(parts) + 1, 3),
+                                                              MAX_DEPTH))
     if parsed.language is None or (parsed.note and not parsed.symbols):
         raise BadArgument(f"'{f.rel}' has no symbols to read by name: {parsed.note}")
     every = list(flatten(parsed.symbols))

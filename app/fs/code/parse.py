@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 MEMORY_LIMIT = 512 * 1024 * 1024  # the worker's address space, bytes
@@ -38,12 +39,20 @@ class Parsed:
     stopped: str | None = None  # STOPPED_*: the parse did not finish
 
 
+# What the worker's environment keeps of the server's: how to find Python and `app`, no
+# secret (a bearer token in LOOMFS_*, a cloud key) a parser bug could leak.
+ENV_KEPT = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "LANG", "LC_ALL", "LC_CTYPE")
+APP_HOME = str(Path(__file__).resolve().parents[3])  # the folder `app` is in: `-m` finds it
+
+
 class _Worker:
     def __init__(self, memory_limit: int) -> None:
+        self.limit = memory_limit
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "app.fs.code.worker", str(memory_limit)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            close_fds=True,
+            close_fds=True, cwd=APP_HOME,
+            env={k: v for k, v in os.environ.items() if k in ENV_KEPT},
         )
 
     def ask(self, language: str, depth: int, data: bytes, deadline: float) -> Parsed:
@@ -108,12 +117,10 @@ def parse(language: str, data: bytes, depth: int, *, deadline_s: float = DEADLIN
     if not _LOCK.acquire(timeout=deadline_s):
         return Parsed(stopped=STOPPED_TIME)
     try:
-        if _worker is None or _worker.proc.poll() is not None or getattr(
-                _worker, "limit", memory_limit) != memory_limit:
+        if _worker is None or _worker.proc.poll() is not None or _worker.limit != memory_limit:
             if _worker is not None:
                 _worker.kill()
             _worker = _Worker(memory_limit)
-            _worker.limit = memory_limit  # type: ignore[attr-defined]
         try:
             return _worker.ask(language, depth, data, deadline)
         except _Late:

@@ -211,3 +211,33 @@ def test_start_up_imports_no_grammar_and_starts_no_worker() -> None:
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                          timeout=60, check=True, cwd=Path(__file__).parents[3])
     assert out.stdout.strip() == "[]"
+
+
+@pytest.fixture
+def small_cap(tmp_path: Path) -> Path:
+    top = tmp_path / "many"
+    top.mkdir()
+    (top / "many.py").write_text("".join(f"def f{i}():\n    pass\n\n\n" for i in range(600)))
+    return config_file(tmp_path, roots_toml(("r", top, "reference"), audit_log=None,
+                                            extra="max_output_chars = 6000"))
+
+
+async def test_a_files_symbols_past_the_output_limit_page_by_cursor(small_cap: Path) -> None:
+    names: list[str] = []
+    cursor = ""
+    for _ in range(100):
+        err, page, text = await tool(small_cap, "outline", path="many.py", cursor=cursor)
+        assert not err and len(text) <= 6000
+        names += [s["name"] for s in page["symbols"]]
+        if not page["has_more"]:
+            break
+        assert "on the next page" in page["note"]
+        cursor = page["next_cursor"]
+    assert names == [f"f{i}" for i in range(600)]
+
+
+async def test_a_folder_page_one_file_cannot_fill_is_cut_and_says_so(small_cap: Path) -> None:
+    err, out, text = await tool(small_cap, "outline", path="")
+    assert not err and len(text) <= 6000
+    only = out["files"][0]
+    assert 0 < len(only["symbols"]) < 600 and "left out" in only["note"]
