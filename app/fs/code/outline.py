@@ -131,6 +131,9 @@ def parse_file(fd: int, size: int, rel: str, root: Root, depth: int) -> Parsed:
     if got.stopped == parse_mod.STOPPED_TIME:
         notes.append(f"the parse stopped at its deadline ({parse_mod.DEADLINE_S:g} s): "
                      "no symbols; read it by lines")
+    elif got.stopped == parse_mod.STOPPED_BUSY:
+        notes.append("no parser came free before the deadline (other calls are parsing): "
+                     "no symbols; try again")
     elif got.stopped is not None:
         notes.append(f"the parse stopped at its memory limit "
                      f"({parse_mod.MEMORY_LIMIT >> 20} MiB): no symbols; read it by lines")

@@ -2,13 +2,14 @@
 
 Measured in the server's own process, 1 MiB of `[` in JavaScript cost 249 MB and 4 MiB of
 nested brackets in Python 994 MB; a parse of nested brackets can also run for seconds. So
-no file is parsed here: one long-lived worker (`python -m app.fs.code.worker`, started on
-the first outline, not at start-up) parses under `RLIMIT_AS` = `MEMORY_LIMIT`, one file at
-a time, and each parse has `DEADLINE_S`. Past the deadline the worker is killed (the next
-parse starts another); past the memory limit it ends or answers that it stopped. Either
-way the answer says so (`Parsed.stopped`), with no symbols, and the server's memory never
-held the tree. Calls from several threads take turns (`_LOCK`); waiting for the turn counts
-against the deadline too.
+no file is parsed here: long-lived workers (`python -m app.fs.code.worker`, started on the
+first outline, not at start-up; `WORKERS` of them at most) parse under `RLIMIT_AS` =
+`MEMORY_LIMIT`, one file at a time each, and each parse has `DEADLINE_S`. Past the deadline
+the worker is killed (the next parse starts another); past the memory limit it ends or
+answers that it stopped. Either way the answer says so (`Parsed.stopped`), with no symbols,
+and the server's memory never held the tree. Calls from several threads take the idle
+workers in turn; waiting for one counts against the deadline too (`stopped: busy` when none
+came free in time).
 """
 
 from __future__ import annotations
@@ -16,11 +17,11 @@ from __future__ import annotations
 import atexit
 import json
 import os
+import queue
 import selectors
 import struct
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +30,7 @@ from typing import Any
 MEMORY_LIMIT = 512 * 1024 * 1024  # the worker's address space, bytes
 DEADLINE_S = 5.0
 STOPPED_TIME, STOPPED_MEMORY, STOPPED_DEPTH = "time", "memory", "depth"
+STOPPED_BUSY = "busy"  # every worker stayed busy until the deadline
 
 
 @dataclass
@@ -105,42 +107,61 @@ class _Gone(Exception):
     pass
 
 
-_LOCK = threading.Lock()
-_worker: _Worker | None = None
+WORKERS = 2  # parses at once; a third call waits its turn (the wait counts in its deadline)
+
+
+class _Slot:
+    """One worker's place in the pool: its process, started on first use, None when gone."""
+
+    def __init__(self) -> None:
+        self.worker: _Worker | None = None
+
+    def ask(self, language: str, depth: int, data: bytes, deadline: float,
+            memory_limit: int) -> Parsed:
+        w = self.worker
+        if w is None or w.proc.poll() is not None or w.limit != memory_limit:
+            if w is not None:
+                w.kill()
+            w = self.worker = _Worker(memory_limit)
+        try:
+            return w.ask(language, depth, data, deadline)
+        except _Late:
+            stopped = STOPPED_TIME
+        except _Gone:  # ended: an allocation past the limit aborted it
+            stopped = STOPPED_MEMORY
+        w.kill()
+        self.worker = None
+        return Parsed(stopped=stopped)
+
+
+_idle: queue.SimpleQueue[_Slot] = queue.SimpleQueue()
+_slots = [_Slot() for _ in range(WORKERS)]
+for _s in _slots:
+    _idle.put(_s)
 
 
 def parse(language: str, data: bytes, depth: int, *, deadline_s: float = DEADLINE_S,
           memory_limit: int = MEMORY_LIMIT) -> Parsed:
     """The symbols of `data` in `language`, or how the parse stopped."""
-    global _worker
     deadline = time.monotonic() + deadline_s
-    if not _LOCK.acquire(timeout=deadline_s):
-        return Parsed(stopped=STOPPED_TIME)
     try:
-        if _worker is None or _worker.proc.poll() is not None or _worker.limit != memory_limit:
-            if _worker is not None:
-                _worker.kill()
-            _worker = _Worker(memory_limit)
-        try:
-            return _worker.ask(language, depth, data, deadline)
-        except _Late:
-            _worker.kill()
-            _worker = None
-            return Parsed(stopped=STOPPED_TIME)
-        except _Gone:  # ended: an allocation past the limit aborted it
-            _worker.kill()
-            _worker = None
-            return Parsed(stopped=STOPPED_MEMORY)
+        slot = _idle.get(timeout=deadline_s)
+    except queue.Empty:
+        return Parsed(stopped=STOPPED_BUSY)
+    try:
+        return slot.ask(language, depth, data, deadline, memory_limit)
     finally:
-        _LOCK.release()
+        _idle.put(slot)
 
 
-def worker_pid() -> int | None:
-    """The running worker's process id (tests watch it), or None."""
-    return _worker.proc.pid if _worker is not None and _worker.proc.poll() is None else None
+def worker_pids() -> set[int]:
+    """The running workers' process ids (tests watch them)."""
+    return {s.worker.proc.pid for s in _slots
+            if s.worker is not None and s.worker.proc.poll() is None}
 
 
 @atexit.register
 def _stop() -> None:
-    if _worker is not None:
-        _worker.kill()
+    for s in _slots:
+        if s.worker is not None:
+            s.worker.kill()

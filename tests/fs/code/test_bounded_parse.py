@@ -52,15 +52,15 @@ def test_a_bracket_bomb_costs_the_server_no_memory_and_answers_in_time(language:
 
 def test_a_parse_past_its_deadline_stops_and_says_so_and_the_next_one_works() -> None:
     parse.parse("python", b"x = 1\n", 1)
-    first = parse.worker_pid()
+    before = parse.worker_pids()
     t0 = time.monotonic()
     got = parse.parse("python", b"[" * (2 * MIB) + b"]" * (2 * MIB), 2, deadline_s=0.3,
                       memory_limit=4096 * MIB)
     assert time.monotonic() - t0 < 2.0
     assert got.stopped == parse.STOPPED_TIME and got.symbols == []
+    assert parse.worker_pids() <= before  # the late worker was killed, none started
     after = parse.parse("python", b"def f():\n    pass\n", 2)
     assert after.stopped is None and after.symbols[0]["name"] == "f"
-    assert parse.worker_pid() not in (None, first)  # the late worker was killed
 
 
 def test_the_tool_says_the_parse_stopped(tmp_path: Path) -> None:
@@ -72,7 +72,8 @@ def test_the_tool_says_the_parse_stopped(tmp_path: Path) -> None:
     got = outline(root, "bomb.py", depth=2, cursor="", limit=100, cap=60_000,
                   control=NoControl())
     assert got.symbols == [] and got.note is not None
-    assert "the parse stopped at its memory limit" in got.note
+    # its memory limit; on a loaded machine its deadline may come first
+    assert "the parse stopped at its" in got.note
 
 
 def test_the_worker_answers_each_request_in_order_and_ends_at_the_pipes_end() -> None:
@@ -96,3 +97,20 @@ def test_the_worker_answers_each_request_in_order_and_ends_at_the_pipes_end() ->
         raw = raw[4 + n :]
     assert [[s["name"] for s in a["symbols"]] for a in answers] == [["F"], ["f"]]
     assert all(a["stopped"] is None for a in answers)
+
+
+def test_parses_run_side_by_side_and_a_call_no_worker_serves_in_time_says_busy() -> None:
+    import threading
+
+    bomb = b"[" * (2 * MIB) + b"]" * (2 * MIB)  # seconds of work: both workers kept busy
+    got: list[parse.Parsed] = []
+    slow = [threading.Thread(target=lambda: got.append(parse.parse(
+        "python", bomb, 1, deadline_s=1.5, memory_limit=4096 * MIB))) for _ in range(2)]
+    for t in slow:
+        t.start()
+    time.sleep(0.3)
+    waited = parse.parse("python", b"x = 1\n", 1, deadline_s=0.3, memory_limit=4096 * MIB)
+    for t in slow:
+        t.join()
+    assert waited.stopped == parse.STOPPED_BUSY
+    assert [g.stopped for g in got] == [parse.STOPPED_TIME] * 2
