@@ -11,6 +11,7 @@ from pydantic import Field
 
 from app.errors import BadArgument
 from app.fs.code import outline as outline_mod
+from app.fs.code.symbols import MAX_DEPTH
 from app.fs.reading import listing, media
 from app.fs.reading import read as read_mod
 from app.fs.text.paging import clamp_limit
@@ -171,7 +172,7 @@ async def outline(
     ctx: Context,
     path: PathArg,
     root: RootArg = None,
-    depth: Annotated[int, Field(ge=1, le=8)] = outline_mod.DEFAULT_DEPTH,
+    depth: Annotated[int, Field(ge=1, le=MAX_DEPTH)] = outline_mod.DEFAULT_DEPTH,
     cursor: Annotated[str, Field(max_length=outline_mod.MAX_CURSOR)] = "",
     limit: Limit = outline_mod.DEFAULT_LIMIT,
 ) -> Annotated[CallToolResult, outline_mod.OutlineResult]:

@@ -20,7 +20,7 @@ from app.fs.code import languages as L
 MAX_SIGNATURE = 120
 SIGNATURE_CUT = "…"
 MAX_NEST = 48  # wrapper and transparent nodes looked through, at most, below one level
-MAX_DEPTH = 8
+MAX_DEPTH = 6  # Markdown headings nest six deep; one result class per level (outline.py)
 MAX_SYMBOLS = 20_000  # per file: a generated file of a million one-line functions stops here
 CLASSLIKE = frozenset({"class", "struct", "interface", "trait", "impl", "enum", "record"})
 COMMENTS = frozenset({"comment", "line_comment", "block_comment", "doc_comment"})
