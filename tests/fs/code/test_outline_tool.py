@@ -241,3 +241,19 @@ async def test_a_folder_page_one_file_cannot_fill_is_cut_and_says_so(small_cap: 
     assert not err and len(text) <= 6000
     only = out["files"][0]
     assert 0 < len(only["symbols"]) < 600 and "left out" in only["note"]
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-32"])
+async def test_a_file_with_a_bom_outlines_on_the_same_lines(
+    tmp_path: Path, encoding: str
+) -> None:
+    top = tmp_path / "enc"
+    top.mkdir()
+    (top / "m.py").write_bytes("# ü\n\ndef größe():\n    pass\n".encode(encoding))
+    cfg = config_file(tmp_path, roots_toml(("r", top, "reference"), audit_log=None))
+    err, out, _ = await tool(cfg, "outline", path="m.py")
+    assert not err, out
+    assert [(s["name"], s["start_line"], s["end_line"]) for s in out["symbols"]] == [
+        ("größe", 3, 4)]
+    err, got, _ = await tool(cfg, "read_text_file", path="m.py", symbol="größe")
+    assert not err and got["content"].splitlines()[0] == "3 | def größe():"
