@@ -44,6 +44,7 @@ INNER: dict[str, list[tuple[int, str, tuple[str, ...]]]] = {
         (4, "index", ("app.fs.index",)),  # the full-text index, ranked search and fetch
         (4, "change", ("app.fs.change",)),  # write, edit, move, delete into the trash
         (4, "history", ("app.fs.history",)),  # read-only git
+        (5, "code", ("app.fs.code",)),  # outlines: parse in a worker, symbols, one symbol's lines
     ],
 }
 

@@ -1,5 +1,5 @@
 """Read tools: list_directory, stat_path, read_text_file, read_multiple_files,
-read_media_file. Thin handlers: bounds at the edge, the work in `app.fs`."""
+read_media_file, outline. Thin handlers: bounds at the edge, the work in `app.fs`."""
 
 from __future__ import annotations
 
@@ -9,12 +9,15 @@ from mcp.server.mcpserver import Context
 from mcp.types import AudioContent, CallToolResult, ImageContent
 from pydantic import Field
 
+from app.errors import BadArgument
+from app.fs.code import outline as outline_mod
+from app.fs.code.symbols import MAX_DEPTH
 from app.fs.reading import listing, media
 from app.fs.reading import read as read_mod
 from app.fs.text.paging import clamp_limit
 from app.tools.base import (
+    MAX_LINE,
     Call,
-    EndLine,
     Offset,
     PathArg,
     RootArg,
@@ -27,6 +30,8 @@ from app.tools.base import (
 from app.tools.metered import PaidAsItGoes, metered, text_cap, text_used
 
 DEFAULT_DEPTH = 2
+DEFAULT_END_LINE = 300
+MAX_SYMBOL = 512
 
 DirPathArg = Annotated[str, Field(max_length=4096)]
 Limit = Annotated[int, Field(ge=1, le=100_000)]
@@ -80,21 +85,32 @@ async def read_text_file(
     path: PathArg,
     root: RootArg = None,
     start_line: StartLine = 1,
-    end_line: EndLine = 300,
+    end_line: Annotated[int | None, Field(default=None, ge=1, le=MAX_LINE)] = None,
     tail: Annotated[int | None, Field(default=None, ge=1, le=100_000)] = None,
+    symbol: Annotated[str | None, Field(default=None, max_length=MAX_SYMBOL)] = None,
 ) -> Annotated[CallToolResult, read_mod.ReadTextResult]:
-    """Read lines start_line..end_line of a text file, or its last `tail` lines, each
-    after its number."""
+    """Read lines start_line..end_line of a text file, its last `tail` lines or one
+    `symbol`, each after its number."""
 
     def work(call: Call) -> read_mod.ReadTextResult:
+        if symbol is not None and tail is not None:
+            raise BadArgument("pass symbol or tail, not both")
         if tail is None:
-            check_window(start_line, end_line)
+            check_window(start_line, end_line if end_line is not None else MAX_LINE)
         r = call.root(root)
+        cap = call.snapshot.limits.max_output_chars
+        if symbol is not None:
+            return metered(
+                call, r, text_cap(call), op="read_text_file", rel=path,
+                work=lambda: outline_mod.read_symbol(
+                    r, path, symbol, start=start_line, end=end_line, cap=cap),
+                used=lambda got: text_used([got.content]),
+            )
+        end = end_line if end_line is not None else DEFAULT_END_LINE
         return metered(
             call, r, text_cap(call), op="read_text_file", rel=path,
             work=lambda: read_mod.read_text_file(
-                r, path, start=start_line, end=end_line, tail=tail,
-                cap=call.snapshot.limits.max_output_chars,
+                r, path, start=start_line, end=end, tail=tail, cap=cap,
             ),
             used=lambda got: text_used([got.content]),
         )
@@ -146,6 +162,31 @@ async def read_media_file(
         described = ok_result(info, text_format=call.snapshot.limits.text_format)
         return CallToolResult(
             content=[block, *described.content], structured_content=described.structured_content
+        )
+
+    return await run(ctx, work)
+
+
+@tool(perm="read", title="Outline code", read_only=True, idempotent=True)
+async def outline(
+    ctx: Context,
+    path: PathArg,
+    root: RootArg = None,
+    depth: Annotated[int, Field(ge=1, le=MAX_DEPTH)] = outline_mod.DEFAULT_DEPTH,
+    cursor: Annotated[str, Field(max_length=outline_mod.MAX_CURSOR)] = "",
+    limit: Limit = outline_mod.DEFAULT_LIMIT,
+) -> Annotated[CallToolResult, outline_mod.OutlineResult]:
+    """Symbols of code files, with lines."""
+
+    def work(call: Call) -> outline_mod.OutlineResult:
+        r = call.root(root)
+        return metered(
+            call, r, text_cap(call), op="outline", rel=path,
+            work=lambda: outline_mod.outline(
+                r, path, depth=depth, cursor=cursor, limit=limit,
+                cap=call.snapshot.limits.max_output_chars, control=call,
+            ),
+            used=lambda got: text_used(outline_mod.signatures(got)),
         )
 
     return await run(ctx, work)

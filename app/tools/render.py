@@ -33,6 +33,7 @@ from app.fs.change.edit import EditResult
 from app.fs.change.move import MoveResult
 from app.fs.change.trash import DeleteResult
 from app.fs.change.write import DirectoryResult, WriteResult
+from app.fs.code.outline import OutlineResult
 from app.fs.history.diff import DiffResult
 from app.fs.history.log import LogResult
 from app.fs.history.show import ShowResult
@@ -65,6 +66,7 @@ RENDERERS: dict[type[BaseModel], Callable[[Data], str]] = {
     MediaInfo: files.read_media_file,
     SearchFilesResult: files.search_files,
     SearchTextResult: files.search_text,
+    OutlineResult: files.outline,
     EditResult: files.edit_file,
     WriteResult: files.write_file,
     DirectoryResult: files.create_directory,

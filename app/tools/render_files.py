@@ -269,3 +269,33 @@ def reload_config(data: Data) -> str:
     lines += ["  " + _root_line(r) for r in data.get("roots", [])]
     lines.append("tools: " + ", ".join(data.get("tools", [])))
     return "\n".join(lines)
+
+
+def _symbol_lines(symbols: list[Data], indent: str, out: list[str]) -> None:
+    """One line per symbol, `12-40 class Foo(Base):`, children indented under it: the
+    declaration's line when it names the symbol, else its kind and name."""
+    for s in symbols:
+        sig, name = s.get("signature") or "", s["name"]
+        shown = sig if sig and name in sig else f"{s['kind']} {name}"
+        out.append(f"{indent}{s['start_line']}-{s['end_line']} {shown}")
+        _symbol_lines(s.get("children") or [], indent + "  ", out)
+
+
+def outline(data: Data) -> str:
+    more = "cursor=<next_cursor>" if data.get("next_cursor") else None
+    lines: list[str] = []
+    if data.get("files") is not None:
+        files = data["files"]
+        lines.append(f"{data.get('path') or '.'}/: {len(files)} source file(s), top-level "
+                     "symbols (start-end lines)")
+        for f in files:
+            note = f" [{f['note']}]" if f.get("note") else ""
+            lines.append(f"{f['path']} ({f.get('language')}){note}")
+            _symbol_lines(f.get("symbols") or [], "  ", lines)
+    else:
+        lang = data.get("language")
+        syms = data.get("symbols") or []
+        lines.append(f"{data['path']} ({lang or 'unknown language'}; "
+                     f"{len(syms)} top-level symbol(s), start-end lines)")
+        _symbol_lines(syms, "", lines)
+    return "\n".join(lines + footer(data, more))
