@@ -167,9 +167,12 @@ def test_a_folder_denied_by_a_whole_path_rule_is_left_out_and_never_read(tmp_pat
     assert os.listdir(disk.ws / "conf") == []
 
 
-def test_an_unreadable_folder_refuses_the_copy(tmp_path, monkeypatch):
+@pytest.mark.parametrize("after", [False, True], ids=["last", "a folder walked after it"])
+def test_an_unreadable_folder_refuses_the_copy(tmp_path, monkeypatch, after):
     disk, reg = _two_roots(tmp_path)
     (disk.src / "pkg" / "deep").mkdir()
+    if after:  # walked after `deep` (breadth first, by name): the walk stops there
+        (disk.src / "pkg" / "zz").mkdir()
     real_open = os.open
 
     def refuse(path, flags, *a, **kw):  # as a folder the user may not read
@@ -180,8 +183,11 @@ def test_an_unreadable_folder_refuses_the_copy(tmp_path, monkeypatch):
     monkeypatch.setattr(os, "open", refuse)
     monkeypatch.setattr("app.security.walk.os.open", refuse)
     before = disk.snapshot()
-    with pytest.raises(LoomError, match="cannot be opened or listed"):
+    with pytest.raises(LoomError) as err:
         copy_file(reg.current.root("src"), "pkg", reg.current.root("ws"), "pkg2")
+    assert err.value.message == (
+        "cannot copy 'pkg': a folder inside it cannot be opened or listed, so the copy would be "
+        "incomplete; nothing was copied")
     assert disk.snapshot() == before
 
 

@@ -9,13 +9,16 @@ import errno
 import os
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from app.errors import BudgetSpent, LoomError
-from app.fs.change import copying
+from app.errors import AlreadyExists, BudgetSpent, DeniedName, LoomError, OSRefusal, TooDeep
+from app.fs.change import copy_tree, copying
 from app.fs.change.copy import copy_file
-from app.security.resolve import Root
+from app.fs.control import NoControl
+from app.security import ops
+from app.security.resolve import Parent, Root
 from tests.fs.conftest import CancelAfter, Cancelled, temp_leftovers
 from tests.kit import count_folder_opens
 from tests.security.conftest import make_root
@@ -446,3 +449,276 @@ def test_a_destination_made_by_another_program_during_the_copy_is_kept(tmp_path)
     assert e.value.message == (
         "destination 'new.txt' already exists; pass overwrite=true to replace it")
     assert (tmp_path / "new.txt").read_text() == "theirs" and not temp_leftovers(tmp_path)
+
+
+# --- copy_tree's own steps, in process ------------------------------------------------------
+
+
+def _recorded(top: Path, deny: tuple[str, ...] = ()) -> tuple[Root, list[tuple[object, ...]]]:
+    records: list[tuple[object, ...]] = []
+    return make_root(top, audit=lambda *rec: records.append(rec), deny=deny), records
+
+
+def test_a_subfolder_the_destination_denies_refuses_the_copy_and_is_audited(tmp_path):
+    """Even an empty subfolder (the first planned below the top) is checked: the refusal
+    names it as it would be at the destination, and is one DENY line of copy_file."""
+    top = tmp_path / "r"
+    (top / "src" / "a").mkdir(parents=True)
+    (top / "out").mkdir()
+    root, records = _recorded(top, deny=("out/dst/a",))
+    with pytest.raises(DeniedName) as err:
+        copy_file(root, "src", root, "out/dst")
+    message = ("cannot copy 'src' to 'out/dst': 'out/dst/a' would match deny pattern "
+               "'out/dst/a' in the destination; nothing was copied")
+    assert err.value.message == message and err.value.pattern == "out/dst/a"
+    assert records[-1] == ("DENY", "r", "out/dst", "copy_file", f"deny: {message}")
+    assert not (top / "out" / "dst").exists()
+
+
+def test_a_copy_too_deep_is_refused_and_audited_and_one_that_just_fits_is_not(
+        tmp_path, monkeypatch):
+    top = tmp_path / "r"
+    (top / "src" / "a").mkdir(parents=True)
+    (top / "src" / "a" / "f.txt").write_text("f\n")
+    (top / "x").mkdir()
+    root, records = _recorded(top)
+    monkeypatch.setattr(copy_tree, "MAX_DEPTH", 3)  # dst/a/f.txt: 3 levels, x/dst/a/f.txt: 4
+    assert copy_file(root, "src", root, "dst").files == 1
+    with pytest.raises(TooDeep) as err:
+        copy_file(root, "src", root, "x/dst")
+    assert records[-1] == ("DENY", "r", "x/dst", "copy_file", f"depth: {err.value.message}")
+    assert not (top / "x" / "dst").exists()
+
+
+def test_links_and_special_files_are_counted_in_the_answer(tmp_path):
+    top = tmp_path / "r"
+    (top / "src").mkdir(parents=True)
+    for name in ("l1", "l2"):
+        (top / "src" / name).symlink_to("elsewhere")
+    for name in ("p1", "p2"):
+        os.mkfifo(top / "src" / name)
+    root = make_root(top)
+    out = copy_file(root, "src", root, "dst")
+    assert out.note == ("2 symbolic link(s) not copied (links are never followed); "
+                        "2 special file(s) not copied")
+    assert os.listdir(top / "dst") == []
+
+
+@pytest.mark.parametrize(("sizes", "cut"), [
+    ([5, 5], None),  # exactly the bytes a call may copy
+    ([3, 3, 3, 3], "stopped at 3 files, 9 bytes (a call copies at most 10000 files, 10 bytes)"),
+])
+def test_a_folder_copy_is_cut_one_byte_past_its_bytes(tmp_path, monkeypatch, sizes, cut):
+    top = tmp_path / "r"
+    (top / "src").mkdir(parents=True)
+    for i, size in enumerate(sizes):
+        (top / "src" / f"f{i}").write_bytes(b"x" * size)
+    root = make_root(top)
+    monkeypatch.setattr(copy_tree, "MAX_COPY_BYTES", 10)
+    out = copy_file(root, "src", root, "dst")
+    assert out.note == (cut and cut + "; copy the rest in parts")
+    assert (out.truncated, out.files) == (cut is not None, 3 if cut else len(sizes))
+
+
+@pytest.mark.parametrize(("entries", "cut"), [(3, False), (4, True)])
+def test_a_folder_copy_is_cut_past_the_entries_it_may_look_at(tmp_path, monkeypatch, entries,
+                                                              cut):
+    top = tmp_path / "r"
+    (top / "src").mkdir(parents=True)
+    for i in range(entries):
+        (top / "src" / f"f{i}").write_text("x")
+    root = make_root(top)
+    monkeypatch.setattr(copy_tree, "MAX_COPY_ENTRIES", 3)
+    out = copy_file(root, "src", root, "dst")
+    assert out.truncated is cut
+    assert out.note == ("stopped after looking at 3 entries; copy the rest in parts"
+                        if cut else None)
+
+
+def test_hidden_entries_are_counted_in_the_plural(tmp_path):
+    top = tmp_path / "r"
+    (top / "src").mkdir(parents=True)
+    for name in ("a.secret", "b.secret", "c.txt"):
+        (top / "src" / name).write_text("x")
+    root = make_root(top, deny=["*.secret"])
+    out = copy_file(root, "src", root, "dst")
+    assert out.note == ("incomplete: 2 entries that the source root's deny rules hide were "
+                        "not copied")
+
+
+def test_a_source_folder_gone_before_its_copy_is_refused(tmp_path):
+    top = tmp_path / "r"
+    (top / "src").mkdir(parents=True)
+    root = make_root(top)
+    with root.open_parent("src", op="copy_file", perm="read") as src, \
+            root.open_parent("dst", op="copy_file", perm="write") as dst:
+        os.rmdir(top / "src")
+        with pytest.raises(LoomError) as err:
+            copy_tree.copy_folder(root, src, root, dst, NoControl(), copying.Copied())
+    assert err.value.message == "'src' vanished before it was copied"
+
+
+def _modes_tree(top: Path) -> None:
+    for sub, mode in (("src/a/x", 0o710), ("src/b", 0o750)):
+        (top / sub).mkdir(parents=True)
+        (top / sub / "f.txt").write_text(sub)
+        os.chmod(top / sub, mode)
+    os.chmod(top / "src", 0o751)
+
+
+def test_each_folder_is_private_while_it_is_filled_then_takes_its_source_s_bits(
+        tmp_path, monkeypatch):
+    top = tmp_path / "r"
+    _modes_tree(top)
+    root = make_root(top)
+    seen: dict[str, int] = {}
+    real = copy_tree.copy_one
+
+    def copy_one(root: Root, s: Parent, d: Parent, **kw: Any) -> None:
+        seen[d.rel] = os.fstat(d.fd).st_mode & 0o777
+        seen["dst"] = (top / "dst").stat().st_mode & 0o777
+        real(root, s, d, **kw)
+
+    monkeypatch.setattr(copy_tree, "copy_one", copy_one)
+    assert copy_file(root, "src", root, "dst").files == 2
+    assert seen == {"dst/a/x/f.txt": 0o700, "dst/b/f.txt": 0o700, "dst": 0o700}
+    modes = {p: (top / p).stat().st_mode & 0o777 for p in ("dst", "dst/a", "dst/a/x", "dst/b")}
+    assert modes == {p: (top / p.replace("dst", "src", 1)).stat().st_mode & 0o777
+                     for p in modes}
+    assert modes["dst"] == 0o751
+
+
+def test_a_destination_made_meanwhile_is_refused_as_already_there(tmp_path, monkeypatch):
+    top = tmp_path / "r"
+    (top / "src").mkdir(parents=True)
+    root = make_root(top)
+    real = ops.mkdir
+
+    def mkdir(dir_fd: int, name: str, mode: int = 0o777) -> None:
+        if name == "dst":
+            real(dir_fd, name, 0o755)  # another program's, just before this one's
+        real(dir_fd, name, mode)
+
+    monkeypatch.setattr(ops, "mkdir", mkdir)
+    with pytest.raises(AlreadyExists) as err:
+        copy_file(root, "src", root, "dst")
+    assert err.value.message == "destination 'dst' already exists"
+
+
+def test_a_subfolder_that_cannot_be_made_is_where_the_copy_stopped(tmp_path, monkeypatch):
+    top = tmp_path / "r"
+    root = _two_parts(top)
+    before = sorted(os.listdir(top))
+    real = ops.mkdir
+
+    def mkdir(dir_fd: int, name: str, mode: int = 0o777) -> None:
+        if name == "sub":
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        real(dir_fd, name, mode)
+
+    monkeypatch.setattr(ops, "mkdir", mkdir)
+    with pytest.raises(LoomError) as err:
+        copy_file(root, "src", root, "dst")
+    assert err.value.message == (
+        "cannot copy 'src' to 'dst': stopped at 'sub': no space left on device; "
+        "what it had made (1 file(s)) was removed, nothing is left at 'dst'")
+    assert sorted(os.listdir(top)) == before
+
+
+def test_a_refusal_of_one_file_stops_the_copy_with_its_own_words(tmp_path, monkeypatch):
+    top = tmp_path / "r"
+    root = _two_parts(top)
+
+    def changed(root: Root, s: Parent, d: Parent, **kw: Any) -> None:
+        raise OSRefusal(f"'{s.rel}' changed while it was copied")
+
+    monkeypatch.setattr(copy_tree, "copy_one", changed)
+    with pytest.raises(OSRefusal) as err:
+        copy_file(root, "src", root, "dst")
+    assert err.value.message == (
+        "cannot copy 'src' to 'dst': stopped at 'p0.bin': 'src/p0.bin' changed while it was "
+        "copied; what it had made (0 file(s)) was removed, nothing is left at 'dst'")
+    assert not (top / "dst").exists()
+
+
+def test_a_file_another_program_made_in_the_copy_is_never_overwritten_nor_removed(
+        tmp_path, monkeypatch):
+    top = tmp_path / "r"
+    root = _two_parts(top)
+    real = copy_tree.copy_one
+
+    def theirs_first(root: Root, s: Parent, d: Parent, **kw: Any) -> None:
+        if d.name == "p1.bin":
+            (top / "dst" / "sub" / "p1.bin").write_text("theirs\n")
+        real(root, s, d, **kw)
+
+    monkeypatch.setattr(copy_tree, "copy_one", theirs_first)
+    with pytest.raises(LoomError) as err:
+        copy_file(root, "src", root, "dst")
+    assert err.value.message.startswith(
+        "cannot copy 'src' to 'dst': stopped at 'sub/p1.bin': destination 'dst/sub/p1.bin' "
+        "already exists")
+    assert err.value.message.endswith(
+        "; what it had made could not all be removed: 'dst' holds what is left")
+    assert (top / "dst" / "sub" / "p1.bin").read_text() == "theirs\n"
+    assert sorted(p.name for p in (top / "dst").iterdir()) == ["sub"]
+
+
+@pytest.mark.parametrize("meanwhile", ["sub moved out", "dst replaced"])
+def test_what_the_copy_made_and_no_longer_finds_is_not_removed_and_it_says_so(
+        tmp_path, monkeypatch, meanwhile):
+    """A folder moved out of the copy, or the copy's top replaced by another folder: the
+    removal cannot finish and says so; what is elsewhere now, or is another's, stays."""
+    top = tmp_path / "r"
+    root = _two_parts(top)
+
+    def moved_then_no_space(root: Root, s: Parent, d: Parent, **kw: Any) -> None:
+        if meanwhile == "sub moved out":
+            os.rename(top / "dst" / "sub", top / "moved")
+        else:
+            os.rename(top / "dst", top / "moved")
+            (top / "dst").mkdir()
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    (top / "src" / "p0.bin").unlink()  # the one file is in sub
+    monkeypatch.setattr(copy_tree, "copy_one", moved_then_no_space)
+    with pytest.raises(LoomError) as err:
+        copy_file(root, "src", root, "dst")
+    assert err.value.message.endswith(
+        "; what it had made could not all be removed: 'dst' holds what is left")
+    assert (top / "moved").is_dir()
+    assert (top / "dst").exists() is (meanwhile == "dst replaced")
+
+
+def test_a_folder_copy_waiting_for_its_destination_s_key_can_be_cancelled(tmp_path):
+    """The new top's name is held by another change: the copy waits for it through its
+    cancel check, and a cancel there leaves nothing made."""
+    import threading
+
+    from app.fs.change.locks import changing
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.txt").write_text("a")
+    root = make_root(tmp_path)
+    failed: list[BaseException] = []
+    made_at_cancel: list[bool] = []
+
+    class Cancelling(CancelAfter):
+        def check(self) -> None:
+            if self.left == 0:
+                made_at_cancel.append((tmp_path / "dst").exists())
+            super().check()
+
+    def run() -> None:
+        try:  # the walk's one check passes, the first poll of the wait cancels
+            copy_file(root, "src", root, "dst", control=Cancelling(1))
+        except BaseException as exc:
+            failed.append(exc)
+
+    with root.open_parent("dst", op="t", perm="write") as held, changing(held):
+        t = threading.Thread(target=run, daemon=True)
+        t.start()
+        t.join(timeout=30)
+        assert not t.is_alive() and [type(x) for x in failed] == [Cancelled]
+    t.join(timeout=60)
+    assert made_at_cancel == [False]  # cancelled while waiting, before the top was made
+    assert not (tmp_path / "dst").exists()

@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from app.errors import LoomError
-from app.fs.change import atomic, write
+from app.errors import DeniedName, LoomError, PermissionRefused, TooDeep
+from app.fs.change import atomic, folders, write
+from app.security import ops
 from app.security.paths import MAX_DEPTH
 from tests.kit import count_folder_opens
 from tests.security.conftest import make_root
@@ -263,3 +264,151 @@ def test_a_made_folder_replaced_meanwhile_is_not_removed(top, monkeypatch):
         write.write_file(root, "d/e/f/g.txt", "x\n")
     monkeypatch.undo()
     assert (top / "d" / "e" / "f").is_dir() and (top / "d" / "e" / "f2").is_dir()
+
+
+def _mkdirs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The names `os.mkdir` is given from now on, in order (each still made)."""
+    real_mkdir = os.mkdir
+    asked: list[str] = []
+
+    def mkdir(path, *args, **kwargs):
+        asked.append(path)
+        return real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkdir", mkdir)
+    return asked
+
+
+def test_a_path_too_deep_where_a_link_leads_is_refused_before_any_folder_is_made(
+        top, monkeypatch):
+    """`up` leads 62 levels down: up/a/b/c.txt would lie 65 deep, past MAX_DEPTH, although
+    the request names 4 levels; refused at the first folder to make, none made."""
+    deep = "/".join(["at62"] + ["d"] * 61)
+    (top / deep).mkdir(parents=True)
+    (top / "up").symlink_to(deep)
+    root = make_root(top)
+    asked = _mkdirs(monkeypatch)
+    with pytest.raises(TooDeep) as exc:
+        write.write_file(root, "up/a/b/c.txt", "x")
+    monkeypatch.undo()
+    assert exc.value.message == (f"too deep: it would lie {MAX_DEPTH + 1} levels below the "
+                                 f"root; the server makes paths at most {MAX_DEPTH} levels deep")
+    assert asked == []
+
+
+def test_a_new_folder_denied_where_a_link_leads_is_refused_before_it_is_made(
+        top, monkeypatch):
+    """`link/secret` is allowed as asked, but it is `dir/secret`, which a whole-path rule
+    denies: refused by that rule before that folder is made, nothing left."""
+    root = make_root(top, deny=["dir/secret"])
+    before = _tree(top)
+    asked = _mkdirs(monkeypatch)
+    with pytest.raises(DeniedName) as exc:
+        write.write_file(root, "link/secret/g.txt", "x\n")
+    monkeypatch.undo()
+    assert exc.value.message == "matches deny pattern 'dir/secret'"
+    assert asked == [] and _tree(top) == before
+
+
+@pytest.mark.parametrize(("path", "where", "message"), [
+    ("d/e/f/g.txt", "f", "no space left on device: 'd/e/f'"),
+    ("d/g.txt", "d", "no space left on device: 'd'"),
+    ("link/new/deeper/g.txt", "deeper", "no space left on device: 'link/new/deeper'"),
+])
+def test_a_folder_that_cannot_be_made_is_named_as_asked_in_the_error(top, monkeypatch, path,
+                                                                      where, message):
+    root = make_root(top)
+    _full_disk_at_mkdir(monkeypatch, where)
+    with pytest.raises(LoomError) as exc:
+        folders.open_parent_making(root, tuple(path.split("/")), "write_file")
+    assert exc.value.message == message
+
+
+@pytest.mark.parametrize("theirs", [False, True], ids=["empty", "another's file in it"])
+def test_a_folder_made_but_not_opened_is_removed_at_once_unless_filled(top, monkeypatch,
+                                                                        theirs):
+    """`e` is made, then cannot be opened (EACCES): it is removed right away (and `d` with
+    it), the error naming it; a file another writer put in it meanwhile keeps both."""
+    root = make_root(top)
+    before = _tree(top)
+    real_open_dir = ops.open_dir
+
+    def open_dir(dir_fd: int, name: str) -> int:
+        if name == "e" and ops.lstat_or_none(dir_fd, name) is not None:
+            if theirs:
+                (top / "d" / "e" / "theirs.txt").write_text("theirs\n")
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+        return real_open_dir(dir_fd, name)
+
+    monkeypatch.setattr(ops, "open_dir", open_dir)
+    with pytest.raises(LoomError) as exc:
+        folders.open_parent_making(root, ("d", "e", "f", "g.txt"), "write_file")
+    monkeypatch.undo()
+    assert exc.value.message == "permission denied by the operating system: 'd/e'"
+    if theirs:
+        assert _tree(top) == {**before, "d": "dir", "d/e": "dir", "d/e/theirs.txt": "theirs\n"}
+    else:
+        assert _tree(top) == before
+
+
+def test_a_folder_made_that_cannot_be_recorded_is_closed_and_removed(top, monkeypatch):
+    root = make_root(top)
+    before = _tree(top)
+    real_push = folders.Made.push
+
+    def push(self: folders.Made, name: str, parent_fd: int, fd: int) -> None:
+        if name == "e":
+            raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+        real_push(self, name, parent_fd, fd)
+
+    monkeypatch.setattr(folders.Made, "push", push)
+    with pytest.raises(LoomError) as exc:
+        folders.open_parent_making(root, ("d", "e", "f", "g.txt"), "write_file")
+    monkeypatch.undo()
+    assert exc.value.message.endswith(": 'd/e'")
+    assert _tree(top) == before
+
+
+def test_a_link_on_the_way_is_audited_as_the_call_that_made_the_folders(top):
+    records: list[tuple[object, ...]] = []
+    root = make_root(top, audit=lambda *rec: records.append(rec))
+    write.write_file(root, "link/new/g.txt", "x\n")
+    assert records and {rec[3] for rec in records} == {"write_file"}
+    assert ("ALLOW", "r", "link", "write_file", None) in records
+
+
+def test_a_link_on_the_way_is_opened_for_a_write(top, monkeypatch):
+    """On a root that grants no write, the link is refused before anything is made (the
+    choke point is asked for a write there, not a read)."""
+    root = make_root(top, permissions=["read"])
+    asked = _mkdirs(monkeypatch)
+    with pytest.raises(PermissionRefused):
+        folders.open_parent_making(root, ("link", "new", "g.txt"), "write_file")
+    monkeypatch.undo()
+    assert asked == [] and not (top / "dir" / "new").exists()
+
+
+def test_when_every_folder_is_there_nothing_is_walked(top):
+    """The common case: the parent is plainly there, so no level is walked (no cancel check,
+    no open per level) before the parent is opened."""
+    from tests.fs.conftest import CancelAfter
+
+    root = make_root(top)
+    control = CancelAfter(0)
+    parent, made = folders.open_parent_making(root, ("dir", "g.txt"), "write_file", control)
+    parent.close()
+    assert control.left == 0 and made.fd == -1 and made.names == []
+
+
+def test_a_record_of_folders_made_holds_no_handle_once_closed_or_removed(top):
+    root = make_root(top)
+    for finish in ("close", "remove"):
+        parent, made = folders.open_parent_making(root, (finish, "e", "g.txt"), "write_file")
+        parent.close()
+        assert made.names == [finish, "e"] and made.fd >= 0
+        getattr(made, finish)()
+        assert made.fd == folders.Made().fd
+        made.close()  # again: nothing to close
+        made.remove()  # and nothing to remove
+        assert made.fd == folders.Made().fd
+    assert (top / "close" / "e").is_dir() and not (top / "remove").exists()

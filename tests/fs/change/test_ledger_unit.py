@@ -9,8 +9,10 @@ import errno
 import json
 import logging
 import os
+import time
 from collections.abc import Iterator
 from dataclasses import replace
+from datetime import datetime, timezone
 from pathlib import Path
 
 import pytest
@@ -272,6 +274,45 @@ def test_a_trim_cut_short_bumps_the_counter_and_leaves_the_account_to_list(trash
     assert account_of(fd).generation is None
     assert (where / "generation").read_text() == "2\n"
     assert not (where / "dropped.json").exists()
+
+
+def test_a_list_cut_short_leaves_the_account_to_list_again(trash, monkeypatch):
+    """Another process moved the counter, and the list that follows fails half-way: the
+    account is not taken as listed (nor the counter moved), so the next settle lists again."""
+    where, fd = trash
+    _item(where, "20200101T000000Z")
+    ledger._settle(fd, "20200101T000000Z", "version", OPEN)
+    (where / "generation").write_text("7\n")
+    _item(where, "20200102T000000Z")
+
+    def unreadable(*_a: object) -> None:
+        raise OSError(errno.EIO, "I/O error")
+
+    monkeypatch.setattr(ledger, "item_of", unreadable)
+    with pytest.raises(OSError):
+        ledger._settle(fd, "20200102T000000Z", "version", OPEN)
+    assert account_of(fd).generation is None
+    assert (where / "generation").read_text() == "7\n"
+    monkeypatch.undo()
+    ledger._settle(fd, "20200102T000000Z", "version", OPEN)
+    assert list(account_of(fd).versions) == ["20200101T000000Z", "20200102T000000Z"]
+    assert account_of(fd).generation == 8
+
+
+def test_the_tally_s_time_is_utc_whatever_the_local_zone(trash, monkeypatch):
+    where, fd = trash
+    monkeypatch.setenv("TZ", "Asia/Kathmandu")  # UTC+05:45: no whole hour, no daylight saving
+    time.tzset()
+    assert time.timezone == -(5 * 3600 + 45 * 60)  # the zone is known here
+    try:
+        ledger._add_dropped(fd, 1, 1)
+        now = datetime.now(timezone.utc)
+    finally:
+        monkeypatch.undo()
+        time.tzset()
+    last = json.loads((where / "dropped.json").read_text())["last"]
+    at = datetime.strptime(last, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=timezone.utc)
+    assert abs((now - at).total_seconds()) < 60
 
 
 def test_what_trimming_removed_is_tallied_in_dropped_json(trash):
