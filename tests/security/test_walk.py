@@ -423,3 +423,82 @@ def test_a_descent_in_depth_first_order_opens_each_folder_once(
             assert d.fd == top and d.depth == 0
     finally:
         os.close(top)
+
+
+@pytest.mark.parametrize(("max_entries", "too_many"), [(51, False), (50, True)])
+def test_deeper_than_allows_exactly_its_budget_of_entries_in_all_its_folders(
+        tmp_path: Path, max_entries: int, too_many: bool) -> None:
+    """top holds a and b, a 25 files, b 24: 51 entries in all, no folder more than 25."""
+    for name, files in (("a", 25), ("b", 24)):
+        (tmp_path / "top" / name).mkdir(parents=True)
+        for i in range(files):
+            (tmp_path / "top" / name / f"f{i}").write_text("")
+    top = os.open(tmp_path / "top", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        if too_many:
+            with pytest.raises(walk_mod.TooManyEntries):
+                walk_mod.deeper_than(top, 2, max_entries=max_entries)
+        else:
+            assert walk_mod.deeper_than(top, 2, max_entries=max_entries) is False
+    finally:
+        os.close(top)
+
+
+def test_deeper_than_counts_a_link_to_a_folder_as_an_entry_and_never_enters_it(
+        tmp_path: Path) -> None:
+    (tmp_path / "far" / "a" / "b").mkdir(parents=True)
+    (tmp_path / "top").mkdir()
+    os.symlink(tmp_path / "far", tmp_path / "top" / "lnk")
+    top = os.open(tmp_path / "top", os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        assert walk_mod.deeper_than(top, 1, max_entries=10) is False
+        assert walk_mod.deeper_than(top, 0, max_entries=10) is True
+    finally:
+        os.close(top)
+
+
+def test_hidden_entries_are_counted_only_when_asked(small: Path) -> None:
+    root = make_root(small)
+    plain, counting = Walker(root, ()), Walker(root, (), count_hidden=True)
+    assert [e.path for e in plain] == [e.path for e in counting]
+    assert plain.hidden_entries == 0
+    assert counting.hidden_entries == 3  # .env, a/.git, node_modules
+
+
+def test_a_folder_opened_as_descriptor_0_is_walked(small: Path) -> None:
+    """A process whose stdin is closed (a daemon) gets descriptor 0 for the next open: a
+    folder on it is as valid as any."""
+    root = make_root(small)
+    fds: list[int] = []
+
+    def keep(parts, fd, entries):
+        fds.append(fd)
+        return entries
+
+    saved = os.dup(0)
+    os.close(0)
+    try:
+        walker = Walker(root, ("b",), keep=keep)
+        paths = [e.path for e in walker]
+    finally:
+        os.dup2(saved, 0)
+        os.close(saved)
+    assert fds[0] == 0
+    assert paths == ["b/deep", "b/deep/three.py"] and walker.unreadable_dirs == 0
+
+
+def test_the_servers_own_files_are_hidden_entries_when_they_are_counted(tmp_path: Path) -> None:
+    from app.security.deny import DenyRules
+    from app.security.protected import Protected
+
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "config.toml").write_text("token")
+    os.link(tmp_path / "config.toml", tmp_path / "sub" / "innocent.txt")
+    (tmp_path / "sub" / "other.txt").write_text("x")
+    ids = Protected()
+    ids.hold_paths([str(tmp_path / "config.toml")])
+    root = make_root(tmp_path)
+    root.policy.rules = DenyRules(identities=ids)
+    walker = Walker(root, (), count_hidden=True)
+    assert [e.path for e in walker] == ["sub", "sub/other.txt"]
+    assert walker.hidden_entries == 2  # config.toml and its other name

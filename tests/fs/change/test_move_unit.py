@@ -5,16 +5,29 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import json
 import os
+import stat
+import threading
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from app.errors import AlreadyExists, BadArgument, DeniedName, LoomError, OSRefusal
-from app.fs.change import exposure, move
+from app.errors import (
+    AlreadyExists,
+    BadArgument,
+    DeniedName,
+    LoomError,
+    NotARegularFile,
+    OSRefusal,
+    TooDeep,
+)
+from app.fs.change import exposure, locks, move
 from app.security.deny import DenyRules
+from app.security.paths import MAX_DEPTH
+from app.security.policy import Recovery
 from tests.kit import secure_root
 
 
@@ -475,3 +488,188 @@ def test_a_folder_that_cannot_be_listed_is_named_whatever_its_path_holds(tmp_pat
         move.move_file(root, "a XX/XX b", "other")
     assert "folder 'a XX/XX b/config' cannot be listed" in exc.value.message
 
+
+
+# --- what a move over a file returns, and what it keeps -----------------------------------
+
+
+def test_a_move_over_a_file_keeps_it_as_a_version_recorded_as_a_move(tmp_path):
+    top = tmp_path / "r"
+    (top / "d").mkdir(parents=True)
+    (top / "a.txt").write_text("NEW")
+    (top / "d" / "b.txt").write_text("OLD")
+    res = move.move_file(secure_root(top), "a.txt", "d/b.txt", overwrite=True)
+    assert (res.source, res.destination, res.type, res.replaced, res.note) == (
+        "a.txt", "d/b.txt", "file", True, None)
+    assert res.kept_version is not None and res.kept_version.startswith(".mcp-trash/")
+    assert (top / res.kept_version).read_text() == "OLD"
+    record = json.loads((top / res.kept_version).with_name(".mcp-trash").read_text())
+    assert (record["kind"], record["path"], record["name"], record["op"]) == (
+        "version", "d/b.txt", "b.txt", "move")
+    assert (top / "d" / "b.txt").read_text() == "NEW" and not (top / "a.txt").exists()
+
+
+def test_a_move_over_a_file_too_big_to_keep_says_so(tmp_path):
+    top = tmp_path / "r"
+    top.mkdir()
+    (top / "a.txt").write_text("NEW")
+    (top / "b.txt").write_text("OLD!")
+    root = secure_root(top)
+    root.policy.recovery = Recovery(keep_versions=True, version_max_bytes=3)
+    res = move.move_file(root, "a.txt", "b.txt", overwrite=True)
+    assert (res.replaced, res.kept_version, res.note) == (True, None, (
+        "the previous version (4 bytes) was not kept: above this root's limit for a kept "
+        "version (3 bytes)"))
+    assert (top / "b.txt").read_text() == "NEW"
+
+
+def test_a_move_to_a_free_name_replaces_nothing(tmp_path):
+    top = tmp_path / "r"
+    top.mkdir()
+    (top / "a.txt").write_text("A")
+    res = move.move_file(secure_root(top), "a.txt", "b.txt")
+    assert (res.replaced, res.kept_version, res.note) == (False, None, None)
+
+
+def test_overwriting_something_other_than_a_file_is_refused(tmp_path):
+    top = tmp_path / "r"
+    top.mkdir()
+    (top / "a.txt").write_text("A")
+    os.mkfifo(top / "pipe")
+    with pytest.raises(NotARegularFile) as exc:
+        move.move_file(secure_root(top), "a.txt", "pipe", overwrite=True)
+    assert exc.value.message == "not a regular file: destination 'pipe'"
+    assert (top / "a.txt").exists() and stat.S_ISFIFO(os.lstat(top / "pipe").st_mode)
+
+
+# --- durability and keys: both folders synced, both entries' keys held ----------------------
+
+
+@pytest.mark.parametrize(("source", "destination", "synced"), [
+    ("s/a.txt", "d/a.txt", ["d", "s"]),  # the destination's folder first
+    ("s/a.txt", "s/b.txt", ["s"]),  # one folder: synced once
+])
+def test_a_move_syncs_each_folder_it_changed(tmp_path, monkeypatch, source, destination, synced):
+    top = tmp_path / "r"
+    (top / "s").mkdir(parents=True)
+    (top / "d").mkdir()
+    (top / "s" / "a.txt").write_text("A")
+    seen: list[str] = []
+    real = move.fsync_dir
+
+    def fsync_dir(fd: int) -> None:
+        seen.append(os.path.basename(os.readlink(f"/proc/self/fd/{fd}")))
+        real(fd)
+
+    monkeypatch.setattr(move, "fsync_dir", fsync_dir)
+    move.move_file(secure_root(top), source, destination)
+    assert seen == synced
+
+
+@pytest.mark.parametrize("held", ["source", "destination"])
+def test_a_move_waits_while_either_entry_is_being_changed(tmp_path, held):
+    """The key of the source's name, or of the destination's, held by another change: the
+    move waits for it, then goes on."""
+    top = tmp_path / "r"
+    (top / "s").mkdir(parents=True)
+    (top / "d").mkdir()
+    (top / "s" / "a.txt").write_text("A")
+    folder, name = ("s", "a.txt") if held == "source" else ("d", "b.txt")
+    st = os.stat(top / folder)
+    done: list[object] = []
+    with locks.TABLE.hold([("0name", st.st_dev, st.st_ino, name)]):
+        worker = threading.Thread(target=lambda: done.append(
+            move.move_file(secure_root(top), "s/a.txt", "d/b.txt")))
+        worker.start()
+        worker.join(timeout=1.0)
+        assert worker.is_alive() and (top / "s" / "a.txt").exists()
+    worker.join(timeout=30)
+    assert done and (top / "d" / "b.txt").read_text() == "A"
+
+
+# --- the depth bound: exactly MAX_DEPTH is allowed, and the refusals say what and why -------
+
+
+def _chain(top: Path, levels: int) -> str:
+    """A folder `levels` deep below `top` (made with the system's own calls): its path."""
+    rel = "/".join(["d"] * levels)
+    top.joinpath(*rel.split("/")).mkdir(parents=True)
+    return rel
+
+
+def _too_deep(src: str, dst: str, what: str) -> str:
+    return (f"cannot move '{src}' to '{dst}': {what} would lie more than {MAX_DEPTH} levels "
+            f"below the root (the server makes paths at most {MAX_DEPTH} levels deep); "
+            "nothing was moved")
+
+
+@pytest.fixture
+def deep_top(tmp_path: Path) -> Path:
+    top = tmp_path / "r"
+    top.mkdir()
+    _chain(top, MAX_DEPTH - 1)  # d/…/d: its entries lie at MAX_DEPTH
+    (top / "f.txt").write_text("F")
+    (top / "empty").mkdir()
+    (top / "full").mkdir()
+    (top / "full" / "x").write_text("x")
+    return top
+
+
+AT_MAX = "/".join(["d"] * (MAX_DEPTH - 1))
+
+
+@pytest.mark.parametrize("source", ["f.txt", "empty"])
+def test_a_file_or_an_empty_folder_may_be_moved_to_exactly_max_depth(deep_top, source):
+    move.move_file(secure_root(deep_top), source, f"{AT_MAX}/{source}")
+    assert deep_top.joinpath(*AT_MAX.split("/"), source).exists()
+
+
+@pytest.mark.parametrize(("source", "destination", "what"), [
+    ("f.txt", f"{AT_MAX}/d/f.txt", "it"),  # the entry itself one past
+    ("full", f"{AT_MAX}/full", "what it holds"),  # full at MAX_DEPTH, its x one past
+])
+def test_a_move_past_max_depth_says_what_would_lie_too_deep(deep_top, source, destination,
+                                                           what):
+    (deep_top.joinpath(*AT_MAX.split("/"), "d")).mkdir()
+    with pytest.raises(TooDeep) as exc:
+        move.move_file(secure_root(deep_top), source, destination)
+    assert exc.value.message == _too_deep(source, destination, what)
+    assert (deep_top / source).exists()
+
+
+def test_a_folder_too_big_to_check_for_depth_is_refused(deep_top, monkeypatch):
+    monkeypatch.setattr(move, "MAX_CHECKED", 0)
+    with pytest.raises(BadArgument) as exc:
+        move.move_file(secure_root(deep_top), "full", "d/full")
+    assert exc.value.message == (
+        "'full' holds more than 0 entries: too many to check how deep they would lie at "
+        "'d/full'; move its parts instead"
+    )
+    assert (deep_top / "full" / "x").exists()
+
+
+def test_a_folder_whose_depth_cannot_be_checked_is_refused(deep_top, monkeypatch):
+    def refuse(fd):
+        raise PermissionError(errno.EACCES, "denied")
+
+    monkeypatch.setattr("app.security.walk.os.scandir", refuse)
+    with pytest.raises(OSRefusal) as exc:
+        move.move_file(secure_root(deep_top), "full", "d/full")
+    monkeypatch.undo()
+    assert exc.value.message == (
+        "cannot move 'full' to 'd/full': a folder inside it cannot be opened or listed "
+        "(permission denied by the operating system), so how deep it goes cannot be checked; "
+        "nothing was moved"
+    )
+    assert (deep_top / "full" / "x").exists()
+
+
+def test_a_folder_moved_into_its_own_subtree_is_told_so_before_any_other_check(tmp_path):
+    """`d` holds entries MAX_DEPTH levels down, so it could not go one level deeper either:
+    the own-subtree refusal comes first, before anything is walked."""
+    top = tmp_path / "r"
+    top.mkdir()
+    _chain(top, MAX_DEPTH)
+    with pytest.raises(BadArgument) as exc:
+        move.move_file(secure_root(top), "d", "d/d/moved")
+    assert exc.value.message == "cannot move 'd' into its own subtree ('d/d/moved')"

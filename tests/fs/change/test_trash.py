@@ -6,6 +6,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import shutil
 import stat
 import time
 from datetime import datetime, timedelta, timezone
@@ -428,3 +429,108 @@ def test_the_generation_counter_reads_and_bumps(tmp_path: Path, before, read, af
     assert (tmp_path / GENERATION).read_bytes() == b"%d\n" % (int(after) + 1)
     if before is None:  # made by the lock: private
         assert stat.S_IMODE(os.stat(tmp_path / GENERATION).st_mode) == 0o600
+
+
+# -- the trash's own files, the record's fields, stamps within one second, a failing cleanup --
+
+
+BASE = "20261130T071500Z"  # stamp(NOW)
+
+
+def test_the_trash_keeps_itself_out_of_git_status(ws):
+    top, root = ws
+    trash.delete(root, "notes.txt", now=NOW)
+    assert (top / ".mcp-trash" / ".gitignore").read_bytes() == b"*\n"
+
+
+def test_a_trash_whose_own_files_cannot_be_made_refuses_the_delete_and_holds_nothing(
+        ws, monkeypatch):
+    top, root = ws
+    real = trash.ops.create
+
+    def create(dir_fd, name):
+        if name == ".gitignore":
+            raise PermissionError(errno.EACCES, os.strerror(errno.EACCES))
+        return real(dir_fd, name)
+
+    monkeypatch.setattr(trash.ops, "create", create)
+    fds = len(os.listdir("/proc/self/fd"))
+    with pytest.raises(LoomError) as exc:
+        trash.delete(root, "notes.txt", now=NOW)
+    assert exc.value.message.endswith("'notes.txt'")
+    assert len(os.listdir("/proc/self/fd")) == fds
+    assert os.listdir(top / ".mcp-trash") == [] and (top / "notes.txt").exists()
+
+
+def test_the_record_holds_the_size_of_a_kept_version_only_and_names_as_they_are(ws):
+    top, root = ws
+    (top / "dir" / "ünï.txt").write_text("x")
+    trash.delete(root, "dir/ünï.txt", now=NOW)
+    kept = write.write_file(root, "dir/a.txt", "new", overwrite=True).kept_version
+    assert kept is not None
+    raw = (top / ".mcp-trash" / BASE / ".mcp-trash").read_bytes()
+    assert "ünï.txt".encode() in raw  # UTF-8 as it is, not \u escapes
+    deleted = json.loads(raw)
+    version = json.loads((top / Path(kept).parent / ".mcp-trash").read_text())
+    assert "bytes" not in deleted and deleted["name"] == "ünï.txt"
+    assert version["bytes"] == len("alpha\n")
+
+
+def test_a_new_stamp_of_a_second_sorts_after_every_one_made_before_even_once_removed(
+        ws, monkeypatch):
+    """Two deletes made while a third one's stamp folder was being made (as by other
+    threads), then their folders removed: the next delete of that second still sorts last."""
+    top, root = ws
+    table: dict = {}
+    monkeypatch.setattr(trash, "_last", table)
+    real, inner = trash.ops.mkdir, []
+
+    def mkdir(dir_fd, name, mode):
+        real(dir_fd, name, mode)
+        if name == BASE and not inner:
+            inner.append(trash.delete(root, "dir/a.txt", now=NOW))
+            inner.append(trash.delete(root, "dir/sub/b.txt", now=NOW))
+
+    monkeypatch.setattr(trash.ops, "mkdir", mkdir)
+    outer = trash.delete(root, "notes.txt", now=NOW)
+    monkeypatch.undo()
+    stamps = [r.trashed_to.split("/")[1] for r in (outer, *inner)]
+    assert stamps == [BASE, f"{BASE}-1", f"{BASE}-2"]
+    for name in stamps[1:]:
+        shutil.rmtree(top / ".mcp-trash" / name)
+    monkeypatch.setattr(trash, "_last", table)
+    res = trash.delete(root, "dir/sub/deep/c.txt", now=NOW)
+    assert res.trashed_to.split("/")[1] == f"{BASE}-3"
+
+
+def test_a_second_s_removed_stamp_is_not_taken_again(ws, monkeypatch):
+    top, root = ws
+    monkeypatch.setattr(trash, "_last", {})
+    trash.delete(root, "notes.txt", now=NOW)
+    trash.delete(root, "dir/a.txt", now=NOW)
+    shutil.rmtree(top / ".mcp-trash" / f"{BASE}-1")
+    res = trash.delete(root, "dir/sub/b.txt", now=NOW)
+    assert res.trashed_to == f".mcp-trash/{BASE}-2/b.txt"
+
+
+@pytest.mark.parametrize(("others", "after"), [(1024, 1025), (1025, 1)])
+def test_the_table_of_same_second_counts_is_cleared_once_past_1024(ws, monkeypatch, others,
+                                                                  after):
+    _, root = ws
+    table = {(0, i, "x"): 1 for i in range(others)}
+    monkeypatch.setattr(trash, "_last", table)
+    trash.delete(root, "notes.txt", now=NOW)
+    assert len(table) == after
+
+
+def test_a_cleanup_that_fails_does_not_hide_why_the_delete_was_refused(ws, monkeypatch):
+    _, root = ws
+
+    def refuse(*args):
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(trash, "rename_noreplace", refuse)
+    monkeypatch.setattr(trash.ops, "rmdir", refuse)
+    with pytest.raises(LoomError) as exc:
+        trash.delete(root, "dir/a.txt", now=NOW)
+    assert exc.value.message.endswith("'dir/a.txt'")
