@@ -18,6 +18,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from app import cli
 from app.cli import build_parser
+from tests import patchkit
 
 REPO = Path(__file__).resolve().parents[1]
 CLIENTS = REPO / "docs" / "clients.md"
@@ -127,6 +128,7 @@ def test_every_shell_script_keeps_lf_line_endings_in_any_checkout() -> None:
 # Each fake appends what it was asked to the log run_tests.sh's stderr also goes to (both
 # O_APPEND: one order). The fakes make what the real tools would leave behind.
 FAKE_PYTHON = r"""#!/bin/bash
+case "$*" in *hashlib*) exec "$REAL_PYTHON" "$@" ;; esac  # a hash check: the real thing
 case "$*" in *pytest*) ;; *) echo "RAN python $*" >>"$LOG" ;; esac
 [ "$1 $2" = "-m venv" ] && mkdir -p "$3/bin" && cp "$0" "$3/bin/python"
 exit 0
@@ -174,11 +176,18 @@ STEPS = [
 
 def fresh_machine(tmp_path: Path, uid: int) -> tuple[Path, dict[str, str]]:
     """A copy of the scripts in a folder with no .venv, and a PATH with npm but no rg, no node
-    new enough, apt-get, and `id -u` answering `uid`."""
+    new enough, apt-get, and `id -u` answering `uid`. The real-patch corpus is already there
+    (a copy of this checkout's, hash-checked by the real python): its download is
+    tests/test_patchkit.py's to check, this machine has no network."""
     repo = tmp_path / "repo"
     (repo / "scripts").mkdir(parents=True)
-    for name in ("run_tests.sh", "scripts/install_node.sh", "pyproject.toml"):
+    for name in ("run_tests.sh", "scripts/install_node.sh", "scripts/fetch_patch_corpus.sh",
+                 "pyproject.toml"):
         shutil.copy2(REPO / name, repo / name)
+    corpus = tmp_path / "patch-corpus"
+    corpus.mkdir()
+    for sdist in patchkit.sdists():
+        shutil.copy2(sdist, corpus / sdist.name)
     fakebin = tmp_path / "bin"
     fakebin.mkdir()
     for tool in REAL_TOOLS:
@@ -191,7 +200,8 @@ def fresh_machine(tmp_path: Path, uid: int) -> tuple[Path, dict[str, str]]:
         (fakebin / name).write_text(body)
         (fakebin / name).chmod(0o755)
     env = {"PATH": str(fakebin), "HOME": str(tmp_path), "LOG": str(tmp_path / "log"),
-           "FAKEBIN": str(fakebin)}
+           "FAKEBIN": str(fakebin), "LOOMFS_PATCH_CORPUS": str(corpus),
+           "REAL_PYTHON": sys.executable}
     return repo, env
 
 

@@ -41,7 +41,7 @@ def get():
 
 
 @pytest.fixture
-def tree(tmp_path: Path) -> Path:
+def code_tree(tmp_path: Path) -> Path:
     top = tmp_path / "top"
     (top / "pkg" / "sub").mkdir(parents=True)
     (top / "store.py").write_text(CLASS)
@@ -61,9 +61,9 @@ def tree(tmp_path: Path) -> Path:
 
 
 @pytest.fixture
-def cfg(tmp_path: Path, tree: Path) -> Path:
+def cfg(tmp_path: Path, code_tree: Path) -> Path:
     opts: dict[str, TomlValue] = {"deny": ["secret.py"], "max_read_bytes": 16_000}
-    return config_file(tmp_path, roots_toml(("r", tree, "reference", opts), audit_log=None))
+    return config_file(tmp_path, roots_toml(("r", code_tree, "reference", opts), audit_log=None))
 
 
 async def tool(cfg: Path, name: str, **args: Any) -> tuple[bool, Any, str]:
