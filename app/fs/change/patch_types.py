@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from app.errors import BadArgument
 
 MAX_PATCH_BYTES = 4 << 20  # 4 MiB of UTF-8 (at least 1 MiB must be accepted)
-MAX_FILES = 1000  # file sections in one patch
+MAX_FILES = 250  # file sections in one patch (each holds a few descriptors while applied)
 MAX_HUNKS = 10_000  # hunks in one patch, all files together
 
 ADD, DELETE, UPDATE = "add", "delete", "update"

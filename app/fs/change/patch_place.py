@@ -1,0 +1,151 @@
+"""A patch's hunks placed in a file's text, in memory: the text they make, and per hunk where
+and at which level it matched. Pure: the disk is `patch.py`'s.
+
+Each hunk's old text (its context and removed lines) is placed by `match.Matcher`, whole
+lines only, and replaced by what the matcher makes of its new text (re-indented, in the
+file's line endings). V4A: hunks in order, each searched from the end of the one before,
+after its `@@` scope lines (each placed in turn, whole lines, with the levels); `*** End of
+File` places the hunk at the text's end; a file without a final newline is matched as if it
+had one and keeps having none. Unified: hunks in order, from the end of the one before; the
+header's old start (shifted by what the hunks before added or removed) chooses among
+places that match, and a side that ends without a newline must end the text. A hunk with
+no old line inserts its new lines: unified, after the line its header names; V4A, after its
+scope lines, else at the text's end.
+
+Bounded: the text each placement searches counts against MAX_SEARCHED_CHARS per patch.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from app.errors import BadArgument, LoomError, TooLarge
+from app.fs.change.match import Matcher
+from app.fs.change.patch_types import FilePatch, Hunk
+from app.fs.control import Control
+
+MAX_SEARCHED_CHARS = 1 << 30  # characters of text searched by one patch's placements
+INSERTED = "exact"  # the level reported for a hunk with no old line (nothing to match)
+_LONE_LF = re.compile(r"(?<!\r)\n")
+
+
+@dataclass(frozen=True)
+class Matched:
+    line: int  # 1-based, in the text as the hunks before it left it
+    level: str
+
+
+class Searched:
+    """What one patch's placements have searched so far."""
+
+    def __init__(self, limit: int = MAX_SEARCHED_CHARS) -> None:
+        self.left = limit
+
+    def pay(self, text: str) -> None:
+        self.left -= len(text)
+        if self.left < 0:
+            raise TooLarge("the patch needs too much matching work (too many hunks in too "
+                           "large files); split it into smaller patches")
+
+
+def place_all(text: str, fp: FilePatch, fmt: str, control: Control,
+              searched: Searched) -> tuple[str, list[Matched]]:
+    """`text` with every hunk of `fp` applied, and how each matched; BadArgument naming the
+    file and the hunk when one cannot be placed."""
+    crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
+    added = fmt == "v4a" and bool(text) and not text.endswith("\n")
+    work = text + "\n" if added else text
+    pos = shift = 0
+    out: list[Matched] = []
+    total = len(fp.hunks)
+    for k, hunk in enumerate(fp.hunks, 1):
+        control.check()
+        searched.pay(work)
+        where = f"'{fp.path}' hunk {k} of {total} (patch line {hunk.line})"
+        try:
+            if fmt == "v4a":
+                work, pos, got = _v4a(work, hunk, pos, crlf, control)
+            else:
+                work, pos, got = _unified(work, hunk, pos, shift, crlf, control)
+        except LoomError as exc:
+            raise reworded(exc, f"{where}: {exc.message}; nothing was changed") from None
+        shift += len(hunk.new) - len(hunk.old)
+        out.append(got)
+    if added and work.endswith("\n"):
+        work = work[:-1]
+    return work, out
+
+
+def reworded(exc: LoomError, message: str) -> LoomError:
+    """`exc` (its class and what it carries kept) saying `message`."""
+    exc.message = message
+    exc.args = (message,)
+    return exc
+
+
+def _v4a(work: str, hunk: Hunk, pos: int, crlf: bool,
+         control: Control) -> tuple[str, int, Matched]:
+    matcher = Matcher(work, control)
+    start = pos
+    for scope in hunk.scopes:
+        try:
+            start = matcher.place(scope + "\n", scope + "\n", start=start, whole_lines=True).hi
+        except LoomError as exc:
+            raise reworded(exc, f"its scope line {scope!r}: {exc.message}") from None
+    if not hunk.old:
+        at = start if hunk.scopes and not hunk.at_end else len(work)
+        return _insert(work, at, hunk.new_text, crlf)
+    got = matcher.place(hunk.old_text, hunk.new_text, start=start, whole_lines=True,
+                        at_end=hunk.at_end)
+    return (work[: got.lo] + got.new + work[got.hi :], got.lo + len(got.new),
+            Matched(got.line, got.level))
+
+
+def _unified(work: str, hunk: Hunk, pos: int, shift: int, crlf: bool,
+             control: Control) -> tuple[str, int, Matched]:
+    near = hunk.old_start + shift if hunk.old_start is not None else None
+    if not hunk.old:
+        at = len(work) if near is None else _after_line(work, near)
+        if at < pos:
+            raise BadArgument(f"line {near} comes before the hunk before it")
+        return _insert(work, at, hunk.new_text, crlf)
+    got = Matcher(work, control).place(hunk.old_text, hunk.new_text, start=pos,
+                                       near_line=near, whole_lines=True,
+                                       at_end=not hunk.old_eol)
+    return (work[: got.lo] + got.new + work[got.hi :], got.lo + len(got.new),
+            Matched(got.line, got.level))
+
+
+def _insert(work: str, at: int, new: str, crlf: bool) -> tuple[str, int, Matched]:
+    if crlf:
+        new = _LONE_LF.sub("\r\n", new)
+    line = work.count("\n", 0, at) + 1
+    return work[:at] + new + work[at:], at + len(new), Matched(line, INSERTED)
+
+
+def _after_line(text: str, n: int) -> int:
+    """Where the text after its first n lines starts."""
+    at = 0
+    for _ in range(n):
+        nl = text.find("\n", at)
+        if nl < 0:
+            if at < len(text):
+                return len(text)
+            raise BadArgument(f"the file has fewer than {n} lines")
+        at = nl + 1
+    return at
+
+
+def check_removed(text: str, fp: FilePatch, control: Control) -> None:
+    """A removed file's hunks, when given, must be what the file holds."""
+    expected = "".join(h.old_text for h in fp.hunks)
+    if not fp.hunks or text == expected:
+        return
+    try:
+        got = Matcher(text, control).place(expected, "", whole_lines=True, at_end=True)
+    except LoomError:
+        got = None
+    if got is None or got.lo != 0:
+        raise BadArgument(f"'{fp.path}' (patch line {fp.line}) does not hold what the patch "
+                          "removes; nothing was changed")
