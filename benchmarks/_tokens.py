@@ -26,7 +26,7 @@ from typing import Any
 # by benchmarks/context_cost.py, which checks it again on every run. Our tool list, with one
 # root per role, is held to at most `TOOL_LIST_SHARE` of it (tests/tools/test_tokens.py).
 REFERENCE_TOOL_LIST_TOKENS = 1734
-TOOL_LIST_SHARE = 0.8
+TOOL_LIST_SHARE = 0.85  # 0.8 before edits had matching levels and apply_patch; outlines: 0.9
 
 
 class NoTokenizer(RuntimeError):

@@ -55,7 +55,7 @@ except ImportError:
 try:
     from app.security import Root
 except ImportError:
-    from app.security import Root as Root
+    from app.security import SecureRoot as Root
 
 root = Root(name="b", role="workspace", permissions=["read", "write"],
             real={tree!r}, rules=DenyRules(), max_read_bytes=1 << 20)

@@ -16,18 +16,16 @@ from dataclasses import dataclass, field
 
 from app.errors import NotARegularFile
 from app.security import ops
-from app.security.ops import DIR_FLAGS, FILE_FLAGS
+from app.security.ops import DIR_FLAGS, FILE_FLAGS, HELD_FLAGS
 from app.security.paths import join
-
-_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 
 class DirHandle:
-    """A directory file descriptor that lives as long as anything refers to it."""
+    """A directory file descriptor that lives as long as anything refers to it: a root's
+    folder, opened by `ops.open_root` with `HELD_FLAGS`."""
 
     def __init__(self, path: str) -> None:
-        self.fd = os.open(path, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
+        self.fd = ops.open_root(path, HELD_FLAGS)
         self._finalizer = weakref.finalize(self, os.close, self.fd)
 
     def close(self) -> None:

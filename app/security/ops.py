@@ -38,6 +38,8 @@ _O_NOCTTY = getattr(os, "O_NOCTTY", 0)
 DIR_FLAGS = os.O_RDONLY | _O_DIRECTORY | _O_NOFOLLOW | _O_CLOEXEC
 # O_NONBLOCK: opening a FIFO must not hang the call; the fstat that follows refuses it.
 FILE_FLAGS = os.O_RDONLY | _O_NOFOLLOW | _O_NONBLOCK | _O_NOCTTY | _O_CLOEXEC
+# A root's folder held for the server's life (`DirHandle`): the configured path as it is.
+HELD_FLAGS = os.O_RDONLY
 NEW_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _O_NOFOLLOW | _O_CLOEXEC
 _ALWAYS = _O_NOFOLLOW | _O_CLOEXEC  # added to every open's flags
 
@@ -95,11 +97,14 @@ def scandir(dir_fd: int) -> contextlib.AbstractContextManager[Iterator[os.DirEnt
 # -- opening -----------------------------------------------------------------------
 
 
-def open_root(path: str) -> int:
+def open_root(path: str, flags: int = DIR_FLAGS) -> int:
     """A root's own folder by its host path (the one the operator configured, already
-    resolved), for the commands run on the host (`--trash`, `--restore`,
-    `--empty-trash`): the one open here by path, its last component not followed."""
-    return os.open(path, DIR_FLAGS)
+    resolved): the one open here by path. `flags` are the caller's; the default,
+    `DIR_FLAGS`, does not follow a last link (the commands run on the host: `--trash`,
+    `--restore`, `--empty-trash`), the handle a `Root` holds passes `HELD_FLAGS`, which
+    does. `O_DIRECTORY` and `O_CLOEXEC` are added whatever the flags: what opens is a
+    folder, and no child process inherits it."""
+    return os.open(path, flags | _O_DIRECTORY | _O_CLOEXEC)
 
 
 def open_at(dir_fd: int, name: str, flags: int, mode: int = 0o600) -> int:
@@ -229,7 +234,7 @@ def _renameat2() -> Callable[..., int] | None:
 
 
 __all__ = [
-    "DIR_FLAGS", "FILE_FLAGS", "NEW_FLAGS", "BadName", "create", "exchange", "link",
+    "DIR_FLAGS", "FILE_FLAGS", "HELD_FLAGS", "NEW_FLAGS", "BadName", "create", "exchange", "link",
     "lstat", "lstat_or_none", "mkdir", "one", "open_at", "open_dir", "open_file", "open_root",
     "open_up", "readlink",
     "rename", "rename_noreplace", "reopen", "rmdir", "scandir", "set_times", "supported",

@@ -15,7 +15,7 @@ import contextlib
 import os
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypedDict
+from typing import TYPE_CHECKING, Generic, NoReturn, Protocol, TypedDict, TypeVar, overload
 
 from app.errors import DeniedName, LoomError, PermissionRefused, ServerFile
 from app.security.deny import DenyRules
@@ -125,10 +125,49 @@ class Policy:
         }
 
 
+T = TypeVar("T")
+
+
+class _HoldsPolicy(Protocol):
+    @property
+    def policy(self) -> Policy: ...
+
+
+class FromPolicy(Generic[T]):
+    """An attribute of the class holding a `Policy` as `policy` that is the policy's own:
+    `name = FromPolicy(lambda p: p.name)` reads `holder.policy.name`, typed as the
+    policy's attribute (`get` is checked against `Policy`). Read-only on the holder:
+    setting it raises `AttributeError`, and mypy refuses the assignment (set it on the
+    policy)."""
+
+    def __init__(self, get: Callable[[Policy], T]) -> None:
+        self._get = get
+        self._name = "?"
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self._name = name
+
+    @overload
+    def __get__(self, holder: None, owner: type | None = None) -> FromPolicy[T]: ...
+
+    @overload
+    def __get__(self, holder: _HoldsPolicy, owner: type | None = None) -> T: ...
+
+    def __get__(self, holder: _HoldsPolicy | None,
+                owner: type | None = None) -> T | FromPolicy[T]:
+        if holder is None:
+            return self
+        return self._get(holder.policy)
+
+    def __set__(self, holder: _HoldsPolicy, value: NoReturn) -> None:
+        raise AttributeError(f"'{self._name}' is the policy's: set it on the policy")
+
+
 __all__ = [
     "PERMISSION_ORDER",
     "ROLE_CEILINGS",
     "AuditFn",
+    "FromPolicy",
     "Policy",
     "PolicyArgs",
     "Recovery",

@@ -37,7 +37,6 @@ from app.errors import (
     os_error,
 )
 from app.security import openat2
-from app.security.deny import DenyRules
 from app.security.handles import (
     DIR_FLAGS,
     FILE_FLAGS,
@@ -49,7 +48,7 @@ from app.security.handles import (
     open_below,
 )
 from app.security.paths import join, split_request
-from app.security.policy import Policy, PolicyArgs, Recovery
+from app.security.policy import FromPolicy, Policy, PolicyArgs
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack  # typing.Unpack from Python 3.11
@@ -60,7 +59,16 @@ MAX_SYMLINK_HOPS = 40
 class Root:
     """One root: its policy (`Policy`: name, role, permissions, deny rules, the server's own
     files, audit), composed, and its directory handle. Every way into the root asks the
-    policy first and audits through it; what the policy holds is read here as properties."""
+    policy first and audits through it; what the policy holds is read here (`FromPolicy`:
+    typed as the policy's, read-only on the root)."""
+
+    # What the policy holds, read-only here.
+    name = FromPolicy(lambda p: p.name)
+    role = FromPolicy(lambda p: p.role)
+    permissions = FromPolicy(lambda p: p.permissions)
+    rules = FromPolicy(lambda p: p.rules)
+    max_read_bytes = FromPolicy(lambda p: p.max_read_bytes)
+    recovery = FromPolicy(lambda p: p.recovery)
 
     def __init__(self, *, real: str, **policy: Unpack[PolicyArgs]) -> None:
         self.policy = Policy(**policy)
@@ -69,32 +77,6 @@ class Root:
         st = os.fstat(self.handle.fd)
         self._identity = (st.st_dev, st.st_ino)
         self._use_openat2 = openat2.available()
-
-    # -- what the policy holds ----------------------------------------------
-
-    @property
-    def name(self) -> str:
-        return self.policy.name
-
-    @property
-    def role(self) -> str:
-        return self.policy.role
-
-    @property
-    def permissions(self) -> tuple[str, ...]:
-        return self.policy.permissions
-
-    @property
-    def rules(self) -> DenyRules:
-        return self.policy.rules
-
-    @property
-    def max_read_bytes(self) -> int:
-        return self.policy.max_read_bytes
-
-    @property
-    def recovery(self) -> Recovery:
-        return self.policy.recovery
 
     def record(self, decision: str, rel: str, op: str, exc: LoomError | None = None) -> None:
         """One audit line of a decision made outside the four ways in (a copy's refusal)."""

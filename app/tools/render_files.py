@@ -198,7 +198,15 @@ def edit_file(data: Data) -> str:
         head = f"edited {data['path']}{sha}:"
     else:
         head = f"{data['path']} unchanged: the edits change nothing"
-    return "\n".join([head, data.get("diff", "").rstrip("\n"), *footer(data, None)])
+    return "\n".join([head, *matched(data.get("matches") or []),
+                      data.get("diff", "").rstrip("\n"), *footer(data, None)])
+
+
+def matched(items: list[Data]) -> list[str]:
+    """`matched: line 12 (exact), line 40 (indentation)`: where each edit or hunk landed."""
+    if not items:
+        return []
+    return ["matched: " + ", ".join(f"line {m['line']} ({m['match']})" for m in items)]
 
 
 def write_file(data: Data) -> str:

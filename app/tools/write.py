@@ -102,8 +102,8 @@ async def edit_file(
     dry_run: bool = False,
     expected_sha256: Sha256Arg = None,
 ) -> Annotated[CallToolResult, EditResult]:
-    """Replace exact text in a file. Each old_text must occur exactly once: copy it
-    without the line numbers a read shows."""
+    """Replace text in a file. Each old_text must be found at exactly one place (exact
+    first; then ignoring line ends, whitespace, look-alike punctuation, read line numbers)."""
 
     def work(call: Call) -> EditResult:
         r = call.root(root)

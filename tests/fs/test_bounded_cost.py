@@ -190,7 +190,7 @@ def test_the_diff_turns_the_old_text_into_the_new(
         text = text[:first] + new + text[first + len(old) :]
     if not edits:
         return
-    after, spans = edit_mod.apply_tracked(before, edits, "f")
+    after, spans, _ = edit_mod.apply_tracked(before, edits, "f")
     assert after == text
     saved = udiff.PAIR_LIMIT
     udiff.PAIR_LIMIT = 0 if coarse else saved  # 0: every region shown whole

@@ -120,6 +120,20 @@ def test_open_root_opens_the_folder_at_a_host_path_never_through_a_final_link(
         ops.open_root(str(top / "f"))
 
 
+def test_open_root_takes_the_callers_flags_and_always_opens_a_folder_not_inherited(
+        held: tuple[Path, int]) -> None:
+    top, _ = held
+    (top.parent / "top-link").symlink_to("top")
+    fd = ops.open_root(str(top.parent / "top-link"), ops.HELD_FLAGS)  # a held root's flags
+    try:
+        assert os.fstat(fd).st_ino == os.stat(top).st_ino and not os.get_inheritable(fd)
+    finally:
+        os.close(fd)
+    for flags in (ops.DIR_FLAGS, ops.HELD_FLAGS):
+        with pytest.raises(NotADirectoryError):
+            ops.open_root(str(top / "f"), flags)
+
+
 def test_lstat_and_readlink_look_at_the_link_itself(held: tuple[Path, int]) -> None:
     top, fd = held
     assert ops.lstat(fd, "ln").st_ino == os.lstat(top / "ln").st_ino != os.stat(top / "f").st_ino

@@ -9,11 +9,13 @@ from pathlib import Path
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+from typing_extensions import assert_type
 
 from app.errors import DeniedName, InvalidPath, LoomError, PermissionRefused, ServerFile
 from app.security.deny import DenyRules
-from app.security.policy import PERMISSION_ORDER, ROLE_CEILINGS, Policy
+from app.security.policy import PERMISSION_ORDER, ROLE_CEILINGS, FromPolicy, Policy, Recovery
 from app.security.protected import Protected
+from app.security.resolve import Root
 
 Line = tuple[str, str, str, str, "str | None"]
 
@@ -134,3 +136,33 @@ def test_a_misspelt_or_missing_argument_is_refused_at_run_time(
         Policy(**args)  # type: ignore[arg-type]
     assert str(exc.value) == (
         f"Policy: unexpected or missing keyword arguments {[drop or 'audti']}")
+
+
+POLICY_ATTRIBUTES = ["name", "role", "permissions", "rules", "max_read_bytes", "recovery"]
+
+
+def test_a_root_reads_what_its_policy_holds_typed_as_the_policys(tmp_path: Path) -> None:
+    root = Root(real=str(tmp_path), name="docs", role="reference", permissions=["read"],
+                rules=DenyRules(), max_read_bytes=4096)
+    # assert_type is checked by mypy: each attribute keeps the policy's type on the root.
+    assert assert_type(root.name, str) == "docs"
+    assert assert_type(root.role, str) == "reference"
+    assert assert_type(root.permissions, tuple[str, ...]) == ("read",)
+    assert assert_type(root.rules, DenyRules) is root.policy.rules
+    assert assert_type(root.max_read_bytes, int) == 4096
+    assert assert_type(root.recovery, Recovery) == Recovery(keep_versions=False)
+    root.policy.max_read_bytes = 10
+    assert root.max_read_bytes == 10  # read through, never copied
+    assert isinstance(assert_type(Root.name, FromPolicy[str]), FromPolicy)
+
+
+@pytest.mark.parametrize("attribute", POLICY_ATTRIBUTES)
+def test_what_a_root_reads_from_its_policy_cannot_be_set_on_the_root(
+        tmp_path: Path, attribute: str) -> None:
+    root = Root(real=str(tmp_path), name="docs", role="workspace", permissions=["read"],
+                rules=DenyRules(), max_read_bytes=4096)
+    before = getattr(root, attribute)
+    with pytest.raises(AttributeError) as exc:
+        setattr(root, attribute, None)
+    assert str(exc.value) == f"'{attribute}' is the policy's: set it on the policy"
+    assert getattr(root, attribute) is before and attribute not in vars(root)

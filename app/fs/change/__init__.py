@@ -1,9 +1,12 @@
-"""Change: every tool that alters the disk. `write_file` (`write.py`) and `edit_file`
-(`edit.py`, its bounded diff in `edit_diff.py`) replace a file atomically (`atomic.py`: a
-temp name and a rename, nothing half-written) under one winner per expected hash
-(`locks.py`), making the folders on their way and removing them again on failure
-(`folders.py`); `move_file` (`move.py`) after the check that a folder carries nothing a rule
-denies out of its rule (`exposure.py`); `copy_file` (`copy.py`, with `copying.py` for
-one file and `copy_tree.py` for a folder); `delete` into the root's trash (`trash.py`), emptied
-only by the person who runs the server (`purge.py`); and the start-up sweep of temp files a
-crash left behind (`sweep.py`)."""
+"""Change: every tool that alters the disk. `write_file` (`write.py`) and `edit_file` (`edit.py`,
+its bounded diff in `edit_diff.py`) replace a file atomically (`atomic.py`: a temp name and a
+rename, nothing half-written) under one winner per expected hash (`locks.py`), making the
+folders on their way and removing them again on failure (`folders.py`); `move_file` (`move.py`)
+after the check that a folder carries nothing a rule denies out of its rule (`exposure.py`);
+`copy_file` (`copy.py`, with `copying.py` for one file and `copy_tree.py` for a folder);
+`delete` into the root's trash (`trash.py`), where a replaced file is kept too (`versions.py`),
+emptied only by the person who runs the server (`purge.py`; `restore.py` for `--trash` and
+`--restore`). The trash's names and generation counter are `layout.py`'s, its records and items
+read from disk `inventory.py`'s, its running account and trimming past
+`trash_max_bytes`/`trash_max_items` `ledger.py`'s; the start-up sweep of temp files a crash left
+behind, `sweep.py`'s."""

@@ -1,7 +1,10 @@
-"""`edit_file`: exact-text replacements, all or nothing, with a bounded diff.
+"""`edit_file`: replacements placed by `app.fs.change.match`, all or nothing, with a
+bounded diff.
 
-Each `old_text` must occur exactly once in the text left by the edits before
-it; the first that does not stops the call before anything is written. The
+Each `old_text` must be found at exactly one place (at the first matching level
+that finds it) in the text left by the edits before it; the first that is not stops
+the call before anything is written, its refusal showing the closest block
+(`app.fs.change.closest`). The
 file keeps its encoding byte for byte outside the edited spans: UTF-8 (with
 or without BOM), UTF-16/32 with a BOM, or GB18030, accepted only when
 decoding and re-encoding gives back the very same bytes. A file whose lines
@@ -20,16 +23,18 @@ answer's diff is `app.fs.change.edit_diff`'s.
 from __future__ import annotations
 
 import contextlib
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal, cast
 
 from pydantic import BaseModel
 
 from app.errors import BadArgument, BinaryFile, FileChanged, LoomError, NotFound, TooLarge, os_error
 from app.fs.change.atomic import replace_file
+from app.fs.change.closest import closest
 from app.fs.change.edit_diff import COARSE_NOTE, Span, bounded_diff
 from app.fs.change.locks import changing
+from app.fs.change.match import Matcher, NoPlace, all_crlf
 from app.fs.change.versions import Keeper
 from app.fs.change.write import existing_target, read_current, unchanged_guard
 from app.fs.control import Control, NoControl, Pay
@@ -41,12 +46,24 @@ SNIFF_BYTES = 4096
 
 MAX_REGIONS = 10**6  # for sizing the note only
 CUT_NOTE = "diff cut to fit max_output_chars ({total} lines in full); the edits {how} in full"
-_LONE_LF = re.compile(r"(?<!\r)\n")
 
 
 class TextEdit(BaseModel):
     old_text: str
     new_text: str
+
+
+# Where one edit (or hunk) matched: its first line, in the text it applied to, and the
+# level that found it (`app.fs.change.match.LEVELS`).
+Level = Literal["exact", "line_endings", "trailing_space", "indentation", "punctuation",
+                "line_numbers"]
+
+
+class Matched(BaseModel):
+    """Where an edit matched: its first line and how."""
+
+    line: int
+    match: Level
 
 
 class EditResult(BaseModel):
@@ -60,6 +77,7 @@ class EditResult(BaseModel):
     diff_truncated: bool = False
     note: str | None = None
     kept_version: str | None = None  # where the replaced content went (under the root)
+    matches: list[Matched] = []  # per edit, in order
 
 
 @dataclass(frozen=True)
@@ -101,34 +119,29 @@ def decode(raw: bytes, rel: str) -> tuple[str, Encoding]:
     )
 
 
-def apply_edits(text: str, edits: Sequence[TextEdit], rel: str) -> str:
-    """Every edit in order, or an error naming the first that does not fit."""
-    return apply_tracked(text, edits, rel)[0]
-
-
-def apply_tracked(text: str, edits: Sequence[TextEdit], rel: str) -> tuple[str, list[Span]]:
-    """The edited text and where it differs from `text` (sorted, disjoint spans)."""
-    crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
+def apply_tracked(text: str, edits: Sequence[TextEdit], rel: str,
+                  control: Control | None = None) -> tuple[str, list[Span], list[Matched]]:
+    """The edited text, where it differs from `text` (sorted, disjoint spans) and where
+    and how each edit matched (`app.fs.change.match`)."""
     total = len(edits)
     spans: list[Span] = []
+    found: list[Matched] = []
+    crlf = all_crlf(text)  # the file as read decides, not what the edits leave
     for i, edit in enumerate(edits, 1):
-        old, new = edit.old_text, edit.new_text
-        if crlf:  # the agent usually types "\n"; the file says "\r\n" throughout
-            old, new = _LONE_LF.sub("\r\n", old), _LONE_LF.sub("\r\n", new)
         where = f"edit {i} of {total}" if total > 1 else "edit"
-        first = text.find(old)
-        if first < 0:
+        matcher = Matcher(text, rel, control, crlf)
+        try:
+            place = matcher.place(edit.old_text, edit.new_text)
+        except NoPlace as exc:
             later = " (edits apply in order, to the text left by the earlier ones)" if i > 1 else ""
-            raise BadArgument(f"{where}: old_text not found in '{rel}' (0 occurrences){later}")
-        if text.find(old, first + 1) >= 0:
-            count = max(2, text.count(old))
-            raise BadArgument(
-                f"{where}: old_text occurs {count} times in '{rel}'; it must occur exactly "
-                "once (include more surrounding lines to make it unique)"
-            )
-        text = text[:first] + new + text[first + len(old) :]
-        spans = _track(spans, first, first + len(old), len(new))
-    return text, spans
+            near = closest(matcher, edit.old_text)
+            raise BadArgument(f"{where}: {exc}{later}" + (f"; {near}" if near else "")) from None
+        except BadArgument as exc:
+            raise BadArgument(f"{where}: {exc}") from None
+        text = text[: place.lo] + place.new + text[place.hi :]
+        spans = _track(spans, place.lo, place.hi, len(place.new))
+        found.append(Matched(line=place.line, match=cast(Level, place.level)))
+    return text, spans, found
 
 
 def _track(spans: list[Span], lo: int, hi: int, new_len: int) -> list[Span]:
@@ -158,6 +171,7 @@ class _Edited:
     spans: list[Span]
     encoding: str
     written: bool
+    matches: list[Matched]
     kept: Keeper | None = None
 
 
@@ -218,7 +232,7 @@ def _edit(
         raise FileChanged()
     before, enc = decode(raw, rel)
     control.check()
-    after, spans = apply_tracked(before, edits, rel)
+    after, spans, found = apply_tracked(before, edits, rel, control)
     new_raw = enc.encode(after)
     if len(new_raw) > root.max_read_bytes:
         raise TooLarge(
@@ -232,7 +246,7 @@ def _edit(
     if keeper is not None:
         replace_file(parent.fd, parent.name, new_raw, replace=True, like=seen,
                      guard=keeper.guarded(unchanged_guard(parent, seen)))
-    return _Edited(rel, raw, new_raw, before, after, spans, enc.label, written, keeper)
+    return _Edited(rel, raw, new_raw, before, after, spans, enc.label, written, found, keeper)
 
 
 def _result(done: _Edited, dry_run: bool, max_output_chars: int, control: Control) -> EditResult:
@@ -257,6 +271,7 @@ def _result(done: _Edited, dry_run: bool, max_output_chars: int, control: Contro
         # the longest the note can be, for the budget
         note="; ".join([*notes, CUT_NOTE, COARSE_NOTE.format(n=MAX_REGIONS)]),
         kept_version=kept,
+        matches=done.matches,
     )
     # The diff gets what the rest of the result leaves of max_output_chars.
     budget = max(0, max_output_chars - len(result.model_dump_json()) - 32)

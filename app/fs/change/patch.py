@@ -50,14 +50,14 @@ from app.errors import (
     os_error,
 )
 from app.fs.change.atomic import Identity, fsync_dir, replace_file
-from app.fs.change.edit import decode
+from app.fs.change.edit import Matched, decode
 from app.fs.change.folders import Made, open_parent_making
 from app.fs.change.layout import TRASH
 from app.fs.change.ledger import settle
 from app.fs.change.locks import changing
 from app.fs.change.patch_diff import patch_diff
 from app.fs.change.patch_parse import parse
-from app.fs.change.patch_place import Matched, Searched, check_removed, place_all
+from app.fs.change.patch_place import Searched, check_removed, place_all
 from app.fs.change.patch_types import ADD, DELETE, UPDATE, FilePatch
 from app.fs.change.trash import Slot
 from app.fs.change.versions import Keeper
@@ -73,17 +73,13 @@ DIFF_MARGIN = 64  # characters kept for the diff's cut line and the JSON around 
 ADDED, MODIFIED, DELETED, MOVED = "added", "modified", "deleted", "moved"
 
 
-class HunkMatch(BaseModel):
-    line: int  # 1-based, where the hunk matched (in the file as the hunks before left it)
-    match: str  # the level that placed it (edit_file's levels)
-
-
 class PatchedFile(BaseModel):
     path: str
     change: str  # added | modified | deleted | moved
     moved_from: str | None = None
     kept_version: str | None = None  # where the replaced or removed content went (under the root)
-    matches: list[HunkMatch] = []
+    matches: list[Matched] = []  # per hunk: its line (in the text the hunks before left)
+                                 # and the level that placed it
 
 
 class PatchResult(BaseModel):
@@ -164,7 +160,7 @@ def apply_patch(
     files = [PatchedFile(path=s.rel, change=s.change,
                          moved_from=s.old_rel if s.change == MOVED else None,
                          kept_version=s.kept,
-                         matches=[HunkMatch(line=m.line, match=m.level) for m in s.matches])
+                         matches=s.matches)
              for s in steps]
     return PatchResult(files=files, diff="", dry_run=dry_run), steps
 

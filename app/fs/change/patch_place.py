@@ -18,22 +18,18 @@ Bounded: the text each placement searches counts against MAX_SEARCHED_CHARS per 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import cast
 
 from app.errors import BadArgument, LoomError, TooLarge
-from app.fs.change.match import Matcher
+from app.fs.change.closest import closest
+from app.fs.change.edit import Level, Matched
+from app.fs.change.match import Matcher, NoPlace, all_crlf
 from app.fs.change.patch_types import FilePatch, Hunk
 from app.fs.control import Control
 
 MAX_SEARCHED_CHARS = 1 << 30  # characters of text searched by one patch's placements
-INSERTED = "exact"  # the level reported for a hunk with no old line (nothing to match)
+INSERTED: Level = "exact"  # the level reported for a hunk with no old line (nothing to match)
 _LONE_LF = re.compile(r"(?<!\r)\n")
-
-
-@dataclass(frozen=True)
-class Matched:
-    line: int  # 1-based, in the text as the hunks before it left it
-    level: str
 
 
 class Searched:
@@ -53,7 +49,7 @@ def place_all(text: str, fp: FilePatch, fmt: str, control: Control,
               searched: Searched) -> tuple[str, list[Matched]]:
     """`text` with every hunk of `fp` applied, and how each matched; BadArgument naming the
     file and the hunk when one cannot be placed."""
-    crlf = "\r\n" in text and text.count("\r\n") == text.count("\n")
+    crlf = all_crlf(text)  # the file as read decides, not what the hunks leave
     added = fmt == "v4a" and bool(text) and not text.endswith("\n")
     work = text + "\n" if added else text
     pos = shift = 0
@@ -65,9 +61,10 @@ def place_all(text: str, fp: FilePatch, fmt: str, control: Control,
         where = f"'{fp.path}' hunk {k} of {total} (patch line {hunk.line})"
         try:
             if fmt == "v4a":
-                work, pos, got = _v4a(work, hunk, pos, crlf, control)
+                work, pos, got = _v4a(Matcher(work, fp.path, control, crlf), hunk, pos)
             else:
-                work, pos, got = _unified(work, hunk, pos, shift, crlf, control)
+                work, pos, got = _unified(Matcher(work, fp.path, control, crlf), hunk, pos,
+                                          shift)
         except LoomError as exc:
             raise reworded(exc, f"{where}: {exc.message}; nothing was changed") from None
         shift += len(hunk.new) - len(hunk.old)
@@ -84,10 +81,8 @@ def reworded(exc: LoomError, message: str) -> LoomError:
     return exc
 
 
-def _v4a(work: str, hunk: Hunk, pos: int, crlf: bool,
-         control: Control) -> tuple[str, int, Matched]:
-    matcher = Matcher(work, control)
-    start = pos
+def _v4a(matcher: Matcher, hunk: Hunk, pos: int) -> tuple[str, int, Matched]:
+    work, start = matcher.text, pos
     for scope in hunk.scopes:
         try:
             start = matcher.place(scope + "\n", scope + "\n", start=start, whole_lines=True).hi
@@ -95,33 +90,41 @@ def _v4a(work: str, hunk: Hunk, pos: int, crlf: bool,
             raise reworded(exc, f"its scope line {scope!r}: {exc.message}") from None
     if not hunk.old:
         at = start if hunk.scopes and not hunk.at_end else len(work)
-        return _insert(work, at, hunk.new_text, crlf)
-    got = matcher.place(hunk.old_text, hunk.new_text, start=start, whole_lines=True,
-                        at_end=hunk.at_end)
-    return (work[: got.lo] + got.new + work[got.hi :], got.lo + len(got.new),
-            Matched(got.line, got.level))
+        return _insert(work, at, hunk.new_text, matcher.crlf)
+    return _replace(matcher, hunk, start=start, at_end=hunk.at_end)
 
 
-def _unified(work: str, hunk: Hunk, pos: int, shift: int, crlf: bool,
-             control: Control) -> tuple[str, int, Matched]:
+def _unified(matcher: Matcher, hunk: Hunk, pos: int, shift: int) -> tuple[str, int, Matched]:
+    work = matcher.text
     near = hunk.old_start + shift if hunk.old_start is not None else None
     if not hunk.old:
         at = len(work) if near is None else _after_line(work, near)
         if at < pos:
             raise BadArgument(f"line {near} comes before the hunk before it")
-        return _insert(work, at, hunk.new_text, crlf)
-    got = Matcher(work, control).place(hunk.old_text, hunk.new_text, start=pos,
-                                       near_line=near, whole_lines=True,
-                                       at_end=not hunk.old_eol)
+        return _insert(work, at, hunk.new_text, matcher.crlf)
+    return _replace(matcher, hunk, start=pos, near_line=near, at_end=not hunk.old_eol)
+
+
+def _replace(matcher: Matcher, hunk: Hunk, *, start: int, at_end: bool,
+             near_line: int | None = None) -> tuple[str, int, Matched]:
+    """The hunk's old lines placed from `start` and replaced; a refusal shows the closest
+    block."""
+    try:
+        got = matcher.place(hunk.old_text, hunk.new_text, start=start, near_line=near_line,
+                            whole_lines=True, at_end=at_end)
+    except NoPlace as exc:
+        near = closest(matcher, hunk.old_text)
+        raise reworded(exc, exc.message + (f"; {near}" if near else "")) from None
+    work = matcher.text
     return (work[: got.lo] + got.new + work[got.hi :], got.lo + len(got.new),
-            Matched(got.line, got.level))
+            Matched(line=got.line, match=cast(Level, got.level)))
 
 
 def _insert(work: str, at: int, new: str, crlf: bool) -> tuple[str, int, Matched]:
     if crlf:
         new = _LONE_LF.sub("\r\n", new)
     line = work.count("\n", 0, at) + 1
-    return work[:at] + new + work[at:], at + len(new), Matched(line, INSERTED)
+    return work[:at] + new + work[at:], at + len(new), Matched(line=line, match=INSERTED)
 
 
 def _after_line(text: str, n: int) -> int:
@@ -143,7 +146,8 @@ def check_removed(text: str, fp: FilePatch, control: Control) -> None:
     if not fp.hunks or text == expected:
         return
     try:
-        got = Matcher(text, control).place(expected, "", whole_lines=True, at_end=True)
+        got = Matcher(text, fp.path, control).place(expected, "", whole_lines=True,
+                                                    at_end=True)
     except LoomError:
         got = None
     if got is None or got.lo != 0:

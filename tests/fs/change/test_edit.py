@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.errors import BadArgument
-from app.fs.change.edit import TextEdit, apply_edits, decode
+from app.fs.change.edit import TextEdit, apply_tracked, decode
+from app.tools import render_files
 from tests.fs.conftest import MAX_OUTPUT, MAX_READ, call, refusal, temp_leftovers
 
 
@@ -238,15 +239,20 @@ def occurrences(text: str, sub: str) -> int:
 @given(text=st.text(alphabet="ab\n", max_size=30), old=st.text(alphabet="ab\n", min_size=1,
        max_size=4), new=st.text(alphabet="xy", max_size=3))
 def test_an_edit_applies_exactly_when_old_text_occurs_once(text, old, new):
+    """Exact when old_text occurs once; refused when it occurs more; when it does not
+    occur at all only a looser level may place it (tests/fs/change/test_match.py)."""
     count = occurrences(text, old)
     try:
-        result = apply_edits(text, [TextEdit(old_text=old, new_text=new)], "f")
+        result, _spans, found = apply_tracked(text, [TextEdit(old_text=old, new_text=new)], "f")
     except BadArgument as exc:
         assert count != 1
-        assert ("(0 occurrences)" in exc.message) == (count == 0)
+        assert ("occurs" in exc.message) == (count >= 2)
         return
-    assert count == 1
-    assert result == text.replace(old, new, 1)
+    if count:
+        assert count == 1 and found[0].match == "exact"
+        assert result == text.replace(old, new, 1)
+    else:
+        assert found[0].match != "exact"
 
 
 @settings(max_examples=200, deadline=None)
@@ -308,3 +314,49 @@ def test_a_small_edit_of_a_long_file_gives_a_small_diff(tmp_path, edits_made, hu
     assert out.diff == reference
     assert out.diff.count("\n") == lines and out.diff.count("\n@@ ") == hunks
     assert not out.diff_truncated and out.note == "dry run: nothing was written"
+
+
+# -- matching levels, through the tool (the levels themselves: test_match.py) ---------------
+
+
+async def test_a_slipped_edit_lands_and_the_file_keeps_its_bom_line_ends_and_last_line(
+    disk, server
+):
+    target = disk.ws / "slipped.py"
+    target.write_bytes(b"\xef\xbb\xbfdef f():\r\n\tif x:\r\n\t\treturn 1\r\n\treturn 2")
+    is_error, res = await call(server, "edit_file", path="slipped.py", edits=edits(
+        ("if x:\n    return 1", "if x:\n    return 5"),
+        ("3         return 5\n4     return 2\n", "3         return 5\n4     return 3\n")))
+    assert not is_error, res
+    assert target.read_bytes() == (
+        b"\xef\xbb\xbfdef f():\r\n\tif x:\r\n\t\treturn 5\r\n\treturn 3")
+    assert res["matches"] == [{"line": 2, "match": "indentation"},
+                              {"line": 3, "match": "line_numbers"}]
+
+
+async def test_an_ambiguous_slipped_edit_is_refused_by_its_lines_and_changes_nothing(
+    disk, server
+):
+    (disk.ws / "twice.py").write_text("def f():\n    a = 1\n\ndef g():\n        a = 1\n")
+    before = disk.snapshot()
+    message = await refusal(disk, server, "edit_file", path="twice.py",
+                            edits=edits(("a = 1\n\n\n", "a = 2\n")))
+    assert "old_text matches 2 places in 'twice.py' when compared by indentation" in message
+    assert "(lines 2, 5)" in message
+    assert disk.snapshot() == before
+
+
+async def test_a_missed_edit_shows_the_closest_block_and_how_it_differs(disk, server):
+    (disk.ws / "near.txt").write_text("".join(f"row {i}\n" for i in range(50)))
+    message = await refusal(disk, server, "edit_file", path="near.txt",
+                            edits=edits(("row 20\nrow 2l\nrow 22\n", "x")))
+    assert message.startswith("edit: old_text not found in 'near.txt' (0 occurrences); "
+                              "closest block: lines 21-23 (67% similar)")
+    assert "-row 2l\n+row 21" in message
+
+
+def test_the_text_answer_says_where_each_edit_matched():
+    text = render_files.edit_file({
+        "path": "a.py", "written": True, "sha256": "0" * 64, "diff": "--- a/a.py\n",
+        "matches": [{"line": 12, "match": "exact"}, {"line": 40, "match": "indentation"}]})
+    assert text.splitlines()[1] == "matched: line 12 (exact), line 40 (indentation)"
