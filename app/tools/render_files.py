@@ -218,7 +218,7 @@ def apply_patch(data: Data) -> str:
     lines = [head]
     for f in files:
         moved = f" (from {f['moved_from']})" if f.get("moved_from") else ""
-        hunks = ", ".join(f"line {m['line']} {m['match']}" for m in f.get("matches", []))
+        hunks = ", ".join(f"line {m['line']} ({m['match']})" for m in f.get("matches", []))
         lines.append(f"  {f['change']} {f['path']}{moved}" + (f": {hunks}" if hunks else ""))
     return "\n".join([*lines, data.get("diff", "").rstrip("\n")])
 
