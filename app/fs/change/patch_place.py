@@ -29,6 +29,7 @@ from app.fs.control import Control
 
 MAX_SEARCHED_CHARS = 1 << 30  # characters of text searched by one patch's placements
 INSERTED: Level = "exact"  # the level reported for a hunk with no old line (nothing to match)
+OLD_LINES = "its old lines"  # what the matcher calls old_text, in a hunk's refusal
 _LONE_LF = re.compile(r"(?<!\r)\n")
 
 
@@ -66,7 +67,7 @@ def place_all(text: str, fp: FilePatch, fmt: str, control: Control,
                 work, pos, got = _unified(Matcher(work, fp.path, control, crlf), hunk, pos,
                                           shift)
         except LoomError as exc:
-            raise reworded(exc, f"{where}: {exc.message}; nothing was changed") from None
+            raise reworded(exc, f"nothing was changed: {where}: {exc.message}") from None
         shift += len(hunk.new) - len(hunk.old)
         out.append(got)
     if added and work.endswith("\n"):
@@ -114,7 +115,10 @@ def _replace(matcher: Matcher, hunk: Hunk, *, start: int, at_end: bool,
                             whole_lines=True, at_end=at_end)
     except NoPlace as exc:
         near = closest(matcher, hunk.old_text)
-        raise reworded(exc, exc.message + (f"; {near}" if near else "")) from None
+        said = exc.message + (f"; {near}" if near else "")
+        raise reworded(exc, said.replace("old_text", OLD_LINES)) from None
+    except BadArgument as exc:
+        raise reworded(exc, exc.message.replace("old_text", OLD_LINES)) from None
     work = matcher.text
     return (work[: got.lo] + got.new + work[got.hi :], got.lo + len(got.new),
             Matched(line=got.line, match=cast(Level, got.level)))
