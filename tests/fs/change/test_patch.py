@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.errors import (
     AlreadyExists,
@@ -22,8 +25,10 @@ from app.errors import (
     PermissionRefused,
     TooDeep,
 )
+from app.fs.change.match import all_crlf
 from app.fs.change.patch import PatchResult, apply_patch, with_diff
 from app.fs.control import NoControl
+from app.fs.text import udiff
 from app.security.paths import MAX_DEPTH
 from app.security.resolve import Root
 from tests.fs.conftest import Cancelled
@@ -313,3 +318,57 @@ def test_a_deny_rule_of_the_root_applies_to_every_path(top: Path) -> None:
         with pytest.raises(DeniedName, match=r"\*\.secret"):
             run(root, patch)
     assert not (top / "a.secret").exists() and (top / "notes.txt").exists()
+
+
+# -- properties: the repo's own diffs applied --------------------------------------------
+
+LINES = st.lists(st.sampled_from(["a", "b", "", "  a", "x y", "@@", "*** x", "\\q", "a\r"]),
+                 max_size=20)
+
+
+def text_of(lines: list[str], eol: bool) -> str:
+    return "\n".join(lines) + ("\n" if lines and eol else "")
+
+
+def made_diff(old: str, new: str) -> list[str]:
+    kept, _, _ = udiff.write(udiff.hunks(old, new, udiff.Pairs(), NoControl()), None)
+    return kept
+
+
+def patched(old: str, patch: str) -> tuple[str | None, str]:
+    """(the file after the patch, or None when it was refused; the file on disk after)."""
+    with tempfile.TemporaryDirectory() as d:
+        (Path(d) / "f.txt").write_bytes(old.encode())
+        try:
+            run(secure_root(d), patch)
+            got: str | None = (Path(d) / "f.txt").read_bytes().decode()
+        except BadArgument:
+            got = None
+        return got, (Path(d) / "f.txt").read_bytes().decode()
+
+
+@settings(max_examples=150, deadline=None)
+@given(LINES, LINES, st.booleans(), st.booleans())
+def test_a_unified_diff_of_two_texts_turns_the_one_into_the_other(
+    a: list[str], b: list[str], a_eol: bool, b_eol: bool
+) -> None:
+    old, new = text_of(a, a_eol), text_of(b, b_eol)
+    if old == new or all_crlf(old):  # a file CRLF throughout keeps its line ends
+        return
+    got, _ = patched(old, "--- a/f.txt\n+++ b/f.txt\n" + "".join(made_diff(old, new)))
+    assert got == new
+
+
+@settings(max_examples=150, deadline=None)
+@given(LINES, LINES)
+def test_a_v4a_patch_lands_where_it_was_made_or_changes_nothing(
+    a: list[str], b: list[str]
+) -> None:
+    """The same hunks without their line numbers: placed only where each matches once, so
+    the patch gives the new text or is refused with the file as it was; never elsewhere."""
+    old, new = text_of(a, True), text_of(b, True)
+    if old == new or all_crlf(old):
+        return
+    body = ["@@" if x.startswith("@@") else x.rstrip("\n") for x in made_diff(old, new)]
+    got, after = patched(old, v4a("*** Update File: f.txt", *body))
+    assert got == new or (got is None and after == old)
