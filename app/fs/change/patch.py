@@ -78,8 +78,9 @@ class PatchedFile(BaseModel):
     change: str  # added | modified | deleted | moved
     moved_from: str | None = None
     kept_version: str | None = None  # where the replaced or removed content went (under the root)
-    matches: list[Matched] = []  # per hunk: its line (in the text the hunks before left)
-                                 # and the level that placed it
+    # per hunk: its first line in the file as read (a later Update section of the same file:
+    # as the one before left it) and the level that placed it
+    matches: list[Matched] = []
 
 
 class PatchResult(BaseModel):
@@ -136,7 +137,7 @@ def apply_patch(
     pay: Pay | None = None,
 ) -> tuple[PatchResult, list[Step]]:
     """The patch applied (or, `dry_run`, only placed); the answer without its diff, and the
-    steps (`patch_diff` makes the diff of them). `pay` is the byte budget: the bytes to
+    steps (`with_diff` adds the diff of them). `pay` is the byte budget: the bytes to
     write, paid once every hunk is placed and before the first write."""
     control = control or NoControl()
     parsed = parse(patch)
