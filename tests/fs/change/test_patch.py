@@ -6,6 +6,7 @@ diff applied to the old tree giving the new one."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import tempfile
 from pathlib import Path
@@ -372,3 +373,58 @@ def test_a_v4a_patch_lands_where_it_was_made_or_changes_nothing(
     body = ["@@" if x.startswith("@@") else x.rstrip("\n") for x in made_diff(old, new)]
     got, after = patched(old, v4a("*** Update File: f.txt", *body))
     assert got == new or (got is None and after == old)
+
+
+# -- placement corners -------------------------------------------------------------------
+
+PLACEMENTS = [
+    # (file, patch, file after)
+    ("class A:\n    def f(self):\n        return 1\nclass B:\n    def f(self):\n        return 1\n",
+     v4a("*** Update File: f", "@@ class B:", "@@     def f(self):", "-        return 1",
+         "+        return 2"),
+     "class A:\n    def f(self):\n        return 1\n"
+     "class B:\n    def f(self):\n        return 2\n"),
+    ("a\nb\nc\n", "--- a/f\n+++ b/f\n@@ -2,0 +3 @@\n+new\n", "a\nb\nnew\nc\n"),
+    ("a\nb\nc\n", "--- a/f\n+++ b/f\n@@ -0,0 +1 @@\n+top\n", "top\na\nb\nc\n"),
+    ("a\nb\n", v4a("*** Update File: f", "@@", "+end"), "a\nb\nend\n"),
+    ("a\nb", "--- a/f\n+++ b/f\n@@ -2 +2 @@\n-b\n\\ No newline at end of file\n+b\n", "a\nb\n"),
+    ("a\r\nb\r\n", v4a("*** Update File: f", "@@ a", "+a2"), "a\r\na2\r\nb\r\n"),
+    # blank lines at the hunk's ends are not part of the match (line_endings level)
+    ("x\ny\nz\n", v4a("*** Update File: f", "@@", "", " y", "-z", "+Z", ""), "x\ny\nZ\n"),
+]
+
+
+@pytest.mark.parametrize(("old", "patch", "new"), PLACEMENTS)
+def test_placement_corners(tmp_path: Path, old: str, patch: str, new: str) -> None:
+    (tmp_path / "f").write_bytes(old.encode())
+    run(secure_root(tmp_path), patch)
+    assert (tmp_path / "f").read_bytes() == new.encode()
+
+
+@pytest.mark.parametrize(("patch", "why"), [
+    (v4a("*** Update File: f", "@@ def nowhere():", "-a", "+b"),
+     "hunk 1 of 1 (patch line 3): its scope line 'def nowhere():'"),
+    (v4a("*** Update File: f", "@@", "-b", "+B", "@@", "-a", "+A"),
+     "hunk 2 of 2 (patch line 6): its old lines not found"),  # hunks are placed in order
+    ("--- a/f\n+++ b/f\n@@ -9,0 +10 @@\n+x\n", "the file has fewer than 9 lines"),
+    (v4a("*** Update File: f", "@@", "-a", "+A", "*** Update File: link_f", "@@", "-b", "+B"),
+     "'f' is named by two sections of the patch"),
+])
+def test_placement_refusals_name_the_hunk(tmp_path: Path, patch: str, why: str) -> None:
+    (tmp_path / "f").write_text("a\nb\n")
+    (tmp_path / "link_f").symlink_to("f")
+    if "link_f" in patch:  # a link to the file is refused for what it is
+        why = "is a symbolic link"
+    with pytest.raises(LoomError, match=re.escape(why)):
+        run(secure_root(tmp_path), patch)
+    assert (tmp_path / "f").read_text() == "a\nb\n"
+
+
+def test_two_paths_to_one_file_through_a_folder_link_are_refused(tmp_path: Path) -> None:
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "f").write_text("a\nb\n")
+    (tmp_path / "alias").symlink_to("d")
+    with pytest.raises(BadArgument, match="named by two sections"):
+        run(secure_root(tmp_path), v4a("*** Update File: d/f", "@@", "-a", "+A",
+                                       "*** Update File: alias/f", "@@", "-b", "+B"))
+    assert (tmp_path / "d" / "f").read_text() == "a\nb\n"
