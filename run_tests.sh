@@ -7,6 +7,8 @@
 #   - ripgrep from apt (as root), for the tests that compare searches against it
 #   - Node 22, the MCP conformance suite and Inspector (scripts/install_node.sh), for
 #     tests/clients, into .ci-cache/node-tools ($LOOMFS_NODE_TOOLS), which git ignores
+#   - two released pluggy sdists, pinned and hash-checked (scripts/fetch_patch_corpus.sh), for
+#     the real-patch tests, into .ci-cache/patch-corpus ($LOOMFS_PATCH_CORPUS), which git ignores
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -42,6 +44,7 @@ if ! command -v rg >/dev/null 2>&1; then
     say "ripgrep (rg) is not installed: the tests that compare searches against it will be skipped"
 fi
 scripts/install_node.sh  # says what it downloads before it does; fails loudly
+scripts/fetch_patch_corpus.sh  # the same: skipped when the hash-checked files are there
 
 # With arguments: one pytest run, as given. Without: the suite on parallel workers, then the
 # tests marked `serial` alone (they read the wall clock or count a racing thread's work, which a

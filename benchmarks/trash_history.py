@@ -13,6 +13,8 @@ Then:
   app.fs.change.ledger is built);
 - write: `write_file(overwrite=true)` of a 1-byte file with its version kept, median over
   `--runs` rounds of `--writes` writes;
+- copy: `copy_file(overwrite=true)` of that file over another, its version kept (so it
+  trims one too), median over the same rounds, `--writes` copies a round;
 - trim: the `settle` inside each of those writes alone (account the version, remove the
   oldest), same medians;
 - CPU: the same two in this process's CPU time (`process_time`), which the disk's fsync
@@ -44,6 +46,7 @@ if __package__ in (None, ""):  # run as a script: make `app` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.fs.change import inventory, versions
+from app.fs.change.copy import copy_file
 from app.fs.change.trash import Slot
 from app.fs.change.write import write_file
 from app.security import DenyRules, Root
@@ -102,11 +105,13 @@ class Case:
         self.root = make_root(self.folder, items=size + 1)
         self.timed = timed
         Path(self.folder, "f.txt").write_text("x")
+        Path(self.folder, "g.txt").write_text("x")
         build_history(self.root, size)
         t0 = time.perf_counter()
         write_file(self.root, "f.txt", "y", overwrite=True)
         self.first = time.perf_counter() - t0
         self.per_write: list[float] = []
+        self.per_copy: list[float] = []
         self.per_trim: list[float] = []
         self.cpu_write: list[float] = []
         self.cpu_trim: list[float] = []
@@ -121,6 +126,10 @@ class Case:
         self.cpu_write.append((time.process_time() - c0) / writes)
         self.per_trim.append(statistics.median(self.timed.seconds))
         self.cpu_trim.append(statistics.median(self.timed.cpu))
+        t0 = time.perf_counter()
+        for _ in range(writes):
+            copy_file(self.root, "f.txt", self.root, "g.txt", overwrite=True)
+        self.per_copy.append((time.perf_counter() - t0) / writes)
 
     def entries(self) -> int:
         return sum(1 for _ in os.scandir(os.path.join(self.folder, ".mcp-trash")))
@@ -140,10 +149,12 @@ def measure(size: int, runs: int, writes: int) -> dict[str, float]:
                 case.round(writes)
         base, hist = (statistics.median(c.per_write) for c in cases)
         base_trim, hist_trim = (statistics.median(c.per_trim) for c in cases)
+        base_copy, hist_copy = (statistics.median(c.per_copy) for c in cases)
         cpu = [statistics.median(c.cpu_write) for c in cases]
         cpu_trim = [statistics.median(c.cpu_trim) for c in cases]
         return {"first": cases[1].first, "write": hist, "trim": hist_trim,
-                "write_x": hist / base, "trim_x": hist_trim / base_trim,
+                "write_x": hist / base, "copy": hist_copy, "copy_x": hist_copy / base_copy,
+                "trim_x": hist_trim / base_trim,
                 "cpu": cpu[1], "cpu_x": cpu[1] / cpu[0], "cpu_trim": cpu_trim[1],
                 "cpu_trim_x": cpu_trim[1] / cpu_trim[0],
                 "listed": inventory.WORK["listed"] + inventory.WORK["records"],
@@ -194,12 +205,14 @@ def main() -> None:
     runs = max(args.runs, 3)
     sizes = [int(s) for s in args.sizes.split(",")]
     print(f"{'history':>8} {'first ms':>9} {'write ms':>9} {'trim ms':>8} {'write x':>8} "
-          f"{'trim x':>7} {'CPU write ms':>13} {'x':>6} {'CPU trim ms':>12} {'x':>6} "
+          f"{'trim x':>7} {'copy ms':>8} {'copy x':>7} {'CPU write ms':>13} {'x':>6} "
+          f"{'CPU trim ms':>12} {'x':>6} "
           f"{'listed':>7} {'trash entries':>14}")
     for size in sizes:
         got = measure(size, runs, args.writes)
         print(f"{size:>8} {got['first'] * 1e3:9.2f} {got['write'] * 1e3:9.2f} "
               f"{got['trim'] * 1e3:8.3f} {got['write_x']:7.2f}x {got['trim_x']:6.2f}x "
+              f"{got['copy'] * 1e3:8.2f} {got['copy_x']:6.2f}x "
               f"{got['cpu'] * 1e3:13.3f} {got['cpu_x']:5.2f}x {got['cpu_trim'] * 1e3:12.3f} "
               f"{got['cpu_trim_x']:5.2f}x {int(got['listed']):>7} {int(got['left']):>14}",
               flush=True)

@@ -18,6 +18,10 @@ folders): within `FACTOR` of it, plus `SLACK` for fixed costs. Work that grows
 with history (the versions kept, the folders made before) or with the square of
 the depth breaks them (an extra depth-squared loop of opens put into any one of
 the moves, copies, creates or writes at depth was caught in every trial).
+After every step the trash's real use is measured as `du` would (blocks * 512 and
+inodes, each inode once, the trash's own files included) and held to the root's
+caps (`TRASH_MAX_BYTES`, `TRASH_MAX_ITEMS`, small enough that the loops trim): what
+kept versions take, deletes apart (a delete is never dropped, so it is not capped).
 One run of the machine (and one fixed long session, so that the deepest cases are
 always measured) records every call over its bound; each invariant is then one
 test over that record.
@@ -38,10 +42,18 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, Phase, settings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    rule,
+    run_state_machine_as_test,
+)
 
 from app.errors import LoomError
 from app.fs.change import copy, inventory, move, trash, write
+from app.fs.change.layout import RECORD
+from app.fs.change.layout import TRASH as TRASH_DIR
 from app.registry import Registry
 from app.security import openat2
 from tests.kit import roots_toml
@@ -56,6 +68,8 @@ OVERWRITES = 30  # one rule call overwrites in a loop: enough versions to show a
 KEEPING = ("overwrite", "copy over", "write over at depth")
 OTHERS = ("create at depth", "write new at depth", "copy new", "move chain", "delete")
 CHAIN_COPY = ("copy chain",)
+TRASH_MAX_BYTES = 160 * 1024  # a kept version takes 3 inodes (folder, record, file): ~12 KiB
+TRASH_MAX_ITEMS = 12
 
 
 class Counter:
@@ -125,7 +139,8 @@ class Bounds(RuleBasedStateMachine):
         ws = self.tmp / "ws"
         ws.mkdir()
         cfg = self.tmp / "loom.toml"
-        cfg.write_text(roots_toml(("ws", ws, "workspace"),
+        caps = {"trash_max_bytes": TRASH_MAX_BYTES, "trash_max_items": TRASH_MAX_ITEMS}
+        cfg.write_text(roots_toml(("ws", ws, "workspace", caps),
                                   audit_log=self.tmp / "state" / "audit.log"))
         self.root = Registry(str(cfg), audit=False).current.root("ws")
         self.depth = 1
@@ -233,6 +248,18 @@ class Bounds(RuleBasedStateMachine):
     def delete_a_copy(self) -> None:
         self.delete_copy()
 
+    # -- after every step ----------------------------------------------------------
+
+    @invariant()
+    def the_trash_takes_no_more_than_its_caps(self) -> None:
+        if not hasattr(self, "tmp"):
+            return
+        taken, versions = trash_use(self.tmp / "ws" / TRASH_DIR)
+        if taken > TRASH_MAX_BYTES or versions > TRASH_MAX_ITEMS:
+            FOUND["trash-within-its-caps"].append(
+                f"{versions} versions taking {taken} bytes on disk (caps {TRASH_MAX_ITEMS}, "
+                f"{TRASH_MAX_BYTES})")
+
     # -- over the whole run ------------------------------------------------------
 
     def teardown(self) -> None:
@@ -240,6 +267,34 @@ class Bounds(RuleBasedStateMachine):
             FOUND[name].extend(violations(getattr(self, "seen", {}), measures, kinds))
         if hasattr(self, "tmp"):
             shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def trash_use(top: Path) -> tuple[int, int]:
+    """(bytes on disk, versions) of the trash, its deleted items left out: blocks * 512
+    of every inode once, the trash's own files and folders included."""
+    if not top.exists():
+        return 0, 0
+    deleted: set[Path] = set()
+    versions = 0
+    for stamp in top.iterdir():
+        record = stamp / RECORD
+        if stamp.is_dir() and record.is_file():
+            if '"delete"' in record.read_text():
+                deleted.add(stamp)
+            else:
+                versions += 1
+    seen: set[int] = set()
+    blocks = 0
+    for here, dirs, files in os.walk(top):
+        if Path(here) in deleted:
+            dirs.clear()
+            continue
+        for path in (here, *(os.path.join(here, n) for n in files)):
+            st = os.lstat(path)
+            if st.st_ino not in seen:
+                seen.add(st.st_ino)
+                blocks += st.st_blocks * 512
+    return blocks, versions
 
 
 def violations(seen: dict[str, list[tuple[float, int]]], measures: tuple[int, ...],
@@ -284,6 +339,11 @@ def run() -> dict[str, list[str]]:
     fixed.write_at_the_bottom("b\n")
     fixed.teardown()
     return dict(FOUND)
+
+
+def test_the_trash_stays_within_its_caps_after_every_step(run: dict[str, list[str]]) -> None:
+    broken = run.get("trash-within-its-caps", [])
+    assert not broken, f"{len(broken)} steps over the caps, first: {broken[:3]}"
 
 
 @pytest.mark.parametrize("invariant", [

@@ -19,7 +19,9 @@ two or more places refuses (naming their lines) without falling through to a loo
 Cost: per level every file line is keyed once and the key interned as one character,
 so the search for old_text's lines is one `str.find` of a string of line ids (linear,
 in C), whatever the repetition; each candidate found is checked line by line, and the
-search stops at the second place (or MAX_PLACES, when a line number chooses).
+search stops at the second place (or collects them all, when a line number chooses).
+At most MAX_CANDIDATES candidates are checked per level: past them the call is refused
+(a check failing late at every line would cost lines x old_text's lines).
 """
 
 from __future__ import annotations
@@ -35,7 +37,9 @@ from app.fs.control import Control, NoControl
 
 LEVELS = ("exact", "line_endings", "trailing_space", "indentation", "punctuation",
           "line_numbers")
-MAX_PLACES = 1000  # places collected when a line number chooses among them
+# Places whose line keys agree, checked at one level (indentation, line bounds) before the
+# call refuses: a check that fails late at every line would cost lines x old_text's lines.
+MAX_CANDIDATES = 256
 SHOWN_LINES = 10  # lines named by an ambiguity error
 DEFAULT_TAB = 4  # columns of a tab when nothing in the text says otherwise
 _NUMBERED = re.compile(r" *(\d+)(?: \| ?| |\t|\s*$)")
@@ -229,8 +233,8 @@ class Matcher:
             if not core:
                 continue
             self.control.check()
-            where = self._where(min(n, 4), core, start, at_end)
-            places = list(where(MAX_PLACES if near_line is not None else 2))
+            where = self._where(min(n, 4), core, level, start, at_end)
+            places = list(where(MAX_CANDIDATES if near_line is not None else 2))
             if places:
                 return self._one(places, where, level, near_line, split, new, core)
         raise NoPlace(f"old_text not found in '{self.name}' (0 occurrences)")
@@ -242,17 +246,18 @@ class Matcher:
             old, new = _LONE_LF.sub("\r\n", old), _LONE_LF.sub("\r\n", new)
 
         def where(most: int) -> Iterator[int]:
-            got, pos = 0, text.find(old, start)
+            got, seen, pos = 0, 0, text.find(old, start)
             while pos >= 0 and got < most:
                 end = pos + len(old)
                 self.work += 1
+                seen = self._candidate(seen, "exact")
                 if (not whole_lines or self._at_lines(pos, end)) and (
                         not at_end or _ends(text, end)):
                     got += 1
                     yield pos
                 pos = text.find(old, pos + 1)
 
-        found = list(where(MAX_PLACES if near_line is not None else 2))
+        found = list(where(MAX_CANDIDATES if near_line is not None else 2))
         if not found:
             return None
         lines = [self.line_of(p) for p in found]
@@ -274,74 +279,89 @@ class Matcher:
         tail = hi == len(text) or text[hi - 1] == "\n" or text[hi] in "\r\n"
         return head and tail
 
-    def _where(self, level: int, core: list[str], start: int,
-               at_end: bool) -> Callable[[int], Iterator[tuple[int, int]]]:
-        """The search for core's lines at `level`: (first line index, column delta) of
-        each place, at most `most` of them."""
+    def _where(self, level: int, core: list[str], name: str, start: int,
+               at_end: bool) -> Callable[[int], Iterator[tuple[int, int, int]]]:
+        """The search for core's lines at `level`: (first line index, column delta, tab
+        width) of each place, at most `most` of them."""
         hay, ids = self.ids(level)
         key = key_at(level)
         needle = [ids.get(key(line)) for line in core]
         first = bisect.bisect_left(self.starts, start)
 
-        def search(most: int) -> Iterator[tuple[int, int]]:
+        def search(most: int) -> Iterator[tuple[int, int, int]]:
             if None in needle:
                 return  # a line of old_text that no line of the text has
-            pattern, got = "".join(needle), 0  # type: ignore[arg-type]
+            pattern, got, seen = "".join(needle), 0, 0  # type: ignore[arg-type]
             i = hay.find(pattern, first)
             while i >= 0 and got < most:
                 self.work += len(core)
+                seen = self._candidate(seen, name)
                 if not at_end or i + len(core) == len(self.lines):
-                    delta = self._delta(i, core) if level >= 3 else 0
-                    if delta is not None and self._same(i, core, key):
+                    shift = self._delta(i, core) if level >= 3 else (0, DEFAULT_TAB)
+                    if shift is not None and self._same(i, core, key):
                         got += 1
-                        yield i, delta
+                        yield i, *shift
                 i = hay.find(pattern, i + 1)
 
         return search
+
+    def _candidate(self, seen: int, level: str) -> int:
+        """One more candidate checked at `level`, or a refusal past MAX_CANDIDATES."""
+        if seen == MAX_CANDIDATES:
+            raise NoPlace(
+                f"old_text's lines occur at more than {MAX_CANDIDATES} places in "
+                f"'{self.name}' when compared by {level.replace('_', ' ')}; include more "
+                "surrounding lines, copied as they are")
+        return seen + 1
 
     def _same(self, i: int, core: list[str], key: Callable[[str], str]) -> bool:
         """The keys themselves agree, not only their ids (ids wrap past the code points)."""
         lines = self.lines
         return all(key(lines[i + k]) == key(c) for k, c in enumerate(core))
 
-    def _delta(self, i: int, core: list[str]) -> int | None:
-        """The one column delta from core's indentation to the text's on every non-blank
-        line, or None when their relative indentation differs."""
-        tab = self._tab(i, core)
-        delta = None
-        for k, line in enumerate(core):
-            if not line.strip():
-                continue
-            d = _width(_indent(self.lines[i + k]), tab) - _width(_indent(line), tab)
-            if delta is None:
-                delta = d
-            elif d != delta:
-                return None
-        return delta or 0
+    def _delta(self, i: int, core: list[str]) -> tuple[int, int] | None:
+        """(the one column delta from core's indentation to the text's on every non-blank
+        line, the tab width it holds with), or None when their relative indentation
+        differs whatever the tab width."""
+        for tab in self._tabs(i, core):
+            delta = None
+            for k, line in enumerate(core):
+                if not line.strip():
+                    continue
+                d = _width(_indent(self.lines[i + k]), tab) - _width(_indent(line), tab)
+                if delta is None:
+                    delta = d
+                elif d != delta:
+                    break
+            else:
+                return delta or 0, tab
+        return None
 
-    def _tab(self, i: int, core: list[str]) -> int:
-        """A tab's columns: when one side indents with tabs and the other with spaces, the
-        spaces' step (their widths' gcd)."""
+    def _tabs(self, i: int, core: list[str]) -> tuple[int, ...]:
+        """The tab widths to try: when one side indents with tabs and the other with
+        spaces, the spaces' step (their widths' gcd), then 4 and 8; else one (the same
+        characters on both sides, a tab's width changes nothing)."""
         mine = self.lines[i : i + len(core)]
         tabs_mine = any("\t" in _indent(x) for x in mine)
         tabs_theirs = any("\t" in _indent(x) for x in core)
         if tabs_mine == tabs_theirs:
-            return 8 if tabs_mine else DEFAULT_TAB
-        return _step(core if tabs_mine else mine)
+            return (8,) if tabs_mine else (DEFAULT_TAB,)
+        return tuple(dict.fromkeys((_step(core if tabs_mine else mine), 4, 8)))
 
-    def _one(self, places: list[tuple[int, int]], where: Callable[[int], Iterator[tuple[int, int]]],
+    def _one(self, places: list[tuple[int, int, int]],
+             where: Callable[[int], Iterator[tuple[int, int, int]]],
              level: str, near_line: int | None, split: _Old, new: str, core: list[str]) -> Place:
-        lines = [i + 1 for i, _ in places]
+        lines = [place[0] + 1 for place in places]
         pick = _pick(lines, near_line)
         if pick is None:
             if near_line is None:
-                lines = [i + 1 for i, _ in where(SHOWN_LINES + 1)]
+                lines = [place[0] + 1 for place in where(SHOWN_LINES + 1)]
             raise Ambiguous(
                 f"old_text matches {len(lines)}{'+' if len(lines) > SHOWN_LINES else ''} "
                 f"places in '{self.name}' when compared by {level.replace('_', ' ')} "
                 f"(lines {_shown(lines)}); it must match one (include more surrounding "
                 "lines to make it unique)", level, lines)
-        i, delta = places[pick]
+        i, delta, tab = places[pick]
         j = i + len(core) - 1
         lo, hi = self.starts[i], self.starts[j] + len(self.lines[j])
         if level == "line_numbers":
@@ -349,7 +369,7 @@ class Matcher:
         replacement = _strip_ends(new, split)
         rank = LEVELS.index(level)
         if rank >= LEVELS.index("indentation"):
-            replacement = self._reindent(replacement, i, core, delta)
+            replacement = self._reindent(replacement, i, core, delta, tab)
         if rank >= LEVELS.index("punctuation"):
             replacement = self._unfold(replacement, core, i)
         if not replacement and split.trail:  # lines removed: their line end with them
@@ -359,14 +379,14 @@ class Matcher:
                 lo = self.starts[i - 1] + len(self.lines[i - 1])
         return Place(lo, hi, i + 1, level, self._eol(replacement, i))
 
-    def _reindent(self, new: str, i: int, core: list[str], delta: int) -> str:
-        """new_text moved by `delta` columns, in the text's indent character."""
+    def _reindent(self, new: str, i: int, core: list[str], delta: int, tab: int) -> str:
+        """new_text moved by `delta` columns (a tab `tab` wide), in the text's indent
+        character."""
         style = _style(self.lines[i : i + len(core)]) or _style(self.lines)
         parts = new.split("\n")
         chars = {c for x in parts if x.strip() for c in _indent(x)}
         if style is None or (delta == 0 and chars <= {style}):
             return new
-        tab = self._tab(i, core)
         out = []
         for line in parts:
             ind = _indent(line)

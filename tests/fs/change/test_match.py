@@ -11,9 +11,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.errors import BadArgument
 from app.fs.change.closest import closest
 from app.fs.change.edit import Level
-from app.fs.change.match import LEVELS, Ambiguous, Matcher, NoPlace
+from app.fs.change.match import LEVELS, MAX_CANDIDATES, Ambiguous, Matcher, NoPlace
 
 PY = "def f(x):\n    if x:\n        return 1\n    return 2\n"
 TABS = PY.replace("    ", "\t")
@@ -52,6 +53,10 @@ LEVEL_CASES = [
      "indentation", TABS.replace("return 1\n", "return 5\n\t\tpass\n")),
     (PY, "\tif x:\n\t\treturn 1", "\tif x:\n\t\treturn 5", "indentation",
      PY.replace("return 1", "return 5")),
+    # ... spaces at multiples of 8 (their step) where the copy's tab stood for 4
+    ("        a = 1\n        if b:\n                c = 3\n", "\t\ta = 1\n\t\tif b:\n\t\t\t\tc = 3",
+     "\t\ta = 2\n\t\tif b:\n\t\t\t\tc = 3", "indentation",
+     "        a = 2\n        if b:\n                c = 3\n"),
     # typographic look-alikes, folded in the replacement when the file has none
     ('s = "hi" - x\n', "s = \u201chi\u201d \u2014 x", "s = \u201cho\u201d \u2014 x", "punctuation",
      's = "ho" - x\n'),
@@ -232,3 +237,93 @@ def test_an_edit_lands_at_the_one_place_it_names_or_changes_nothing(
         if want is not None:
             assert [x.strip().translate(fold) for x in placed if x.strip()] == [
                 x.strip().translate(fold) for x in want]
+
+
+# Places whose keys agree but whose check fails late, everywhere: a naive check costs
+# lines x old_text lines (here 10^8, a server frozen for a minute).
+def near_everywhere() -> tuple[str, str]:
+    text = ("x\n" * 999 + "  x\n") * 100  # every window of 1,000 lines holds one indented line
+    return text, "x \n" * 1000  # a trailing space: no exact place
+
+
+def test_places_that_fail_their_check_late_everywhere_cost_a_bounded_work() -> None:
+    text, old = near_everywhere()
+    matcher = Matcher(text, "f.py")
+    with pytest.raises(BadArgument):
+        matcher.place(old, "z")
+    assert matcher.work <= 10 * text.count("\n") + MAX_CANDIDATES * 2 * 1000
+
+
+# -- against a naive oracle -----------------------------------------------------------------
+
+
+def oracle(text: str, old: str) -> tuple[str, list[int]] | None:
+    """(level, first lines of its places) at the first level with a place, by brute force:
+    every offset for `exact`, every window of lines for the others (no tabs: a column is a
+    character)."""
+    starts = [i for i in range(len(text)) if text.startswith(old, i)]
+    if starts:
+        return "exact", [text.count("\n", 0, i) + 1 for i in starts]
+    lines = [x.removesuffix("\r") for x in text.split("\n")]
+    if text.endswith("\n"):
+        lines.pop()
+    parts = [x.removesuffix("\r") for x in old.split("\n")]
+    body = [i for i, x in enumerate(parts) if x.strip()]
+    if not body:
+        return None
+    core = parts[body[0] : body[-1] + 1]
+    folds = str.maketrans({"\u2019": "'", "\u00a0": " "})
+    keys = [lambda s: s, str.rstrip, str.strip, lambda s: s.strip().translate(folds)]
+    numbered = [x.split(" ", 1)[1] if x.split(" ", 1)[0] == str(n) and " " in x else None
+                for n, x in enumerate(core, int(core[0].split(" ", 1)[0])
+                                      if core[0].split(" ", 1)[0].isdigit() else 0)]
+    for level, key in [*zip(LEVELS[1:5], keys, strict=True), ("line_numbers", keys[3])]:
+        mine = core
+        if level == "line_numbers":
+            if None in numbered:
+                continue
+            mine = [x for x in numbered if x is not None]
+        found = []
+        for i in range(len(lines) - len(mine) + 1):
+            window = lines[i : i + len(mine)]
+            if [key(x) for x in window] != [key(x) for x in mine]:
+                continue
+            if level not in ("line_endings", "trailing_space"):
+                shifts = {len(w) - len(w.lstrip()) - (len(m) - len(m.lstrip()))
+                          for w, m in zip(window, mine, strict=True) if m.strip()}
+                if len(shifts) > 1:
+                    continue
+            found.append(i + 1)
+        if found:
+            return level, found
+    return None
+
+
+text_lines = st.lists(st.sampled_from(["a", " a", "a ", "  b", "b", "c\u2019", "c'", "",
+                                       "d\u00a0e", "d e"]), min_size=1, max_size=10)
+
+
+@settings(max_examples=600, deadline=None)
+@given(lines=text_lines, old_lines=st.lists(st.sampled_from(["a", " a", "a ", "b", "  b",
+       "c\u2019", "c'", "", "d e"]), min_size=1, max_size=3), numbers=st.booleans(),
+       start=st.integers(1, 10), crlf=st.booleans())
+def test_the_matcher_agrees_with_a_naive_oracle(lines: list[str], old_lines: list[str],
+                                                 numbers: bool, start: int, crlf: bool) -> None:
+    text = "\n".join(lines) + "\n"
+    if crlf:
+        text = text.replace("\n", "\r\n")
+    if numbers:
+        old_lines = [f"{start + k} {x}" for k, x in enumerate(old_lines)]
+    old = "\n".join(old_lines)
+    if not old:
+        return  # refused apart: "old_text is empty"
+    want = oracle(text, old.replace("\n", "\r\n") if crlf else old)
+    try:
+        place = Matcher(text, "f").place(old, "N")
+    except Ambiguous as exc:
+        assert want is not None and len(want[1]) >= 2 and exc.level == want[0]
+        return
+    except NoPlace:
+        assert want is None
+        return
+    assert want is not None and want == (place.level, [place.line])
