@@ -20,6 +20,7 @@ from app.errors import (
     BadArgument,
     DeniedName,
     EscapesRoot,
+    FileChanged,
     IsSymlink,
     LoomError,
     NotFound,
@@ -428,3 +429,36 @@ def test_two_paths_to_one_file_through_a_folder_link_are_refused(tmp_path: Path)
         run(secure_root(tmp_path), v4a("*** Update File: d/f", "@@", "-a", "+A",
                                        "*** Update File: alias/f", "@@", "-b", "+B"))
     assert (tmp_path / "d" / "f").read_text() == "a\nb\n"
+
+
+def test_a_rename_and_a_replacement_are_put_back_too(top: Path) -> None:
+    before = tree(top)
+    patch = v4a("*** Update File: notes.txt", "@@", "-one", "+1",
+                "*** Update File: old.txt", "*** Move to: x/y/old.txt",
+                "*** Add File: fine.txt", "+ok")
+    with pytest.raises(Cancelled):  # after the rename, before the add
+        run(secure_root(top), patch, control=CancelOnceChanged(top / "old.txt"))
+    assert tree(top) == before and not (top / "x").exists()
+
+
+class WriteWhenChanged:
+    """Another program writing `other` once `first` has been changed by the patch."""
+
+    def __init__(self, first: Path, other: Path) -> None:
+        self.first, self.old, self.other = first, first.read_bytes(), other
+
+    def check(self) -> None:
+        if self.first.read_bytes() != self.old and self.other.read_text() != "theirs\n":
+            self.other.write_text("theirs\n")
+
+    def progress(self, *a: object) -> None:
+        pass
+
+
+def test_a_file_changed_by_another_program_midway_undoes_the_patch(top: Path) -> None:
+    patch = v4a("*** Update File: notes.txt", "@@", "-one", "+1",
+                "*** Update File: old.txt", "@@", "-bye", "+BYE")
+    with pytest.raises(FileChanged, match="'old\\.txt' changed since the patch read it"):
+        run(secure_root(top), patch, control=WriteWhenChanged(top / "notes.txt", top / "old.txt"))
+    assert (top / "notes.txt").read_text() == "one\ntwo\nthree\n"  # put back
+    assert (top / "old.txt").read_text() == "theirs\n"  # theirs, never overwritten
