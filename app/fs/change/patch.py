@@ -57,7 +57,7 @@ from app.fs.change.ledger import settle
 from app.fs.change.locks import changing
 from app.fs.change.patch_diff import patch_diff
 from app.fs.change.patch_parse import parse
-from app.fs.change.patch_place import Searched, check_removed, place_all
+from app.fs.change.patch_place import Searched, check_removed, place_all, reworded
 from app.fs.change.patch_types import ADD, DELETE, UPDATE, FilePatch
 from app.fs.change.trash import Slot
 from app.fs.change.versions import Keeper
@@ -156,8 +156,9 @@ def apply_patch(
                     _write_all(root, steps, control, stack)
         except LoomError:
             raise
-        except OSError as exc:
-            raise os_error(exc) from None
+        except OSError as exc:  # what was written is put back by then (`_write_all`)
+            err = os_error(exc)
+            raise reworded(err, f"{err.message}; nothing was changed") from None
     files = [PatchedFile(path=s.rel, change=s.change,
                          moved_from=s.old_rel if s.change == MOVED else None,
                          kept_version=s.kept,
