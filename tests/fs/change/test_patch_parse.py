@@ -472,3 +472,26 @@ def test_the_property_also_holds_against_difflib_headers() -> None:
 
 def _re(text: str) -> str:
     return re.escape(text)
+
+
+PIECES = st.sampled_from([
+    "*** Begin Patch", "*** End Patch", "*** Add File: a", "*** Update File: a",
+    "*** Delete File: a", "*** Move to: b", "*** End of File", "@@", "@@ def f():",
+    "@@ -1,2 +1,2 @@", "@@ -0,0 +1 @@", "@@ -1 +0,0 @@", "--- a/x", "+++ b/x", "--- /dev/null",
+    "+++ /dev/null", "diff --git a/x b/x", "diff --git a/x b/y", "rename from x", "rename to y",
+    "new file mode 100644", "deleted file mode 100644", "\\ No newline at end of file",
+    " ctx", "-old", "+new", "", "```", "garbage", "-- ", '--- "a/q\\"', "\r",
+])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(PIECES, max_size=14))
+def test_any_text_parses_or_is_refused_with_a_line(pieces: list[str]) -> None:
+    try:
+        patch = parse("\n".join(pieces) + "\n")
+    except BadArgument as exc:
+        assert exc.message.startswith(("patch line ", "the patch ")), exc.message
+        return
+    for f in patch.files:
+        assert f.op in (ADD, DELETE, UPDATE) and f.path
+        assert f.op != ADD or not any(h.old for h in f.hunks)
