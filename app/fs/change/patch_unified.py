@@ -109,11 +109,11 @@ def _prefixes(a: str, b: str) -> tuple[str, str]:
 def _git_pair(head: str) -> tuple[str, str] | None:
     """The two names of a `diff --git` line (quoted or not); None when it cannot tell."""
     if head.startswith('"'):
-        end = head.find('" ', 1)
-        while end > 0 and head[end - 1] == "\\":
-            end = head.find('" ', end + 1)
-        if end > 0:
-            return unquote(head[: end + 1]), unquote(head[end + 2 :])
+        i = 1
+        while i < len(head) and head[i] != '"':
+            i += 2 if head[i] == "\\" else 1  # an escape and what it escapes
+        if head.startswith('" ', i):
+            return unquote(head[: i + 1]), unquote(head[i + 2 :])
         return None
     for k, c in enumerate(head):
         if c != " ":

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.errors import BadArgument, TooLarge
-from app.fs.change import patch_types
+from app.fs.change import patch_types, patch_unified
 from app.fs.change.patch_parse import parse, split_lines
 from app.fs.change.patch_types import ADD, DELETE, UPDATE, FilePatch, Hunk
 from app.fs.change.patch_unified import is_epoch, unquote
@@ -495,3 +495,113 @@ def test_any_text_parses_or_is_refused_with_a_line(pieces: list[str]) -> None:
     for f in patch.files:
         assert f.op in (ADD, DELETE, UPDATE) and f.path
         assert f.op != ADD or not any(h.old for h in f.hunks)
+
+
+# -- unified diffs' names, one function at a time ----------------------------------------
+
+
+@pytest.mark.parametrize(("head", "pair"), [
+    ("a/x b/x", ("a/x", "b/x")),
+    ("a/my file b/my file", ("a/my file", "b/my file")),
+    ("x.py x.py", ("x.py", "x.py")),  # --no-prefix
+    ("old/d/x new/d/x", ("old/d/x", "new/d/x")),
+    ("a/m.py b/n.py", ("a/m.py", "b/n.py")),  # a rename: the rests differ
+    ("a/m x.py b/n y.py", ("a/m x.py", "b/n y.py")),
+    ('"a/t\\"q" "b/t\\"q"', ('a/t"q', 'b/t"q')),
+    ('"a/caf\\303\\251" "b/caf\\303\\251"', ("a/café", "b/café")),
+    ('"a/x\\\\" "b/x\\\\"', ("a/x\\", "b/x\\")),
+    ('"a/unterminated b/x', None),
+    ('"a/x"b/x', None),
+    ("foo bar", None),
+    ("single", None),
+])
+def test_the_two_names_of_a_diff_git_line(head: str, pair: tuple[str, str] | None) -> None:
+    assert patch_unified._git_pair(head) == pair
+
+
+@pytest.mark.parametrize(("quoted", "name"), [
+    ('"\\a\\b\\t\\n\\v\\f\\r\\"\\\\"', '\a\b\t\n\v\f\r"\\'),
+    ('"\\101\\102C"', "ABC"),
+    ('"\\q\\9"', "q9"),  # an escape git never writes: the character itself
+    ('"end\\"', 'end\\'),  # a backslash last: kept
+    ('"\\303"', "\ufffd"),  # a lone byte of UTF-8: replaced, never a crash
+    ('"\ud800"', "\ufffd\ufffd\ufffd"),  # a lone surrogate kept through the bytes
+    ('""', ""),
+    ('"x', '"x'),
+    ('x"', 'x"'),
+])
+def test_git_quoting_undone(quoted: str, name: str) -> None:
+    assert unquote(quoted) == name
+
+
+@pytest.mark.parametrize(("a", "b", "prefixes"), [
+    ("a/x", "b/x", ("a/", "b/")),
+    ("old/d/x", "new/d/x", ("old/", "new/")),
+    ("a/x", "b/y", ("a/", "b/")),
+    ("c/x", "d/y", ("", "")),
+    ("x", "x", ("", "")),
+    ("d/x", "d/x", ("", "")),
+    ("/x", "/x", ("", "")),  # an empty first folder is none
+])
+def test_prefixes_of_two_names(a: str, b: str, prefixes: tuple[str, str]) -> None:
+    assert patch_unified._prefixes(a, b) == prefixes
+
+
+@pytest.mark.parametrize(("text", "path"), [
+    ("--- a/x  \n+++ b/x  \n@@ -1 +1 @@\n-a\n+b\n", "x"),  # trailing spaces dropped
+    ("--- a/x\t2026-01-01\n+++ b/x\t2026-01-02\n@@ -1 +1 @@\n-a\n+b\n", "x"),
+    ("diff --git a/x b/x\nnew file mode 100644\n", "x"),
+    ('diff --git "a/sp ace" "b/sp ace"\nnew file mode 100644\n', "sp ace"),
+    ("diff --git x x\nnew file mode 100644\n", "x"),
+    ("diff --git a/gone b/gone\ndeleted file mode 100644\n", "gone"),
+    ("diff --git a/d/x b/d/x\nindex 1..2\n--- a/d/x\n+++ b/d/x\n@@ -1 +1 @@\n-a\n+b\n", "d/x"),
+    ("diff --git x y\nnew file mode 100644\n--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+a\n",
+     "x"),  # git's line tells nothing: git's usual b/ dropped
+])
+def test_which_file_a_section_names(text: str, path: str) -> None:
+    assert only(text).path == path
+
+
+def test_sections_and_hunks_carry_their_patch_lines() -> None:
+    files = parse("junk\n" + GIT.split("diff --git a/old name.txt")[0]
+                  + "--- a/y\n+++ b/y\n@@ -1 +1 @@\n-a\n+b\n").files
+    assert [(f.line, [h.line for h in f.hunks]) for f in files] == [(6, [10]), (15, [17])]
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("diff --git foo bar\nnew file mode 100644\n", "patch line 1: cannot tell which file "
+                                                  "this section is about"),
+    ("diff --git a/x b/x\nnew file mode 100644\n--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+a\n"
+     "@@ -0,0 +2 @@\n+b\n", "patch line 1: 'x' is an added file, yet a hunk of it has old lines"),
+    ("--- a/x\n+++ b/x\n@@ -1 +1 @@\n\\ No newline at end of file\n",
+     "patch line 4: '\\ No newline at end of file' follows no line"),
+    ("--- a/x\n+++ b/x\n@@ -1,2 +1,2 @@\n a\nzz\n", "patch line 5: the hunk at line 3 ends 1 "
+                                                   "old and 1 new line(s) short of its header's "
+                                                   "counts (got 'zz')"),
+])
+def test_unified_refusals_word_for_word(text: str, why: str) -> None:
+    with pytest.raises(BadArgument) as got:
+        parse(text)
+    assert got.value.message == why
+
+
+@pytest.mark.parametrize(("body", "old", "new", "eol"), [
+    (["@@ -1,2 +1,2 @@", " a", " b", "\\ No newline at end of file"], ("a", "b"), ("a", "b"),
+     (False, False)),
+    (["@@ -1 +1 @@", "-a", "+b"], ("a",), ("b",), (True, True)),
+    (["@@ -1 +1,2 @@", "-a", "+b", "+c", "\\ No newline at end of file"], ("a",), ("b", "c"),
+     (True, False)),
+])
+def test_a_hunks_sides_and_their_final_newlines(
+    body: list[str], old: tuple[str, ...], new: tuple[str, ...], eol: tuple[bool, bool]
+) -> None:
+    hunk = only("\n".join(["--- a/x", "+++ b/x", *body]) + "\n").hunks[0]
+    assert (hunk.old, hunk.new, (hunk.old_eol, hunk.new_eol)) == (old, new, eol)
+
+
+@pytest.mark.parametrize(("date", "epoch"), [
+    ("1970-01-01 01:30:00 +0130", True), ("1970-01-01 00:30:00 +0130", False),
+    ("1969-12-31 22:30:00 -0130", True),
+])
+def test_epoch_in_zones_with_minutes(date: str, epoch: bool) -> None:
+    assert is_epoch(date) is epoch
