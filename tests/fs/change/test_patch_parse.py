@@ -605,3 +605,58 @@ def test_a_hunks_sides_and_their_final_newlines(
 ])
 def test_epoch_in_zones_with_minutes(date: str, epoch: bool) -> None:
     assert is_epoch(date) is epoch
+
+
+@pytest.mark.parametrize(("text", "why"), [
+    ("Binary files a/i.png and b/i.png differ\n",
+     "patch line 1: binary patches are not supported"),
+    ("x\n@@ -1 +1 @@\n", "patch line 2: a hunk before any file header ('--- a/x' then "
+                         "'+++ b/x')"),
+    ("just words\n", "patch line 1: no file in the patch: expected a unified diff ('--- a/x', "
+                     "'+++ b/x', '@@ -1,2 +1,2 @@') or a V4A patch ('*** Begin Patch')"),
+    ("--- /dev/null\n+++ /dev/null\n", "patch line 1: both names of this file are /dev/null"),
+    ("--- a/x\n+++ b/x\n@@ -1,z +1 @@\n",
+     "patch line 3: malformed hunk header '@@ -1,z +1 @@'; expected '@@ -l,s +l,s @@'"),
+    ("--- a/x\n+++ b/x\n@@ -1,3 +1,2 @@\n a\n-b\n", "patch line 3: the hunk is truncated: the "
+                                                  "patch ends 1 old and 1 new line(s) short of "
+                                                  "its header's counts"),
+    ("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n+b\n b\n", "patch line 6: the hunk at line 3 goes on "
+                                                  "past its header's counts (-1,1 +1,1)"),
+    ("--- a/x\n+++ b/x\n@@ -1,2 +1,3 @@\n-a\n-b\n+b\n+c\n+d\n-e\n",
+     "patch line 9: the hunk at line 3 goes on past its header's counts (-1,2 +1,3)"),
+    ("--- a/x\n+++ b/x\n@@ -1,2 +1 @@\n-a\n\\ No newline at end of file\n-b\n+c\n",
+     "patch line 6: a line after '\\ No newline at end of file' on the same side"),
+    ("--- a/x\n+++ b/x\n@@ -1 +1 @@\n-a\n-b\n",
+     "patch line 5: the hunk at line 3 has more old lines than its header counts"),
+])
+def test_more_unified_refusals_word_for_word(text: str, why: str) -> None:
+    with pytest.raises(BadArgument) as got:
+        parse(text)
+    assert got.value.message == why
+
+
+@pytest.mark.parametrize(("text", "hunk"), [
+    # an empty line inside a counted hunk is an empty context line
+    ("--- a/x\n+++ b/x\n@@ -1,3 +1,3 @@\n a\n\n-b\n+c\n", (("a", "", "b"), ("a", "", "c"))),
+    # a bare @@ with additions only, and one whose blank line is followed by more hunk lines
+    ("--- a/x\n+++ b/x\n@@\n+x\n", ((), ("x",))),
+    ("--- a/x\n+++ b/x\n@@\n-a\n\n+c\n", (("a", ""), ("", "c"))),
+    ("--- a/x\n+++ b/x\n@@\n-a\n\n\\ No newline at end of file\n", (("a", ""), ("",))),
+    # a bare hunk stops at the next section's header
+    ("--- a/x\n+++ b/x\n@@\n-a\n+b\ndiff --git a/y b/y\n--- a/y\n+++ b/y\n@@ -1 +1 @@\n-c\n+d\n",
+     (("a",), ("b",))),
+])
+def test_hunk_lines_as_read(text: str, hunk: tuple[tuple[str, ...], tuple[str, ...]]) -> None:
+    got = parse(text).files[0].hunks[0]
+    assert (got.old, got.new) == hunk
+
+
+@pytest.mark.parametrize(("text", "section"), [
+    ("--- /dev/null\n+++ b/x\n@@ -0,0 +1 @@\n+a\n", (ADD, "x")),
+    ("--- a/x\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n", (DELETE, "x")),
+    ("--- /dev/null\n+++ x\n@@ -0,0 +1 @@\n+a\n", (ADD, "x")),
+    ("--- c/x\n+++ /dev/null\n@@ -1 +0,0 @@\n-a\n", (DELETE, "c/x")),
+])
+def test_a_lone_name_against_dev_null(text: str, section: tuple[str, str]) -> None:
+    got = only(text)
+    assert (got.op, got.path) == section
