@@ -2,8 +2,8 @@
 and none loses what it replaces (docs/configuration.md: every change recoverable).
 
 A hypothesis `RuleBasedStateMachine` drives the fs functions the tools call
-(write_file, create_directory, move_file, copy_file, edit_file, delete and every read and
-search tool, searches with their options) on a workspace root whose config has
+(write_file, create_directory, move_file, copy_file, edit_file, apply_patch, delete and
+every read and search tool, searches with their options) on a workspace root whose config has
 base, floor, config-level, root-level and `/` deny patterns, with a secret
 planted under each, and writes ignore files that negate the denied names (`!*.secret`).
 Paths are drawn from a small vocabulary that includes the denied names and their
@@ -31,6 +31,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, ru
 from app.corpus import deep_research
 from app.errors import LoomError
 from app.fs.change import copy, edit, move, trash, write
+from app.fs.change import patch as patch_mod
 from app.fs.change.edit import TextEdit
 from app.fs.control import NoControl
 from app.fs.history import ops as git_ops
@@ -191,6 +192,27 @@ class NeverDenied(RuleBasedStateMachine):
             ),
             lambda out: out["written"],
         )
+
+    @rule(src=st.one_of(path_st, st.sampled_from(["config/dev.yaml", "a/ok.txt", *PLANTED])),
+          dst=st.one_of(path_st, st.sampled_from(["a/b/moved", "vault/q/y.txt", "m.txt"])),
+          line=text_st, moved=st.booleans(), gone=st.one_of(st.none(), st.none(), path_st))
+    def apply_patch(self, src: str, dst: str, line: str, moved: bool, gone: str | None) -> None:
+        """A line appended to `src` (moved to `dst`, or not), and `gone` deleted when
+        given, in one patch: what it replaced or deleted is in the trash."""
+        body = [f"*** Update File: {src}", *([f"*** Move to: {dst}"] if moved else []),
+                "@@", *(f"+{x}" for x in line.split("\n"))]
+        if gone is not None:
+            body.append(f"*** Delete File: {gone}")
+        patch = "\n".join(["*** Begin Patch", *body, "*** End Patch"]) + "\n"
+        before = [self._bytes(p) for p in (src, gone) if p is not None]
+        out = self._answer(lambda: patch_mod.apply_patch(self.root, patch)[0])
+        if "error" in out:
+            return
+        for f, was in zip(out["files"], before, strict=True):
+            kept = f.get("kept_version")
+            assert kept and was is not None, f"replaced {f['path']!r} and kept nothing: {out}"
+            assert (self.tmp / "ws" / kept).read_bytes() == was
+            self.kept.append((kept, was))
 
     @rule(path=path_st)
     def delete(self, path: str) -> None:

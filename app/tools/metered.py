@@ -2,7 +2,8 @@
 
 What counts: file content returned to the client (read_text_file, read_multiple_files,
 read_media_file, fetch, git_show of a file, search_text's lines and their context, git_diff's
-diffs, edit_file's diff) and bytes written (write_file, edit_file, copy_file). The rest
+diffs, edit_file's and apply_patch's diffs) and bytes written (write_file, edit_file,
+apply_patch, copy_file). The rest
 (names, sizes and counts: listings, stat, search_files, search_text's files and counts,
 search, git_log, a commit's list of files; index builds) is bounded by its own limits and
 free.

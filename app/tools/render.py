@@ -31,6 +31,7 @@ from pydantic import BaseModel
 from app.fs.change.copy import CopyResult
 from app.fs.change.edit import EditResult
 from app.fs.change.move import MoveResult
+from app.fs.change.patch import PatchResult
 from app.fs.change.trash import DeleteResult
 from app.fs.change.write import DirectoryResult, WriteResult
 from app.fs.code.outline import OutlineResult
@@ -68,6 +69,7 @@ RENDERERS: dict[type[BaseModel], Callable[[Data], str]] = {
     SearchTextResult: files.search_text,
     OutlineResult: files.outline,
     EditResult: files.edit_file,
+    PatchResult: files.apply_patch,
     WriteResult: files.write_file,
     DirectoryResult: files.create_directory,
     MoveResult: files.move_file,

@@ -209,6 +209,20 @@ def matched(items: list[Data]) -> list[str]:
     return ["matched: " + ", ".join(f"line {m['line']} ({m['match']})" for m in items)]
 
 
+def apply_patch(data: Data) -> str:
+    """`patched 2 file(s):` (or `dry run, would patch`), a line per file (what changed, how
+    each hunk matched), then the diff."""
+    files = data.get("files", [])
+    head = (f"dry run, would patch {len(files)} file(s):" if data.get("dry_run")
+            else f"patched {len(files)} file(s):")
+    lines = [head]
+    for f in files:
+        moved = f" (from {f['moved_from']})" if f.get("moved_from") else ""
+        hunks = ", ".join(f"line {m['line']} ({m['match']})" for m in f.get("matches", []))
+        lines.append(f"  {f['change']} {f['path']}{moved}" + (f": {hunks}" if hunks else ""))
+    return "\n".join([*lines, data.get("diff", "").rstrip("\n")])
+
+
 def write_file(data: Data) -> str:
     did = "created" if data.get("created") else "replaced"
     return f"{did} {data['path']}: {data['size']} bytes, sha256 {short(data['sha256'])}"

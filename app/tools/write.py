@@ -1,5 +1,5 @@
-"""Write tools (permission `write`): write_file, edit_file, create_directory, move_file,
-copy_file.
+"""Write tools (permission `write`): write_file, edit_file, apply_patch, create_directory,
+move_file, copy_file.
 
 Registered only when some root grants write. Each handler only bounds its
 arguments and hands the work to `app.fs`; see there for the guarantees.
@@ -17,10 +17,13 @@ from app.budget import BYTES_PER_CHAR
 from app.fs.change import copy as copy_mod
 from app.fs.change import edit as edit_mod
 from app.fs.change import move as move_mod
+from app.fs.change import patch as patch_mod
 from app.fs.change import write as write_mod
 from app.fs.change.copy import CopyResult
 from app.fs.change.edit import EditResult, TextEdit
 from app.fs.change.move import MoveResult
+from app.fs.change.patch import PatchResult
+from app.fs.change.patch_types import MAX_PATCH_BYTES
 from app.fs.change.write import DirectoryResult, WriteResult
 from app.fs.control import Pay
 from app.fs.hashing import SHORT, is_hash_or_prefix
@@ -126,6 +129,40 @@ async def edit_file(
         note = "; ".join(filter(None, [done.note, f"the diff was left out: {spent}; "
                                                   "the edit was written"]))
         return done.model_copy(update={"diff": "", "diff_truncated": True, "note": note})
+
+    return await run(ctx, work)
+
+
+# Not idempotent: applied twice, a patch that adds a file is refused, one that only edits may
+# apply again where its context still matches.
+@tool(perm="write", title="Apply patch", read_only=False, destructive=True, idempotent=False)
+async def apply_patch(
+    ctx: Context,
+    patch: Annotated[str, Field(min_length=1, max_length=MAX_PATCH_BYTES)],
+    root: RootArg = None,
+    dry_run: bool = False,
+) -> Annotated[CallToolResult, PatchResult]:
+    """Apply a V4A (*** Begin Patch) or unified-diff patch to files; all or nothing."""
+
+    def work(call: Call) -> PatchResult:
+        r = call.root(root)
+        cap = call.snapshot.limits.max_output_chars
+
+        def apply(pay: Pay | None) -> PatchResult:
+            done, steps = patch_mod.apply_patch(r, patch, dry_run=dry_run, control=call, pay=pay)
+            return patch_mod.with_diff(done, steps, cap, call)
+
+        if dry_run:  # writes nothing; its diff is paid as a read is, bound first
+            return metered(call, r, text_cap(call), op="apply_patch", rel="",
+                           work=lambda: apply(None), used=lambda got: utf8_len(got.diff))
+        # The bytes to write, paid once every hunk is placed; then the diff, once made.
+        with PaidAsItGoes(call, r, "apply_patch") as paid:
+            done = apply(paid.pay)
+        spent = paid_if_it_can(call, r, utf8_len(done.diff))
+        if spent is None:
+            return done
+        return done.model_copy(update={"diff": f"[the diff was left out: {spent}; the patch "
+                                               "was applied]\n"})
 
     return await run(ctx, work)
 

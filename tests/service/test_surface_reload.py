@@ -13,7 +13,8 @@ from mcp.client.streamable_http import streamable_http_client
 from tests.kit import roots_toml
 from tests.live import live_server, text_of
 
-WRITE_TOOLS = {"write_file", "edit_file", "create_directory", "move_file", "copy_file"}
+WRITE_TOOLS = {"write_file", "edit_file", "apply_patch", "create_directory", "move_file",
+               "copy_file"}
 
 
 def add_root(cfg: Path, path: Path, name: str, role: str) -> None:

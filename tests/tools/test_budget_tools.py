@@ -390,6 +390,45 @@ def test_an_edit_pays_its_new_size_not_the_roots_largest_file(tmp_path: Path) ->
     assert (ws / "big.txt").read_text() == "start " + "x" * 12000 + "\n"
 
 
+def test_a_patch_pays_what_it_writes_and_its_diff_or_writes_nothing(tmp_path: Path) -> None:
+    """A patch of two files costs both new contents and its diff; one whose second file
+    (about 12 KiB) the bucket cannot pay is refused before its first write: neither changes."""
+    ws = workspace(tmp_path)
+    (ws / "p1.txt").write_text("one\n")
+    (ws / "p2.txt").write_text("two\n")
+    (ws / "big.txt").write_text("start\n")
+    small = ("*** Begin Patch\n*** Update File: p1.txt\n@@\n-one\n+ONE\n"
+             "*** Update File: p2.txt\n@@\n-two\n+TWO\n*** End Patch\n")
+    large = ("*** Begin Patch\n*** Update File: p1.txt\n@@\n-ONE\n+1\n"
+             "*** Update File: big.txt\n@@\n-start\n+begin " + "y" * 12000 + "\n*** End Patch\n")
+
+    async def go() -> tuple[Any, int, int, Any]:
+        budget = Budget(Clock())
+        server = LoomServer(Registry(str(config(tmp_path, ws)), budget=budget))
+        async with Client(server) as client:
+            for _ in range(2):  # about 14 KiB of the 24,000 spent
+                assert not (await client.call_tool("read_media_file", {"path": "pic.png"})
+                            ).is_error
+            left = level(budget)
+            first = await client.call_tool("apply_patch", {"patch": small})
+            after = level(budget)
+            second = await client.call_tool("apply_patch", {"patch": large})
+            return first, left, after, second
+
+    def level(budget: Budget) -> int:
+        got = budget.levels()
+        assert got is not None
+        return got.available_bytes
+
+    first, left, after, second = asyncio.run(go())
+    assert not first.is_error, text_of(first)
+    diff = (first.structured_content or {})["diff"]
+    assert left - after == 4 + 4 + utf8(diff)  # both new contents and the diff
+    assert (ws / "p1.txt").read_text() == "ONE\n" and (ws / "p2.txt").read_text() == "TWO\n"
+    assert second.is_error and text_of(second).startswith("byte budget spent: ")
+    assert (ws / "p1.txt").read_text() == "ONE\n" and (ws / "big.txt").read_text() == "start\n"
+
+
 def test_a_media_file_pays_its_size_not_the_roots_largest_file(tmp_path: Path) -> None:
     """With less than max_read_bytes (16 KiB) left, an image of about 7 KiB is returned and
     costs its size; the next one, which the bucket cannot pay, is refused whole."""

@@ -63,7 +63,7 @@ async def test_the_tool_list_costs_at_most_its_share_of_the_reference_servers(
     tmp_path: Path,
 ) -> None:
     tools = await listed(tmp_path, every=False)
-    assert len(tools) == 16  # the reference server's 14, copy_file and outline
+    assert len(tools) == 17  # the reference server's 14, copy_file, outline and apply_patch
     ceiling = int(TOOL_LIST_SHARE * REFERENCE_TOOL_LIST_TOKENS)
     spent = tokens(tool_list_text(tools))
     assert spent <= ceiling, f"{spent} tokens > {ceiling}: {costs(tools)}"
@@ -71,7 +71,7 @@ async def test_the_tool_list_costs_at_most_its_share_of_the_reference_servers(
 
 async def test_no_tool_costs_more_than_its_share(tmp_path: Path) -> None:
     tools = await listed(tmp_path, every=True)
-    assert len(tools) == 21
+    assert len(tools) == 22
     heavy = [t for t in tools if tokens(tool_list_text([t])) > MAX_TOOL_TOKENS]
     assert heavy == [], costs(heavy)
 

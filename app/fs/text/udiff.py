@@ -1,5 +1,5 @@
-"""Unified diffs of two texts, bounded in cost and in size: the one writer `git_diff` and
-`edit_file` answer with.
+"""Unified diffs of two texts, bounded in cost and in size: the one writer `git_diff`,
+`edit_file` and `apply_patch` answer with.
 
 Lines are cut at "\\n" only (a lone "\\r" is text). Equal lines at the head and the tail
 are matched first by a linear scan, as git's xdiff does, without splitting them: a one-line
