@@ -105,8 +105,8 @@ async def edit_file(
     dry_run: bool = False,
     expected_sha256: Sha256Arg = None,
 ) -> Annotated[CallToolResult, EditResult]:
-    """Replace text in a file. Each old_text must be found at exactly one place (exact
-    first; then ignoring line ends, whitespace, look-alike punctuation, read line numbers)."""
+    """Replace text in a file. Each old_text must match one place: exact, else ignoring
+    line ends, whitespace, look-alike punctuation or read line numbers."""
 
     def work(call: Call) -> EditResult:
         r = call.root(root)
