@@ -12,17 +12,13 @@ from __future__ import annotations
 
 import os
 import random
-import signal
-import subprocess
-import sys
-import textwrap
-import time
 from pathlib import Path
 
 import pytest
 
 from app.fs.change.sweep import sweep_temp_files
 from app.security.walk import Walker
+from tests.crashloop import CrashLoop, kept_since, stamps
 from tests.fs.conftest import make_disk, populate, roots_config
 from tests.kit import loaded_root
 
@@ -30,7 +26,6 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork and 
 
 KILLS = 30
 FILES = 3
-REPO = Path(__file__).resolve().parents[3]
 
 
 def versions(i: int) -> tuple[bytes, bytes]:
@@ -43,46 +38,29 @@ def edit_versions() -> tuple[bytes, bytes]:
     return (f"state: A\n{body}".encode(), f"state: B\n{body}".encode())
 
 
-WRITER = textwrap.dedent(
-    """
-    import os, sys
-    from app.registry import Registry
-    from app.fs.change.write import write_file
-    from app.errors import BadArgument
-    from app.fs.change.edit import edit_file, TextEdit
+WRITER = """
+from app.registry import Registry
+from app.fs.change.write import write_file
+from app.errors import BadArgument
+from app.fs.change.edit import edit_file, TextEdit
 
-    cfg, files = sys.argv[1], int(sys.argv[2])
-    root = Registry(cfg, audit=False).current.root("ws")
+cfg, files = sys.argv[1], int(sys.argv[2])
+root = Registry(cfg, audit=False).current.root("ws")
 
-    def versions(i):
-        return (f"{i}:old:".encode() * 7000, f"{i}:NEW!:".encode() * 9000)
+def versions(i):
+    return (f"{i}:old:".encode() * 7000, f"{i}:NEW!:".encode() * 9000)
 
-    to_b, to_a = [TextEdit(old_text="state: A", new_text="state: B")], [
-        TextEdit(old_text="state: B", new_text="state: A")]
-    print("ready", flush=True)
-    for _ in sys.stdin:
-        pid = os.fork()
-        if pid == 0:
-            try:
-                n = 0
-                while True:
-                    for i in range(files):
-                        write_file(root, f"f{i}.txt", versions(i)[n % 2].decode(),
-                                   overwrite=True)
-                    try:  # flip the state line, whichever it is now
-                        edit_file(root, "e.txt", to_b, max_output_chars=100)
-                    except BadArgument:
-                        edit_file(root, "e.txt", to_a, max_output_chars=100)
-                    if n == 0:  # one whole round done: the kill may come from now on
-                        print("started", flush=True)
-                    n += 1
-            finally:
-                os._exit(1)  # never fall back into the helper's loop
-        print(pid, flush=True)
-        os.waitpid(pid, 0)
-        print("reaped", flush=True)
-    """
-)
+to_b, to_a = [TextEdit(old_text="state: A", new_text="state: B")], [
+    TextEdit(old_text="state: B", new_text="state: A")]
+
+def step(n):  # every file rewritten, then the state line flipped, whichever it is now
+    for i in range(files):
+        write_file(root, f"f{i}.txt", versions(i)[n % 2].decode(), overwrite=True)
+    try:
+        edit_file(root, "e.txt", to_b, max_output_chars=100)
+    except BadArgument:
+        edit_file(root, "e.txt", to_a, max_output_chars=100)
+"""
 
 
 def test_sigkill_at_random_moments_never_leaves_a_torn_file(tmp_path: Path) -> None:
@@ -95,34 +73,16 @@ def test_sigkill_at_random_moments_never_leaves_a_torn_file(tmp_path: Path) -> N
     allowed = {f"f{i}.txt": set(versions(i)) for i in range(FILES)}
     allowed["e.txt"] = set(edit_versions())
 
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    helper = subprocess.Popen(
-        [sys.executable, "-c", WRITER, cfg, str(FILES)],
-        stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=REPO,
-    )
-    assert helper.stdin is not None and helper.stdout is not None  # both PIPE
     rng = random.Random(20261130)
     leftovers_seen = 0
     changed_rounds = 0
     root = loaded_root(cfg, "ws")
     trash = disk.ws / ".mcp-trash"
-    try:
-        assert helper.stdout.readline().strip() == "ready"
-        deadline = time.monotonic() + 90
-        for _ in range(KILLS):
-            assert time.monotonic() < deadline, "crash loop took too long"
+    with CrashLoop(WRITER, cfg, str(FILES)) as loop:
+        for n in range(KILLS):
             before = {name: (disk.ws / name).read_bytes() for name in allowed}
-            stamps = set(os.listdir(trash)) if trash.exists() else set()
-            helper.stdin.write("go\n")
-            helper.stdin.flush()
-            # The helper's pid line and the writer's "started" may come in either order.
-            lines = {helper.stdout.readline().strip() for _ in range(2)}
-            lines.discard("started")
-            (pid,) = (int(x) for x in lines)
-            # Killed at a random moment of a later round, however slow the machine is.
-            time.sleep(rng.uniform(0.0, 0.08))
-            os.kill(pid, signal.SIGKILL)
-            assert helper.stdout.readline().strip() == "reaped"
+            made = stamps(trash)
+            loop.kill_round(n, rng)
             # Every file is entirely one version or the other: never a mix, never cut.
             now = {name: (disk.ws / name).read_bytes() for name in allowed}
             for name, data in now.items():
@@ -130,18 +90,13 @@ def test_sigkill_at_random_moments_never_leaves_a_torn_file(tmp_path: Path) -> N
             changed_rounds += now != before
             # Never neither: what a file held before the round is still there, or kept
             # in the trash as a version of it.
-            made = set(os.listdir(trash)) - stamps if trash.exists() else set()
             for name, data in before.items():
                 if now[name] != data:
-                    kept = [trash / m / name for m in made]
-                    assert any(p.exists() and p.read_bytes() == data for p in kept), name
+                    assert kept_since(trash, made, name, data), name
             names = os.listdir(disk.ws)
             leftovers_seen += sum(n.startswith(".mcp-tmp-") for n in names)
             # Leftovers are never visible through the server's own walk.
             assert not [e for e in Walker(root, ()) if e.name.startswith(".mcp-tmp-")]
-    finally:
-        helper.kill()
-        helper.communicate(timeout=10)  # reaps it and closes both pipes
     assert changed_rounds > KILLS // 2, "the writer barely ran: the test proves nothing"
     # Kills landed mid-write often enough to leave temp files: the interesting case.
     assert leftovers_seen > 0
