@@ -131,6 +131,8 @@ def args_for(tool: str, root: str) -> dict[str, Any]:
         "write_file": {"root": root, "path": "written.txt", "content": "x", "overwrite": True},
         "edit_file": {"root": root, "path": f, "dry_run": True,
                       "edits": [{"old_text": "needle", "new_text": "pin"}]},
+        "apply_patch": {"root": root, "dry_run": True,
+                        "patch": "*** Begin Patch\n*** Add File: patched.txt\n+x\n*** End Patch\n"},
         "create_directory": {"root": root, "path": "made"},
         "move_file": {"root": root, "source": "absent-a", "destination": "absent-b"},
         "copy_file": {"source_root": root, "destination_root": root, "source": f,
