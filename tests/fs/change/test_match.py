@@ -346,6 +346,8 @@ REINDENTED = [
      TABS.replace("\t\treturn 1", "\t  return 5")),
     # both sides indent with tabs: a tab is 8 columns wide, so 8 spaces are one tab
     ("\tif x:\n\t\ty\n", "if x:\n\ty", "if x:\n        z", "\tif x:\n\t\tz\n"),
+    # neither side indents with tabs: a tab in new_text is 4 columns
+    (PY, "if x:\n    return 1", "if x:\n\treturn 5", PY.replace("return 1", "return 5")),
     # a delta of one column moves every line by one
     ("x\n  a\n  b\n", " a\n b", " c\n  d", "x\n  c\n   d\n"),
     # the matched lines' own character, not the first indented line of the file's
@@ -437,6 +439,7 @@ EXACT_CASES = [
 def test_line_ends_line_bounds_and_line_numbers_decide_the_place(
     text: str, old: str, new: str, kw: dict[str, object], after: str, level: str, line: int
 ) -> None:
+    kw = dict(kw)  # the table's own stays as it is for the next run
     crlf = kw.pop("crlf", None)
     place = Matcher(text, "f.py", crlf=crlf).place(old, new, **kw)  # type: ignore[arg-type]
     got = text[: place.lo] + place.new + text[place.hi :]
@@ -623,3 +626,11 @@ def test_the_similarity_ratio_counts_lines_frequent_in_the_block() -> None:
     # difflib's autojunk would drop "a" (over 1% of a block of 200 lines) and find 0%
     got = closest(Matcher("a\n" * 300, "f.py"), "a\n" * 199 + "b\n")
     assert got is not None and got.startswith("closest block: lines 1-200 (100% similar)")
+
+
+def test_line_ids_are_distinct_up_to_the_code_points_then_wrap_around() -> None:
+    distinct = 0x110000 - 0x800  # every code point but the surrogates
+    matcher = Matcher("".join(f"{i}\n" for i in range(distinct + 2)), "f.py")
+    hay, _ids = matcher.ids(1)
+    assert len(set(hay[:distinct])) == distinct
+    assert hay[distinct : distinct + 2] == hay[:2]
