@@ -377,6 +377,7 @@ WRITTEN_BACK = [
     # a mixed file: the matched line's own line end, whatever new_text types
     ("a\nb\r\nc\n", "b  ", "x\ny", "a\nx\r\ny\r\nc\n", "trailing_space"),
     ("a\nb\nc\n", "b  ", "x\r\ny", "a\nx\ny\nc\n", "trailing_space"),
+    ("a\nb\nc\n", "b  ", "x\r\r\ny", "a\nx\ny\nc\n", "trailing_space"),  # a stray CR too
     # new_text's extra blank lines at its ends are kept
     ("a\nb\nc\n", "b ", "\nb", "a\n\nb\nc\n", "trailing_space"),
     ("a\nb\nc\n", "b ", "b\n\n", "a\nb\n\n\nc\n", "trailing_space"),
@@ -477,6 +478,19 @@ def test_an_exact_ambiguity_counts_every_place_and_names_the_first_ten(n: int) -
         f"old_text occurs {n} times in 'f.py'; it must occur exactly once (include more "
         f"surrounding lines to make it unique): lines {lines_text(n)}")
     assert info.value.lines == list(range(1, min(n, 11) + 1))
+
+
+@pytest.mark.parametrize(("text", "old", "kw", "message"), [
+    ("aaa\n", "aa", {}, "old_text occurs 2 times in 'f.py'"),  # overlapping places count
+    ("x\nx\nax\n", "x\n", {"whole_lines": True}, "old_text occurs 2 times in 'f.py'"),
+    ("x\nx\nax\n", "x\n", {}, "old_text occurs 3 times in 'f.py'"),
+])
+def test_an_exact_ambiguity_counts_the_places_it_may_take(
+    text: str, old: str, kw: dict[str, object], message: str
+) -> None:
+    with pytest.raises(Ambiguous) as info:
+        Matcher(text, "f.py").place(old, "y", **kw)  # type: ignore[arg-type]
+    assert info.value.message.startswith(message + ";")
 
 
 def test_an_exact_ambiguity_counts_from_start_only() -> None:
