@@ -377,7 +377,7 @@ WRITTEN_BACK = [
     # a mixed file: the matched line's own line end, whatever new_text types
     ("a\nb\r\nc\n", "b  ", "x\ny", "a\nx\r\ny\r\nc\n", "trailing_space"),
     ("a\nb\nc\n", "b  ", "x\r\ny", "a\nx\ny\nc\n", "trailing_space"),
-    ("a\nb\nc\n", "b  ", "x\r\r\ny", "a\nx\ny\nc\n", "trailing_space"),  # a stray CR too
+    ("a\nb\nc\n", "b  ", "xy\r\r\nz", "a\nxy\nz\nc\n", "trailing_space"),  # a stray CR too
     # new_text's extra blank lines at its ends are kept
     ("a\nb\nc\n", "b ", "\nb", "a\n\nb\nc\n", "trailing_space"),
     ("a\nb\nc\n", "b ", "b\n\n", "a\nb\n\n\nc\n", "trailing_space"),
