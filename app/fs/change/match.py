@@ -234,7 +234,7 @@ class Matcher:
                 continue
             self.control.check()
             where = self._where(min(n, 4), core, level, start, at_end)
-            places = list(where(MAX_CANDIDATES if near_line is not None else 2))
+            places = list(where(_most(near_line)))
             if places:
                 return self._one(places, where, level, near_line, split, new, core)
         raise NoPlace(f"old_text not found in '{self.name}' (0 occurrences)")
@@ -257,7 +257,7 @@ class Matcher:
                     yield pos
                 pos = text.find(old, pos + 1)
 
-        found = list(where(MAX_CANDIDATES if near_line is not None else 2))
+        found = list(where(_most(near_line)))
         if not found:
             return None
         lines = [self.line_of(p) for p in found]
@@ -375,15 +375,17 @@ class Matcher:
         if not replacement and split.trail:  # lines removed: their line end with them
             if j + 1 < len(self.starts):
                 hi = self.starts[j + 1]
+            elif hi < len(self.text):  # the last line's own line end
+                hi = len(self.text)
             elif i > 0:
                 lo = self.starts[i - 1] + len(self.lines[i - 1])
         return Place(lo, hi, i + 1, level, self._eol(replacement, i))
 
     def _reindent(self, new: str, i: int, core: list[str], delta: int, tab: int) -> str:
         """new_text moved by `delta` columns (a tab `tab` wide), in the text's indent
-        character."""
-        style = _style(self.lines[i : i + len(core)]) or _style(self.lines)
+        character (new_text's own when the text indents no line)."""
         parts = new.split("\n")
+        style = _style(self.lines[i : i + len(core)]) or _style(self.lines) or _style(parts)
         chars = {c for x in parts if x.strip() for c in _indent(x)}
         if style is None or (delta == 0 and chars <= {style}):
             return new
@@ -446,6 +448,13 @@ def _step(lines: list[str]) -> int:
 
 def _ends(text: str, end: int) -> bool:
     return text[end:] in ("", "\n", "\r\n")
+
+
+def _most(near: int | None) -> int:
+    """How many places to collect: two tell an ambiguity; a line number chooses among all of
+    them, so the search goes on past MAX_CANDIDATES (and is refused there) rather than
+    choose among the first ones only."""
+    return 2 if near is None else MAX_CANDIDATES + 1
 
 
 def _pick(lines: list[int], near: int | None) -> int | None:
