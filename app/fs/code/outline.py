@@ -134,6 +134,12 @@ def parse_file(fd: int, size: int, rel: str, root: Root, depth: int) -> Parsed:
     elif got.stopped == parse_mod.STOPPED_BUSY:
         notes.append("no parser came free before the deadline (other calls are parsing): "
                      "no symbols; try again")
+    elif got.stopped == parse_mod.STOPPED_GRAMMAR:
+        notes.append(f"the {lang} grammar could not be loaded on this server: no symbols; "
+                     "read it by lines")
+    elif got.stopped == parse_mod.STOPPED_DEPTH:
+        notes.append("the file nests deeper than the outline follows: no symbols; "
+                     "read it by lines")
     elif got.stopped is not None:
         notes.append(f"the parse stopped at its memory limit "
                      f"({parse_mod.MEMORY_LIMIT >> 20} MiB): no symbols; read it by lines")

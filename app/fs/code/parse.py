@@ -31,6 +31,7 @@ MEMORY_LIMIT = 512 * 1024 * 1024  # the worker's address space, bytes
 DEADLINE_S = 5.0
 STOPPED_TIME, STOPPED_MEMORY, STOPPED_DEPTH = "time", "memory", "depth"
 STOPPED_BUSY = "busy"  # every worker stayed busy until the deadline
+STOPPED_GRAMMAR = "grammar"  # the language's grammar package could not be loaded
 
 
 @dataclass

@@ -38,7 +38,11 @@ def _parser(language: str) -> Any:
 
 def answer(language: str, depth: int, data: bytes) -> dict[str, Any]:
     try:
-        tree = _parser(language).parse(data)
+        parser = _parser(language)
+    except (ImportError, AttributeError, OSError, ValueError):  # its package missing or broken
+        return {"symbols": [], "truncated": False, "errors": False, "stopped": "grammar"}
+    try:
+        tree = parser.parse(data)
         symbols, truncated = outline_tree(language, tree.root_node, data, depth)
         return {"symbols": symbols, "truncated": truncated,
                 "errors": bool(tree.root_node.has_error), "stopped": None}

@@ -114,3 +114,36 @@ def test_parses_run_side_by_side_and_a_call_no_worker_serves_in_time_says_busy()
         t.join()
     assert waited.stopped == parse.STOPPED_BUSY
     assert [g.stopped for g in got] == [parse.STOPPED_TIME] * 2
+
+
+@pytest.mark.parametrize(("module", "why"), [
+    ("tree_sitter_no_such_grammar", "its package missing"),
+    ("json", "a module without the grammar's function"),
+])
+def test_a_grammar_that_cannot_be_loaded_is_said_not_taken_for_memory(
+    monkeypatch: pytest.MonkeyPatch, module: str, why: str
+) -> None:
+    from app.fs.code import worker
+
+    monkeypatch.setattr(worker, "GRAMMARS", {"python": (module, "language")})
+    monkeypatch.setattr(worker, "_parsers", {})
+    assert worker.answer("python", 2, b"def f():\n    pass\n")["stopped"] == parse.STOPPED_GRAMMAR
+
+
+@pytest.mark.parametrize(("stopped", "words"), [
+    (parse.STOPPED_GRAMMAR, "the python grammar could not be loaded on this server"),
+    (parse.STOPPED_DEPTH, "nests deeper than the outline follows"),
+    (parse.STOPPED_MEMORY, "stopped at its memory limit (512 MiB)"),
+])
+def test_the_note_names_the_bound_that_stopped_the_parse(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, stopped: str, words: str
+) -> None:
+    from app.fs.code import outline as outline_mod
+    from app.fs.control import NoControl
+
+    (tmp_path / "a.py").write_text("def f():\n    pass\n")
+    monkeypatch.setattr(outline_mod.parse_mod, "parse",
+                        lambda *a, **k: parse.Parsed(stopped=stopped))
+    got = outline_mod.outline(secure_root(tmp_path), "a.py", depth=2, cursor="", limit=100,
+                              cap=60_000, control=NoControl())
+    assert got.note is not None and words in got.note
