@@ -27,6 +27,7 @@ from typing import TypeVar
 
 from app.budget import Reservation, text_bound
 from app.errors import BudgetSpent
+from app.fs.control import Pay
 from app.security.resolve import Root
 from app.tools.base import Call
 
@@ -101,3 +102,27 @@ class PaidAsItGoes:
         if kind is not None:
             for paid in self.held:
                 paid.refund()
+
+
+def paid_change(
+    call: Call,
+    root: Root,
+    *,
+    op: str,
+    rel: str,
+    dry_run: bool,
+    change: Callable[[Pay | None], T],
+    diff: Callable[[T], str],
+    left_out: Callable[[T, str], T],
+) -> T:
+    """A change that answers its diff (`edit_file`, `apply_patch`), paid for: a dry run
+    writes nothing, so its diff is paid as a read is, bound first; a change pays what it
+    writes as it learns it (`change(pay)`), then its diff once made, or `left_out(done,
+    why)` answers without it: the change is done, its answer is not refused."""
+    if dry_run:
+        return metered(call, root, text_cap(call), op=op, rel=rel, work=lambda: change(None),
+                       used=lambda got: utf8_len(diff(got)))
+    with PaidAsItGoes(call, root, op) as paid:
+        done = change(paid.pay)
+    spent = paid_if_it_can(call, root, utf8_len(diff(done)))
+    return done if spent is None else left_out(done, spent)

@@ -29,7 +29,7 @@ from app.fs.control import Pay
 from app.fs.hashing import SHORT, is_hash_or_prefix
 from app.messages import shown
 from app.tools.base import Call, PathArg, RootArg, run, tool
-from app.tools.metered import PaidAsItGoes, metered, paid_if_it_can, text_cap, utf8_len
+from app.tools.metered import metered, paid_change
 
 OtherRoot = Annotated[str | None, Field(default=None, max_length=64)]  # default: root
 
@@ -117,18 +117,13 @@ async def edit_file(
                 dry_run=dry_run, expected_sha256=expected_sha256, control=call, pay=pay,
             )
 
-        if dry_run:  # writes nothing; its diff is paid as a read is, bound first
-            return metered(call, r, text_cap(call), op="edit_file", rel=path,
-                           work=lambda: edit(None), used=lambda got: utf8_len(got.diff))
-        # The new content's size, paid before it is written; then the diff, once made.
-        with PaidAsItGoes(call, r, "edit_file") as paid:
-            done = edit(paid.pay)
-        spent = paid_if_it_can(call, r, utf8_len(done.diff))
-        if spent is None:
-            return done
-        note = "; ".join(filter(None, [done.note, f"the diff was left out: {spent}; "
-                                                  "the edit was written"]))
-        return done.model_copy(update={"diff": "", "diff_truncated": True, "note": note})
+        def without_diff(done: EditResult, spent: str) -> EditResult:
+            note = "; ".join(filter(None, [done.note, f"the diff was left out: {spent}; "
+                                                      "the edit was written"]))
+            return done.model_copy(update={"diff": "", "diff_truncated": True, "note": note})
+
+        return paid_change(call, r, op="edit_file", rel=path, dry_run=dry_run, change=edit,
+                           diff=lambda got: got.diff, left_out=without_diff)
 
     return await run(ctx, work)
 
@@ -152,17 +147,12 @@ async def apply_patch(
             done, steps = patch_mod.apply_patch(r, patch, dry_run=dry_run, control=call, pay=pay)
             return patch_mod.with_diff(done, steps, cap, call)
 
-        if dry_run:  # writes nothing; its diff is paid as a read is, bound first
-            return metered(call, r, text_cap(call), op="apply_patch", rel="",
-                           work=lambda: apply(None), used=lambda got: utf8_len(got.diff))
-        # The bytes to write, paid once every hunk is placed; then the diff, once made.
-        with PaidAsItGoes(call, r, "apply_patch") as paid:
-            done = apply(paid.pay)
-        spent = paid_if_it_can(call, r, utf8_len(done.diff))
-        if spent is None:
-            return done
-        return done.model_copy(update={"diff": f"[the diff was left out: {spent}; the patch "
-                                               "was applied]\n"})
+        def without_diff(done: PatchResult, spent: str) -> PatchResult:
+            return done.model_copy(update={"diff": f"[the diff was left out: {spent}; the "
+                                                   "patch was applied]\n"})
+
+        return paid_change(call, r, op="apply_patch", rel="", dry_run=dry_run, change=apply,
+                           diff=lambda got: got.diff, left_out=without_diff)
 
     return await run(ctx, work)
 
