@@ -120,6 +120,22 @@ def read_whole(fd: int, size: int, rel: str, root: Root) -> bytes:
     return src.data
 
 
+# Why a parse has no symbols, by how it stopped (`{lang}`: the file's language).
+STOP_NOTES = {
+    parse_mod.STOPPED_TIME: f"the parse stopped at its deadline ({parse_mod.DEADLINE_S:g} s): "
+                            "no symbols; read it by lines",
+    parse_mod.STOPPED_BUSY: "no parser came free before the deadline (other calls are "
+                            "parsing): no symbols; try again",
+    parse_mod.STOPPED_GRAMMAR: "the {lang} grammar could not be loaded on this server: no "
+                               "symbols; read it by lines",
+    parse_mod.STOPPED_DEPTH: "the file nests deeper than the outline follows: no symbols; "
+                             "read it by lines",
+    parse_mod.STOPPED_MEMORY: f"the parse stopped at its memory limit "
+                              f"({parse_mod.MEMORY_LIMIT >> 20} MiB): no symbols; read it by "
+                              "lines",
+}
+
+
 def parse_file(fd: int, size: int, rel: str, root: Root, depth: int) -> Parsed:
     """The symbols of the open file `rel`, or a note saying why there are none."""
     lang = language_of(rel)
@@ -128,21 +144,9 @@ def parse_file(fd: int, size: int, rel: str, root: Root, depth: int) -> Parsed:
         return Parsed(None, [], "not a language the outline knows: read it by lines")
     got = parse_mod.parse(lang, source_of(data, rel), depth)
     notes = []
-    if got.stopped == parse_mod.STOPPED_TIME:
-        notes.append(f"the parse stopped at its deadline ({parse_mod.DEADLINE_S:g} s): "
-                     "no symbols; read it by lines")
-    elif got.stopped == parse_mod.STOPPED_BUSY:
-        notes.append("no parser came free before the deadline (other calls are parsing): "
-                     "no symbols; try again")
-    elif got.stopped == parse_mod.STOPPED_GRAMMAR:
-        notes.append(f"the {lang} grammar could not be loaded on this server: no symbols; "
-                     "read it by lines")
-    elif got.stopped == parse_mod.STOPPED_DEPTH:
-        notes.append("the file nests deeper than the outline follows: no symbols; "
-                     "read it by lines")
-    elif got.stopped is not None:
-        notes.append(f"the parse stopped at its memory limit "
-                     f"({parse_mod.MEMORY_LIMIT >> 20} MiB): no symbols; read it by lines")
+    if got.stopped is not None:  # a stop not named below is the worker ending: its memory
+        why = STOP_NOTES.get(got.stopped, STOP_NOTES[parse_mod.STOPPED_MEMORY])
+        notes.append(why.format(lang=lang))
     if got.truncated:
         notes.append("the file has more symbols than an outline lists; later ones are left out")
     if got.errors and got.stopped is None:

@@ -134,6 +134,9 @@ def test_a_grammar_that_cannot_be_loaded_is_said_not_taken_for_memory(
     (parse.STOPPED_GRAMMAR, "the python grammar could not be loaded on this server"),
     (parse.STOPPED_DEPTH, "nests deeper than the outline follows"),
     (parse.STOPPED_MEMORY, "stopped at its memory limit (512 MiB)"),
+    (parse.STOPPED_TIME, "the parse stopped at its deadline (5 s)"),
+    (parse.STOPPED_BUSY, "no parser came free before the deadline"),
+    ("a stop no one names", "stopped at its memory limit (512 MiB)"),
 ])
 def test_the_note_names_the_bound_that_stopped_the_parse(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path, stopped: str, words: str
