@@ -29,6 +29,7 @@ test over that record.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import tempfile
@@ -279,7 +280,7 @@ def trash_use(top: Path) -> tuple[int, int]:
     for stamp in top.iterdir():
         record = stamp / RECORD
         if stamp.is_dir() and record.is_file():
-            if '"delete"' in record.read_text():
+            if json.loads(record.read_text()).get("kind") == "delete":
                 deleted.add(stamp)
             else:
                 versions += 1
