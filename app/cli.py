@@ -39,6 +39,12 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="NAME",
         help="stdio: serve the grant of this [[clients]] table (default: every root)",
     )
+    p.add_argument("--ui", action="store_true",
+                   help="serve the owner's page alone (for servers run over stdio), then "
+                   "nothing else; port 8000 unless --port")
+    p.add_argument("--ui-link", action="store_true",
+                   help="print a fresh login link to the owner's page (of the server on "
+                   "--port), then exit")
     p.add_argument("--check", action="store_true", help="validate the config, print roots, exit")
     p.add_argument(
         "--empty-trash", metavar="ROOT",
@@ -139,6 +145,14 @@ def main(argv: list[str] | None = None) -> int:
         from app.trash_cli import trash_command
 
         return trash_command(loaded, args.trash, args.restore, args.to)
+    if args.ui_link:
+        from app.startup import ui_link
+
+        return ui_link(args, loaded)
+    if args.ui:
+        from app.startup import serve_ui
+
+        return serve_ui(args, path, loaded)
     from app.startup import serve
 
     return serve(args, path, loaded)

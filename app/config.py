@@ -219,6 +219,8 @@ class LoadedConfig:
         logs = [self.audit_log] + [
             f"{self.audit_log}.{i}" for i in range(1, self.model.audit_log_backups + 1)
         ]
+        # The owner's lines of a `--ui` process (`app.ui.context.UI_AUDIT`), beside the log.
+        logs.append(os.path.join(os.path.dirname(self.audit_log), "ui-audit.log"))
         return (self.source, *logs)
 
 

@@ -50,6 +50,7 @@ from app.security.tokenfile import (
     client_token_path,
     default_token_path,
     ensure_token,
+    owner_secret_path,
     read_token,
 )
 
@@ -203,7 +204,7 @@ class Registry:
         # Files that hold a token this server does not read (stdio, or a test): protected all
         # the same. Where a token is made (by this server or another one of this user's) is
         # always among them.
-        others = [default_token_path()]
+        others = [default_token_path(), owner_secret_path()]  # the owner's page's too
         if token_file is _FROM_ENV:
             others.append(os.environ.get("LOOMFS_TOKEN_FILE") or "")
         elif isinstance(token_file, str):

@@ -204,7 +204,9 @@ def settle_state_folder(args: argparse.Namespace, settings: Settings, loaded: Lo
     )
     if args.transport == "http" and loaded.clients:
         makes_token = any(c.token_file is None for c in loaded.clients)
-    if loaded.model.audit_log is not None and not makes_token:
+    # Over HTTP the owner's page reads (or makes) its secret there (`app.ui.owner`).
+    owner_page = args.transport == "http" or getattr(args, "ui", False)
+    if loaded.model.audit_log is not None and not makes_token and not owner_page:
         return True
     given = os.path.normpath(statedir.state_dir())
     place = "$XDG_STATE_HOME" if os.path.isabs(os.environ.get("XDG_STATE_HOME") or "") else (
@@ -331,6 +333,10 @@ def _serve_http(server, host: str, port: int, auth: HttpAuth, settings: Settings
     announce_auth(auth, f"http://{shown}:{bound}/mcp")
     if auth.clients:
         announce_clients(server.registry, f"http://{shown}:{bound}/mcp")
+    ui = owner_page(server.registry, host, bound, f"http://{shown}:{bound}/mcp")
+    if ui is None:
+        sock.close()
+        return 1
     # A fixed LOOMFS_TOKEN, or the holder the registry refills from the token file at each
     # reload (None with --no-auth).
     token = TokenHolder(auth.token) if auth.token else server.registry.token
@@ -340,6 +346,7 @@ def _serve_http(server, host: str, port: int, auth: HttpAuth, settings: Settings
         allowed_hosts=settings.allowed_hosts,
         allowed_origins=settings.allowed_origins,
         handle_sighup=True,
+        ui=ui,
     )
     server_class = _uvicorn_server_class()
     # httptools (uvicorn's C parser; 5-20% less server CPU per small call than h11,
@@ -352,6 +359,100 @@ def _serve_http(server, host: str, port: int, auth: HttpAuth, settings: Settings
         proxy_headers=False, forwarded_allow_ips="", **uvicorn_limits(),
     )
     server_class(config).run(sockets=[sock])
+    return 0
+
+
+def owner_keys(loaded: LoadedConfig):
+    """The owner's page's keys (`app.ui.owner`), its secret made at the first start; None
+    when it cannot be had (said on stderr)."""
+    from app.ui.owner import OwnerKeys, load_secret, secret_path
+
+    path = secret_path()
+    try:
+        check_token_file(list(loaded.roots), *resolve_links(path), made=True)
+        return OwnerKeys(load_secret(path))
+    except ConfigError as exc:
+        print(f"loom-fs-mcp: owner secret {path}: {exc.message}", file=sys.stderr)
+    except OSError as exc:
+        print(f"loom-fs-mcp: cannot make the owner secret {path} ({exc.strerror})",
+              file=sys.stderr)
+    return None
+
+
+def owner_page(registry, host: str, port: int, mcp_url: str | None, *, standalone=False):
+    """The owner's page of this process (`app.ui.context.UiContext`), its login link
+    printed (the operator's terminal); None when its secret cannot be had (said)."""
+    from app.ui.context import UiContext, owner_log_of, ui_audit_log
+
+    keys = owner_keys(registry.current.config)
+    if keys is None:
+        return None
+    log = ui_audit_log(registry) if standalone else owner_log_of(registry)
+    print(f"owner's page: {keys.link(host, port)}  (single use, for 10 minutes; "
+          "loom-fs-mcp --ui-link prints a fresh one)", file=sys.stderr, flush=True)
+    return UiContext(registry=registry, keys=keys, mcp_url=mcp_url, owner_log=log)
+
+
+def ui_link(args: argparse.Namespace, loaded: LoadedConfig) -> int:
+    """`--ui-link`: a fresh login link to the page of the server on --port (stdout)."""
+    settings = Settings()
+    if not settle_state_folder(args, settings, loaded):
+        return 1
+    keys = owner_keys(loaded)
+    if keys is None:
+        return 1
+    host = args.host or settings.host
+    port = args.port if args.port is not None else settings.port
+    print(keys.link(host, port))
+    return 0
+
+
+def serve_ui(args: argparse.Namespace, config_path: str, loaded: LoadedConfig) -> int:
+    """`--ui`: the owner's page alone, for servers that run over stdio: the same config,
+    audit log and trash; its own owner lines in `ui-audit.log`."""
+    refusal = platform_refusal()
+    if refusal:
+        print(f"loom-fs-mcp: {refusal}", file=sys.stderr)
+        return 1
+    settings = Settings()
+    if not settle_state_folder(args, settings, loaded):
+        return 1
+    host = args.host or settings.host
+    port = args.port if args.port is not None else settings.port
+    from app.http.guards import is_loopback
+
+    if not is_loopback(host):
+        print(f"loom-fs-mcp: --ui serves loopback only; refusing host {host!r}", file=sys.stderr)
+        return 2
+    setup_logging()
+    from app.registry import Registry
+
+    try:
+        registry = Registry(config_path, audit=False)
+    except ConfigError as exc:
+        print(f"loom-fs-mcp: {exc.message}", file=sys.stderr)
+        return 1
+    try:
+        sock = listening_socket(host, port)
+    except OSError as exc:
+        print(f"loom-fs-mcp: cannot listen on {host}:{port} ({exc.strerror})", file=sys.stderr)
+        return 1
+    bound = sock.getsockname()[1]
+    ui = owner_page(registry, host, bound, None, standalone=True)
+    if ui is None:
+        sock.close()
+        return 1
+    import uvicorn
+
+    from app.http.limits import uvicorn_limits
+    from app.http.ui_only import build_ui_app
+
+    app = build_ui_app(ui, settings.allowed_hosts, settings.allowed_origins)
+    config = uvicorn.Config(
+        app, log_config=None, access_log=False, lifespan="off", timeout_graceful_shutdown=5,
+        proxy_headers=False, forwarded_allow_ips="", **uvicorn_limits(),
+    )
+    _uvicorn_server_class()(config).run(sockets=[sock])
     return 0
 
 

@@ -134,7 +134,6 @@ class LiveServer:
         self.registry = Registry(str(config), client_tokens=client_tokens)
         self.server = LoomServer(self.registry)
         self.token = token
-        self.app = build_app(self.server, token=token, **app_kwargs)
         # IPPROTO_TCP so asyncio sets TCP_NODELAY on accepted connections (see app/startup.py).
         self._sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         self._sock.bind(("127.0.0.1", 0))
@@ -142,6 +141,11 @@ class LiveServer:
         self.port = self._sock.getsockname()[1]
         self.base = f"http://127.0.0.1:{self.port}"
         self.url = f"{self.base}/mcp"
+        # `ui`: the owner's page, or a callable making it from this server (tests/ui/uikit.py).
+        if callable(app_kwargs.get("ui")):
+            app_kwargs["ui"] = app_kwargs["ui"](self)
+        self.ui = app_kwargs.get("ui")
+        self.app = build_app(self.server, token=token, **app_kwargs)
         self._uvicorn = uvicorn.Server(
             uvicorn.Config(
                 self.app,

@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("sdk", ("app.sdk",)),
     ("tools", ("app.tools",)),
     ("server", ("app.server",)),
+    ("page", ("app.ui",)),
     ("transport", ("app.http", "app.stdio")),
     ("process", ("app.startup", "app.settings", "app.cli", "app.trash_cli", "app.__main__")),
 ]

@@ -5,13 +5,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager
+from typing import TYPE_CHECKING
 
 import anyio
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
-from starlette.routing import BaseRoute, Route
+from starlette.responses import JSONResponse, RedirectResponse, Response
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from app import __version__
@@ -23,6 +24,9 @@ from app.http.response_mode import JsonWhenNothingStreams, PerRequestJSON
 from app.http.sessions import SessionGate, SessionPolicy
 from app.security.tokenfile import TokenHolder
 from app.server import LoomServer, install_sighup
+
+if TYPE_CHECKING:
+    from app.ui.context import UiContext
 
 
 def build_app(
@@ -36,8 +40,11 @@ def build_app(
     watch_disconnects: bool = True,
     max_sessions: int = MAX_SESSIONS,
     session_idle_timeout: float = SESSION_IDLE_TIMEOUT,
+    ui: UiContext | None = None,
 ) -> ASGIApp:
     """`json_response`: True always JSON, False always SSE, None (default) per request.
+
+    `ui`: the owner's page, served under `/ui/` (`app.ui`); None leaves it out.
 
     `watch_disconnects=False` leaves out `CancelOnDisconnect` (benchmarks only).
     """
@@ -62,6 +69,11 @@ def build_app(
         lambda old, new: policy.end_sessions_of_removed({c.name for c in new.config.clients})
     )
     routes = _routes(server, mcp_app.routes)
+    if ui is not None:
+        from app.ui.pages import build_ui
+
+        ui.mcp_sessions = policy
+        routes += ui_routes(build_ui(ui))
     app = Starlette(routes=routes, lifespan=_lifespan(server, handle_sighup))
     guarded: ASGIApp = SessionGate(app, policy, json_only=json_response is True)
     if json_response is None:
@@ -93,6 +105,15 @@ def _routes(server: LoomServer, mcp_routes: list[BaseRoute]) -> list[BaseRoute]:
         Route("/.well-known/oauth-protected-resource/{rest:path}", not_found),
         *mcp_routes,
     ]
+
+
+def ui_routes(ui_app: ASGIApp) -> list[BaseRoute]:
+    """`/ui/` and what is under it; `/ui` alone goes to `/ui/`."""
+
+    async def to_ui(request: Request) -> Response:
+        return RedirectResponse("/ui/", status_code=308)
+
+    return [Route("/ui", to_ui), Mount("/ui", app=ui_app)]
 
 
 def _lifespan(

@@ -36,11 +36,17 @@ from app.security.statedir import settle, state_dir
 
 MAX_TOKEN_BYTES = 4096
 TOKEN_NAME = "token"
+OWNER_SECRET = "owner-secret"
 CLIENT_TOKENS = "tokens"  # the state folder's folder of the tokens made for `[[clients]]`
 
 
 def default_token_path() -> str:
     return os.path.join(state_dir(), TOKEN_NAME)
+
+
+def owner_secret_path() -> str:
+    """The owner's page's secret (`app.ui.owner`), made and read like a made token."""
+    return os.path.join(state_dir(), OWNER_SECRET)
 
 
 def client_token_path(name: str) -> str:
