@@ -337,6 +337,7 @@ def _serve_http(server, host: str, port: int, auth: HttpAuth, settings: Settings
     if ui is None:
         sock.close()
         return 1
+    ui.server_token = auth.token
     # A fixed LOOMFS_TOKEN, or the holder the registry refills from the token file at each
     # reload (None with --no-auth).
     token = TokenHolder(auth.token) if auth.token else server.registry.token

@@ -32,6 +32,8 @@ class UiContext:
     mcp_url: str | None = None
     # The owner's lines: the serving process's audit log, or `ui-audit.log` under `--ui`.
     owner_log: OwnerLog | None = None
+    # LOOMFS_TOKEN's value, for the snippets, when the token is not read from a file.
+    server_token: str | None = None
 
     @property
     def standalone(self) -> bool:

@@ -4,4 +4,8 @@ from __future__ import annotations
 
 from starlette.routing import Route
 
-ROUTES: list[Route] = []
+from app.ui.connect import connect
+
+ROUTES: list[Route] = [
+    Route("/connect", connect),
+]

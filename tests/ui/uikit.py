@@ -37,7 +37,7 @@ def ui_server(tmp_path: Path, *, extra: str = "", roots: tuple[Any, ...] = (),
     config.write_text(roots_toml(*specs, audit_log=tmp_path / "audit.log", extra=extra))
     def page(srv: LiveServer) -> UiContext:
         return UiContext(registry=srv.registry, keys=OwnerKeys(SECRET), mcp_url=srv.url,
-                         owner_log=owner_log_of(srv.registry))
+                         owner_log=owner_log_of(srv.registry), server_token=TOKEN)
 
     srv = LiveServer(config, token=TOKEN, ui=page, **kwargs)
     srv.owners = []  # type: ignore[attr-defined]

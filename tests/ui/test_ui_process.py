@@ -1,0 +1,167 @@
+"""The console script and the owner's page: the printed link, `--ui-link`, `--ui` alone.
+
+Real processes (`loom-fs-mcp` from the venv), real sockets; the state folder in a temp
+folder (`XDG_STATE_HOME`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import queue
+import re
+import stat
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.kit import roots_toml
+from tests.live import env_without_loomfs, free_port
+
+EXE = str(Path(sys.executable).parent / "loom-fs-mcp")
+LINK = re.compile(r"http://127\.0\.0\.1:(\d+)/ui/login\?code=[A-Za-z0-9_.-]+")
+DEADLINE = 30.0
+
+
+class Spawned:
+    """A running console script whose stderr lines are read as they come."""
+
+    def __init__(self, *args: str, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen([EXE, *args], stdout=subprocess.DEVNULL,
+                                     stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                     text=True, env=env)
+        self.lines: queue.Queue[str] = queue.Queue()
+        self.seen: list[str] = []
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.lines.put(line)
+
+    def wait_for(self, pattern: re.Pattern[str]) -> re.Match[str]:
+        end = time.monotonic() + DEADLINE
+        while time.monotonic() < end:
+            try:
+                line = self.lines.get(timeout=0.2)
+            except queue.Empty:
+                if self.proc.poll() is not None and self.lines.empty():
+                    break
+                continue
+            self.seen.append(line)
+            found = pattern.search(line)
+            if found:
+                return found
+        raise AssertionError(f"not printed in time: {pattern.pattern}\n{''.join(self.seen)}")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.reader.join(timeout=10)
+        assert self.proc.stderr is not None
+        self.proc.stderr.close()
+
+
+@pytest.fixture
+def setup(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    cfg = tmp_path / "roots.toml"
+    cfg.write_text(roots_toml(("ws", ws, "workspace"), audit_log=tmp_path / "logs" / "audit.log"))
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    return cfg, env_without_loomfs(XDG_STATE_HOME=str(state))
+
+
+@pytest.fixture
+def http_server(setup) -> Iterator[tuple[Spawned, int, Path, dict[str, str]]]:
+    cfg, env = setup
+    port = free_port()
+    srv = Spawned("--config", str(cfg), "--transport", "http", "--port", str(port), env=env)
+    try:
+        yield srv, port, cfg, env
+    finally:
+        srv.stop()
+
+
+def logs_in(link: str) -> httpx.Client:
+    http = httpx.Client(timeout=10)
+    r = http.get(link, follow_redirects=True)
+    assert r.status_code == 200 and "<h1>Overview</h1>" in r.text, r.text
+    return http
+
+
+def test_the_http_server_prints_a_login_link_that_logs_in_once(http_server, setup) -> None:
+    srv, port, _, env = http_server
+    link = srv.wait_for(LINK)
+    assert int(link.group(1)) == port
+    logs_in(link.group(0)).close()
+    with httpx.Client(timeout=10) as again:
+        assert again.get(link.group(0)).status_code == 401
+    secret = Path(env["XDG_STATE_HOME"]) / "loom-fs-mcp" / "owner-secret"
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o600
+
+
+def test_ui_link_prints_a_fresh_link_the_serving_process_takes(http_server) -> None:
+    srv, port, cfg, env = http_server
+    srv.wait_for(LINK)
+    done = subprocess.run([EXE, "--config", str(cfg), "--ui-link", "--port", str(port)],
+                          capture_output=True, text=True, env=env, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 0, done.stderr
+    printed = LINK.fullmatch(done.stdout.strip())
+    assert printed and int(printed.group(1)) == port
+    logs_in(printed.group(0)).close()
+
+
+def test_ui_alone_serves_the_page_and_no_mcp(setup, tmp_path: Path) -> None:
+    cfg, env = setup
+    port = free_port()
+    ui = Spawned("--config", str(cfg), "--ui", "--port", str(port), env=env)
+    try:
+        link = ui.wait_for(LINK)
+        with contextlib.closing(logs_in(link.group(0))) as http:
+            page = http.get(f"http://127.0.0.1:{port}/ui/").text
+            assert "served alone" in page
+            assert http.post(f"http://127.0.0.1:{port}/mcp", json={}).status_code == 404
+        owner_lines = (tmp_path / "logs" / "ui-audit.log").read_text()
+        assert "op=owner_login client=owner" in owner_lines
+        audit = tmp_path / "logs" / "audit.log"
+        assert not audit.exists() or "owner_login" not in audit.read_text()
+    finally:
+        ui.stop()
+
+
+def test_ui_alone_refuses_a_non_loopback_host(setup) -> None:
+    cfg, env = setup
+    done = subprocess.run([EXE, "--config", str(cfg), "--ui", "--host", "0.0.0.0"],
+                          capture_output=True, text=True, env=env, timeout=60,
+                          stdin=subprocess.DEVNULL)
+    assert done.returncode == 2
+    assert "--ui serves loopback only" in done.stderr
+
+
+def test_an_owner_secret_open_to_others_is_refused_not_repaired(setup) -> None:
+    cfg, env = setup
+    folder = Path(env["XDG_STATE_HOME"]) / "loom-fs-mcp"
+    folder.mkdir(mode=0o700)
+    secret = folder / "owner-secret"
+    secret.write_text("a-secret-someone-else-could-read\n")
+    os.chmod(secret, 0o644)
+    done = subprocess.run([EXE, "--config", str(cfg), "--ui-link"], capture_output=True,
+                          text=True, env=env, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1
+    assert "owner secret" in done.stderr and "open to other users" in done.stderr
+    assert done.stdout == ""
+    assert stat.S_IMODE(secret.stat().st_mode) == 0o644
