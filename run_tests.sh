@@ -5,6 +5,7 @@
 # stdin from /dev/null.
 #   - .venv with this package (editable) and its test extras, when pyproject.toml changed
 #   - ripgrep from apt (as root), for the tests that compare searches against it
+#   - chromium and chromium-driver from apt (as root), for the owner's page browser tests
 #   - Node 22, the MCP conformance suite and Inspector (scripts/install_node.sh), for
 #     tests/clients, into .ci-cache/node-tools ($LOOMFS_NODE_TOOLS), which git ignores
 #   - two released pluggy sdists, pinned and hash-checked (scripts/fetch_patch_corpus.sh), for
@@ -42,6 +43,15 @@ if ! command -v rg >/dev/null 2>&1; then
   fi
   command -v rg >/dev/null 2>&1 ||
     say "ripgrep (rg) is not installed: the tests that compare searches against it will be skipped"
+fi
+if ! command -v chromium >/dev/null 2>&1 || ! [ -x /usr/bin/chromedriver ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing chromium and chromium-driver with apt-get (the owner's page tests run in headless Chromium)"
+    (export DEBIAN_FRONTEND=noninteractive
+     apt-get update -qq && apt-get install -y -qq chromium chromium-driver) </dev/null >/dev/null 2>&1 || true
+  fi
+  command -v chromium >/dev/null 2>&1 && [ -x /usr/bin/chromedriver ] ||
+    say "chromium or chromedriver is not installed: the browser tests of the owner's page will be skipped (failed under CI=true)"
 fi
 scripts/install_node.sh  # says what it downloads before it does; fails loudly
 scripts/fetch_patch_corpus.sh  # the same: skipped when the hash-checked files are there
