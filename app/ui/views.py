@@ -5,3 +5,9 @@ from __future__ import annotations
 from starlette.routing import Route
 
 ROUTES: list[Route] = []
+
+# --- activity (app/ui/activity.py): /ui/activity and its polling, /ui/activity/rows ---
+from app.ui import activity  # noqa: E402
+
+ROUTES += activity.ROUTES
+# --- end activity ---
