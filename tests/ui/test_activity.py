@@ -292,3 +292,12 @@ def test_a_log_that_is_a_link_or_not_a_regular_file_is_not_read(srv, tmp_path) -
     r = owner.get("/ui/activity")  # a FIFO: refused without waiting on it
     assert r.status_code == 200
     assert rows(owner)["rows"] is not None
+
+
+@pytest.mark.parametrize("name", ["plain.txt", "with space", "back\\slash", "lit\\x20eral",
+                                  "tab\there", "é-ü-日本", HIDDEN, "\udcff-lone", "q\"'=x"])
+def test_a_field_reads_back_as_the_audit_log_wrote_it(tmp_path, name) -> None:
+    log = str(tmp_path / "audit.log")
+    write(log, [("ALLOW", "ws", name, "write_file", f"rule {name}", name)])
+    (row,) = load([log]).rows
+    assert (row.path, row.rule, row.client, row.raw) == (name, f"rule {name}", name, "")
