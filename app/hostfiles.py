@@ -81,3 +81,29 @@ def read_small(path: str, most: int, hold: Callable[[int], object] | None = None
         return data
     finally:
         os.close(fd)
+
+
+def read_tail(path: str, most: int) -> tuple[bytes, int]:
+    """The last `most` bytes (at most) of the regular file at `path` and the offset they
+    start at: one seek from the end, never the whole file. Opened without following a
+    last link (`O_NOFOLLOW`) and without waiting; a file that is not regular is refused
+    as `OSError(NOT_REGULAR)`. The bound is in the reads: at most `most` bytes are read,
+    whatever the file grows to meanwhile."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK | os.O_NOFOLLOW)
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise OSError(0, NOT_REGULAR)
+        start = max(0, info.st_size - most)
+        os.lseek(fd, start, os.SEEK_SET)
+        chunks: list[bytes] = []
+        got = 0
+        while got < most:
+            chunk = os.read(fd, most - got)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            got += len(chunk)
+        return b"".join(chunks), start
+    finally:
+        os.close(fd)

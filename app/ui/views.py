@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from starlette.routing import Route
 
+from app.ui import activity
 from app.ui.connect import connect
 
 ROUTES: list[Route] = [
     Route("/connect", connect),
+    *activity.ROUTES,
 ]

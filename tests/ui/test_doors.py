@@ -11,6 +11,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.ui.headers import HEADERS
 from app.ui.owner import CODE_TTL, FAILURES_ALLOWED, OwnerKeys, make_code
@@ -196,3 +198,22 @@ def test_the_owners_login_is_audited_as_the_owner(srv, tmp_path) -> None:
     Owner(srv)
     log = (tmp_path / "audit.log").read_text()
     assert "op=owner_login client=owner" in log
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200))
+def test_no_text_but_a_code_made_with_the_secret_logs_in(text: str) -> None:
+    keys = OwnerKeys(SECRET, monotonic=lambda: 0.0)
+    keys.failures.failed = lambda: None  # type: ignore[method-assign]  # no rate limit here
+    assert keys.take(text) is not None
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_a_code_changed_in_any_one_character_is_refused(data: st.DataObject) -> None:
+    keys = OwnerKeys(SECRET)
+    good = make_code(SECRET)
+    at = data.draw(st.integers(0, len(good) - 1))
+    other = data.draw(st.characters(codec="ascii").filter(lambda c: c != good[at]))
+    assert keys.take(good[:at] + other + good[at + 1:]) is not None
+    assert keys.take(good) is None  # the unchanged code still works, once
