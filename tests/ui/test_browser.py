@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx2
@@ -43,9 +42,10 @@ HOSTILE = (
 )
 HOSTILE_CLIENT = f'<img src=x onerror="{FLAG}">\u202e-client'
 # The views on this branch; the others join the list as they land.
-VIEWS = ("/ui/", "/ui/connect")
-PENDING = {
-    "/ui/activity": "the Activity view is not merged yet",
+VIEWS = ("/ui/", "/ui/activity", "/ui/connect")
+# Views that show the agent's file names; a reason when the view has not landed yet.
+NAMING: dict[str, str | None] = {
+    "/ui/activity": None,
     "/ui/changes": "the Changes view is not merged yet",
     "/ui/trash": "the Trash view is not merged yet",
 }
@@ -152,9 +152,9 @@ def test_the_overview_shows_the_hostile_client_as_text_with_its_override_visible
 
 
 @pytest.mark.parametrize("path", [
-    pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=why))
-    for p, why in sorted(PENDING.items())])
-def test_no_hostile_name_or_content_runs_a_script_in_a_pending_view(
+    pytest.param(p, marks=[pytest.mark.xfail(strict=True, reason=why)] if why else [])
+    for p, why in sorted(NAMING.items())])
+def test_a_view_shows_the_hostile_names_as_text_with_the_overrides_visible(
     owner: Any, server: RealServer, path: str
 ) -> None:
     text, messages = rendered(owner, path, server.base)
@@ -164,7 +164,6 @@ def test_no_hostile_name_or_content_runs_a_script_in_a_pending_view(
     assert "⟦U+202E⟧" in text and "⟦U+2066⟧" in text
 
 
-@pytest.mark.xfail(strict=True, reason="the Activity view is not merged yet")
 def test_a_change_made_through_mcp_appears_in_the_activity_within_seconds(
     owner: Any, server: RealServer
 ) -> None:
