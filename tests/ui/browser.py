@@ -35,6 +35,8 @@ LINK = re.compile(f"owner's page: ({URL})")
 WAIT = 20.0
 WINDOW = (1280, 800)
 CSP_SIGNS = ("Content Security Policy", "Refused to")
+WATCH = ("window.__csp = []; document.addEventListener('securitypolicyviolation', "
+         "e => window.__csp.push(e.violatedDirective + ' ' + e.blockedURI + ' ' + e.sample));")
 
 
 def missing() -> str | None:
@@ -61,6 +63,9 @@ def start_browser(profile: str) -> Any:
         options.add_argument(arg)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+    # Every page records the CSP violations it sees (the driver's script runs before the
+    # page's, outside its policy), since the console does not report each of them.
+    driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": WATCH})
     driver.set_page_load_timeout(WAIT)
     driver.set_script_timeout(WAIT)
     return driver
@@ -90,8 +95,13 @@ def console(driver: Any) -> list[str]:
     return [str(e.get("message", "")) for e in driver.get_log("browser")]
 
 
-def csp_violations(messages: list[str]) -> list[str]:
-    return [m for m in messages if any(sign in m for sign in CSP_SIGNS)]
+def csp_violations(messages: list[str], driver: Any = None) -> list[str]:
+    """The CSP violations among the console's `messages`, and those the page of `driver`
+    recorded (its `securitypolicyviolation` events)."""
+    seen = [m for m in messages if any(sign in m for sign in CSP_SIGNS)]
+    if driver is not None:
+        seen += [str(v) for v in driver.execute_script("return window.__csp || []")]
+    return seen
 
 
 def wait_until(driver: Any, predicate: Any, what: str, deadline: float = WAIT) -> Any:

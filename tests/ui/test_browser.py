@@ -130,7 +130,8 @@ def rendered(driver: Any, path: str, base: str) -> tuple[str, list[str]]:
 
 def assert_held(driver: Any, path: str, text: str, messages: list[str]) -> None:
     assert driver.execute_script("return window.__pwned") is None, f"a script ran on {path}"
-    assert not csp_violations(messages), (path, csp_violations(messages))
+    violations = csp_violations(messages, driver)
+    assert not violations, (path, violations)
     assert "\u202e" not in text and "\u2066" not in text, f"{path} shows a bidi control"
 
 
@@ -172,7 +173,7 @@ def test_a_change_made_through_mcp_appears_in_the_activity_within_seconds(
     asyncio.run(write_all(server, {"fresh-from-the-agent.txt": "hello\n"}, "browser-test-agent"))
     wait_until(owner, lambda d: "fresh-from-the-agent.txt" in d.find_element(
         "tag name", "body").text, "the new call shown by the page's polling", deadline=10)
-    assert not csp_violations(console(owner))
+    assert not csp_violations(console(owner), owner)
 
 
 @pytest.mark.xfail(strict=True, reason="the Changes view is not merged yet")
@@ -191,4 +192,4 @@ def test_restoring_a_version_from_the_page_puts_the_old_content_back_on_disk(
                  "//button[contains(translate(., 'R', 'r'), 'restore')]")
     button.click()
     wait_until(owner, lambda d: target.read_text() == "old\n", "the old content on disk")
-    assert not csp_violations(console(owner))
+    assert not csp_violations(console(owner), owner)
