@@ -32,10 +32,12 @@ from tests.ui.browser import (
 
 FLAG = "window.__pwned=1"
 # What an agent may write, each meant to run a script if printed as HTML or followed.
+# `</script>` first: in a newest-first list it comes last, so when escaping breaks the
+# script element it opens does not swallow the others before they run.
 HOSTILE = (
+    f"</script><script>{FLAG}</script>",
     f'<img src=x onerror="{FLAG}">',
     f'"><svg onload="{FLAG}">',
-    f"</script><script>{FLAG}</script>",
     f"javascript:{FLAG}",
     "evil\u202etxt.exe",
     "iso\u2066late\u2069d",
