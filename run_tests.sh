@@ -44,13 +44,13 @@ if ! command -v rg >/dev/null 2>&1; then
   command -v rg >/dev/null 2>&1 ||
     say "ripgrep (rg) is not installed: the tests that compare searches against it will be skipped"
 fi
-if ! command -v chromium >/dev/null 2>&1 || ! [ -x /usr/bin/chromedriver ]; then
+if ! command -v chromium >/dev/null 2>&1 || ! command -v chromedriver >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     say "installing chromium and chromium-driver with apt-get (the owner's page tests run in headless Chromium)"
     (export DEBIAN_FRONTEND=noninteractive
      apt-get update -qq && apt-get install -y -qq chromium chromium-driver) </dev/null >/dev/null 2>&1 || true
   fi
-  command -v chromium >/dev/null 2>&1 && [ -x /usr/bin/chromedriver ] ||
+  command -v chromium >/dev/null 2>&1 && command -v chromedriver >/dev/null 2>&1 ||
     say "chromium or chromedriver is not installed: the browser tests of the owner's page will be skipped (failed under CI=true)"
 fi
 scripts/install_node.sh  # says what it downloads before it does; fails loudly

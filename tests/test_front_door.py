@@ -137,6 +137,8 @@ FAKE_APT = r"""#!/bin/bash
 echo "RAN apt-get $* DEBIAN_FRONTEND=$DEBIAN_FRONTEND stdin=$(readlink /proc/self/fd/0)" >>"$LOG"
 case "$*" in
   *"install"*ripgrep*) printf '#!/bin/bash\n' >"$FAKEBIN/rg" && chmod +x "$FAKEBIN/rg" ;;
+  *"install"*chromium*) for b in chromium chromedriver; do
+      printf '#!/bin/bash\n' >"$FAKEBIN/$b" && chmod +x "$FAKEBIN/$b"; done ;;
 esac
 """
 FAKE_NPM = r"""#!/bin/bash
@@ -167,7 +169,8 @@ REAL_TOOLS = ["bash", "cat", "cmp", "cp", "chmod", "dirname", "mkdir", "readlink
 STEPS = [
     (r"^RAN python -m venv", "creating .venv"),
     (r"^RAN python -m pip install .*--upgrade pip", "loom-fs-mcp"),
-    (r"^RAN apt-get update", "ripgrep"),
+    (r"^RAN apt-get install .*ripgrep", "ripgrep"),
+    (r"^RAN apt-get install .*chromium", "chromium"),
     (r"^RAN npm install .* node-linux-\w+@22", "Node 22"),
     (r"^RAN npm install .* @modelcontextprotocol/conformance@0\.1", "suite and Inspector"),
     (r"^RAN npm install .* @modelcontextprotocol/conformance@0\.2", "next MCP conformance suite"),

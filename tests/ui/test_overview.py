@@ -47,7 +47,8 @@ async def test_the_budget_gauges_fall_as_content_is_read(tmp_path: Path) -> None
         owner = Owner(srv)
 
         def level() -> int:
-            found = re.search(r'<meter min="0" max="20000000" value="(\d+)"', owner.get("/ui/").text)
+            page = owner.get("/ui/").text
+            found = re.search(r'<meter min="0" max="20000000" value="(\d+)"', page)
             assert found
             return int(found.group(1))
 
