@@ -253,6 +253,9 @@ def test_a_reload_past_the_cap_on_held_files_is_refused_and_changes_nothing(
     import app.registry
 
     monkeypatch.setattr(app.registry, "MAX_HELD", 3)
+    # A state folder of its own: the count holds only this test's files, whatever token or
+    # owner secret another test left in the default one.
+    monkeypatch.setenv("XDG_STATE_HOME", str(place / "xdg"))
     cfg = place / "etc" / "loom.toml"
     body = roots_toml(("ws", place / "ws", "workspace"), audit_log=place / "state" / "a.log")
     cfg.write_text(body)
