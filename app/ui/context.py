@@ -40,20 +40,25 @@ class UiContext:
         return self.mcp_sessions is None
 
 
+def _as_owner(write: Callable[[], object]) -> None:
+    """`write()` an audit line as `client=owner` (no peer, no `[[clients]]` client)."""
+    from app.audit import current_client, current_grant
+
+    peer, grant = current_client.set("owner"), current_grant.set(None)
+    try:
+        write()
+    finally:
+        current_client.reset(peer)
+        current_grant.reset(grant)
+
+
 def owner_log_of(registry: Registry) -> OwnerLog:
     """The owner's lines in the serving process's audit log, as `client=owner`."""
-    from app.audit import current_client, current_grant
 
     def log(decision: str, root: str, rel: str, op: str, rule: str | None) -> None:
         audit = registry.current.audit
-        if audit is None:
-            return
-        peer, grant = current_client.set("owner"), current_grant.set(None)
-        try:
-            audit(decision, root, rel, op, rule)
-        finally:
-            current_client.reset(peer)
-            current_grant.reset(grant)
+        if audit is not None:
+            _as_owner(lambda: audit(decision, root, rel, op, rule))
 
     return log
 
@@ -61,18 +66,13 @@ def owner_log_of(registry: Registry) -> OwnerLog:
 def ui_audit_log(registry: Registry) -> OwnerLog:
     """A `--ui` process's owner lines, in `ui-audit.log` beside the audit log (two
     processes never write one audit file: each rotates its own)."""
-    from app.audit import AuditLog, current_client, current_grant
+    from app.audit import AuditLog
 
     loaded = registry.current.config
     audit = AuditLog(ui_audit_path(loaded.audit_log), loaded.model.audit_log_max_bytes,
                      loaded.model.audit_log_backups)
 
     def log(decision: str, root: str, rel: str, op: str, rule: str | None) -> None:
-        peer, grant = current_client.set("owner"), current_grant.set(None)
-        try:
-            audit(decision, root, rel, op, rule)
-        finally:
-            current_client.reset(peer)
-            current_grant.reset(grant)
+        _as_owner(lambda: audit(decision, root, rel, op, rule))
 
     return log

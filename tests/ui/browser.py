@@ -11,13 +11,11 @@ Every wait is bounded (`WAIT` seconds).
 from __future__ import annotations
 
 import os
-import queue
 import re
 import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +24,7 @@ from typing import Any
 import pytest
 
 from tests.live import env_without_loomfs, free_port
+from tests.ui.uikit import Spawned
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
@@ -110,7 +109,7 @@ def wait_until(driver: Any, predicate: Any, what: str, deadline: float = WAIT) -
     return WebDriverWait(driver, deadline, poll_frequency=0.1).until(predicate, what)
 
 
-class RealServer:
+class RealServer(Spawned):
     """`loom-fs-mcp --config CFG --transport http --port P`, its stderr read as it comes;
     `link` is the login link it printed, `token` the MCP token it made."""
 
@@ -120,47 +119,11 @@ class RealServer:
         self.url = f"{self.base}/mcp"
         self.state = state
         self.config = config
-        self.proc = subprocess.Popen(
-            [EXE, "--config", str(config), "--transport", "http", "--port", str(self.port)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-            text=True, env=env_without_loomfs(XDG_STATE_HOME=str(state)))
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.seen: list[str] = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
+        super().__init__(
+            "--config", str(config), "--transport", "http", "--port", str(self.port),
+            env=env_without_loomfs(XDG_STATE_HOME=str(state)))
         self.link = self.wait_for(LINK).group(1)
         self.token = (state / "loom-fs-mcp" / "token").read_text().strip()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.put(line)
-
-    def wait_for(self, pattern: re.Pattern[str]) -> re.Match[str]:
-        end = time.monotonic() + WAIT
-        while time.monotonic() < end:
-            try:
-                line = self.lines.get(timeout=0.2)
-            except queue.Empty:
-                if self.proc.poll() is not None and self.lines.empty():
-                    break
-                continue
-            self.seen.append(line)
-            found = pattern.search(line)
-            if found:
-                return found
-        raise AssertionError(f"not printed in time: {pattern.pattern}\n{''.join(self.seen)}")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.reader.join(timeout=10)
-        assert self.proc.stderr is not None
-        self.proc.stderr.close()
 
 
 def fresh_link(srv: RealServer) -> str:

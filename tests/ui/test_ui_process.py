@@ -8,13 +8,9 @@ from __future__ import annotations
 
 import contextlib
 import os
-import queue
 import re
 import stat
 import subprocess
-import sys
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,54 +19,9 @@ import pytest
 
 from tests.kit import roots_toml
 from tests.live import env_without_loomfs, free_port
+from tests.ui.uikit import EXE, Spawned
 
-EXE = str(Path(sys.executable).parent / "loom-fs-mcp")
 LINK = re.compile(r"http://127\.0\.0\.1:(\d+)/ui/login\?code=[A-Za-z0-9_.-]+")
-DEADLINE = 30.0
-
-
-class Spawned:
-    """A running console script whose stderr lines are read as they come."""
-
-    def __init__(self, *args: str, env: dict[str, str]) -> None:
-        self.proc = subprocess.Popen([EXE, *args], stdout=subprocess.DEVNULL,
-                                     stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                     text=True, env=env)
-        self.lines: queue.Queue[str] = queue.Queue()
-        self.seen: list[str] = []
-        self.reader = threading.Thread(target=self._read, daemon=True)
-        self.reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.lines.put(line)
-
-    def wait_for(self, pattern: re.Pattern[str]) -> re.Match[str]:
-        end = time.monotonic() + DEADLINE
-        while time.monotonic() < end:
-            try:
-                line = self.lines.get(timeout=0.2)
-            except queue.Empty:
-                if self.proc.poll() is not None and self.lines.empty():
-                    break
-                continue
-            self.seen.append(line)
-            found = pattern.search(line)
-            if found:
-                return found
-        raise AssertionError(f"not printed in time: {pattern.pattern}\n{''.join(self.seen)}")
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.reader.join(timeout=10)
-        assert self.proc.stderr is not None
-        self.proc.stderr.close()
 
 
 @pytest.fixture
