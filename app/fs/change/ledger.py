@@ -34,7 +34,15 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from app.fs.change.inventory import dropped, item_of, stamps
-from app.fs.change.layout import DROPPED, GENERATION, IGNORE, TRASH, generation_lock, on_disk
+from app.fs.change.layout import (
+    DROPPED,
+    GENERATION,
+    IGNORE,
+    TRASH,
+    Generation,
+    generation_lock,
+    on_disk,
+)
 from app.fs.change.purge import walk_tree
 from app.security import ops
 from app.security.policy import Recovery
@@ -170,3 +178,43 @@ def _add_dropped(trash_fd: int, count: int, freed: int) -> None:
         os.ftruncate(fd, len(data))
     finally:
         os.close(fd)
+
+
+@dataclass(frozen=True)
+class Split:
+    """Versions and deletes apart: how many of each, and what each takes on disk."""
+
+    versions: int
+    versions_disk: int
+    deletes: int
+    deletes_disk: int
+
+
+def known_split(trash_fd: int) -> Split | None:
+    """The split this process's account holds, when the account is current (its counter is
+    the one in `generation`); None when it is not, or busy (a settle under way). Reads one
+    small file and lists nothing, whatever the trash holds: for a page that shows the
+    trash without reading every record. Another process's change not yet counted (it
+    bumps after it is done) can make the split lag behind the disk by that change."""
+    st = os.fstat(trash_fd)
+    with _accounts_lock:
+        account = _accounts.get((st.st_dev, st.st_ino))
+    if account is None or not account.lock.acquire(blocking=False):
+        return None
+    try:
+        if account.generation is None:
+            return None
+        try:
+            fd = ops.open_file(trash_fd, GENERATION)
+        except OSError:
+            return None
+        try:
+            now = Generation(fd).read()
+        finally:
+            os.close(fd)
+        if now != account.generation:
+            return None
+        return Split(len(account.versions), sum(account.versions.values()),
+                     len(account.deletes), sum(account.deletes.values()))
+    finally:
+        account.lock.release()

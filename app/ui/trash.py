@@ -1,0 +1,232 @@
+"""The trash per root: what it takes on disk against the root's caps, its newest items
+each with a restore form, and emptying older than N days behind a confirmation.
+
+One load costs, per root with a trash: one walk of the trash folder (every entry in it
+`lstat`ed once, as `walk_tree` does: what it really takes on disk, and the listing of
+its stamp folders), the newest `SHOWN` items read (`undo.newest`: their records and
+their own walks), and one small file read for the versions/deletes split, which comes
+from the serving process's running account (`app.fs.change.ledger.known_split`) when
+that account is current, and is said to be unknown otherwise: counting it here would
+read every record, 10,000 of them in a full trash.
+
+Emptying is `app.fs.change.purge.empty_trash`, as `--empty-trash` runs it: the first POST
+lists what would go (a dry run, nothing removed), the confirm form posts the same fields
+with `confirm=yes`. It bumps the trash's generation, so the serving process's account
+lists the trash again at its next change; when it fails midway the page bumps it too.
+Days are a whole number from 0 to `MAX_DAYS`; anything else is 400, nothing removed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from app.fs.change.inventory import Item, dropped, item_of, stamps
+from app.fs.change.layout import TRASH, bump_generation, on_disk, stamp_key, stamp_time
+from app.fs.change.ledger import Split, known_split
+from app.fs.change.purge import Emptied, empty_trash, walk_tree
+from app.security import ops
+from app.security.resolve import Root
+from app.ui.access import checked_post, context, login_needed, owner, refused
+from app.ui.context import UiContext
+from app.ui.render import page
+from app.ui.sessions import OwnerSession
+
+SHOWN = 100  # newest items listed per root
+MAX_DAYS = 3650  # ten years: a larger number is refused rather than overflowing a date
+_DAYS = re.compile(r"[0-9]{1,5}")  # ASCII digits only: `\d` takes any script's
+NEAR = 0.9  # a gauge past this share of its cap is shown as near it (trimming is close)
+
+
+def human(n: int) -> str:
+    """`n` bytes in words a person reads at a glance (the exact count beside it)."""
+    size = float(n)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{n} bytes" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
+@dataclass(frozen=True)
+class Gauge:
+    label: str
+    value: int
+    cap: int
+    shown: str  # the value in words
+
+    @property
+    def high(self) -> int:
+        return int(self.cap * NEAR)
+
+
+@dataclass
+class Usage:
+    """One root's trash as one load saw it."""
+
+    root: str
+    has_trash: bool = False
+    disk: int = 0  # the whole trash folder on disk: items, and the folder's own files
+    stamps: int = 0  # stamp folders (items)
+    max_bytes: int = 0
+    max_items: int = 0
+    split: Split | None = None
+    dropped: dict[str, object] = field(default_factory=dict)
+    newest: list[Item] = field(default_factory=list)
+    total: int = 0  # what `newest` is the newest of
+    unreadable: str = ""  # why the trash could not be read, if it could not
+
+    @property
+    def gauges(self) -> list[Gauge]:
+        return [Gauge("On disk", self.disk, self.max_bytes,
+                      f"{human(self.disk)} of {human(self.max_bytes)}"),
+                Gauge("Items", self.stamps, self.max_items,
+                      f"{self.stamps} of {self.max_items}")]
+
+    @property
+    def deletes_past_cap(self) -> bool:
+        s = self.split
+        return s is not None and (s.deletes_disk > self.max_bytes or s.deletes > self.max_items)
+
+
+@dataclass(frozen=True)
+class Newest:
+    items: list[Item]
+    total: int
+
+
+def newest(trash_fd: int, limit: int) -> Newest:
+    """The newest `limit` items, newest first, of the stamp folders listed (their records
+    read, no other)."""
+    names = stamps(trash_fd)
+    found = [item_of(trash_fd, n) for n in reversed(names[-limit:])] if limit else []
+    return Newest([i for i in found if i is not None], len(names))
+
+
+def _measure(trash_fd: int) -> int:
+    """What the trash folder takes on disk, everything in it, each entry once; an entry
+    removed while it is walked (trimming, a restore) counts as what was seen of it."""
+    taken = on_disk(os.fstat(trash_fd))
+    with ops.scandir(trash_fd) as it:
+        names = [e.name for e in it]
+    for name in names:
+        with contextlib.suppress(OSError):
+            taken += walk_tree(trash_fd, name, remove=False).disk
+    return taken
+
+
+def usage(root: Root) -> Usage:
+    found = Usage(root.name, max_bytes=root.recovery.trash_max_bytes,
+                  max_items=root.recovery.trash_max_items)
+    try:
+        trash_fd = root.open_subdir((TRASH,))
+    except FileNotFoundError:
+        return found
+    except OSError as exc:
+        found.unreadable = f"the trash is not a plain folder ({exc.strerror})"
+        return found
+    found.has_trash = True
+    try:
+        found.disk = _measure(trash_fd)
+        listed = newest(trash_fd, SHOWN)
+        found.newest, found.total, found.stamps = listed.items, listed.total, listed.total
+        found.split = known_split(trash_fd)
+        found.dropped = dropped(trash_fd)
+    except OSError as exc:
+        found.unreadable = f"the trash could not be read ({exc.strerror})"
+    finally:
+        os.close(trash_fd)
+    return found
+
+
+def usages(ctx: UiContext) -> list[Usage]:
+    return [usage(root) for root in ctx.registry.current.roots.values()]
+
+
+async def trash_page(request: Request) -> Response:
+    session = owner(request)
+    if session is None:
+        return login_needed()
+    return page("trash.html", session=session, view="trash", usages=usages(context(request)),
+                shown=SHOWN, max_days=MAX_DAYS, human=human)
+
+
+def parse_days(text: str | None) -> int | None:
+    """A whole number of days from 0 to `MAX_DAYS`, or None."""
+    if text is None or not _DAYS.fullmatch(text.strip()):
+        return None
+    days = int(text)
+    return days if days <= MAX_DAYS else None
+
+
+def _when(name: str) -> str:
+    return f"{stamp_time(name):%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _refuse(ctx: UiContext, root: str, status: int, rule: str, why: str,
+            session: OwnerSession) -> Response:
+    if ctx.owner_log is not None:
+        ctx.owner_log("DENY", root or "-", TRASH, "owner_empty_trash", rule)
+    return refused(status, why, session)
+
+
+async def empty(request: Request) -> Response:
+    """The dry run (no `confirm=yes`: what would go, and the confirm form), or the emptying."""
+    checked = await checked_post(request)
+    if isinstance(checked, Response):
+        return checked
+    session, form = checked
+    ctx = context(request)
+    name = form.get("root", "")
+    root = ctx.registry.current.roots.get(name)
+    if root is None:
+        return _refuse(ctx, "-", 404, "unknown_root", "there is no such root", session)
+    days = parse_days(form.get("days"))
+    if days is None:
+        return _refuse(ctx, name, 400, "bad_days", f"the number of days must be a whole "
+                       f"number from 0 to {MAX_DAYS}", session)
+    confirmed = form.get("confirm") == "yes"
+    try:
+        done = empty_trash(root.real, timedelta(days=days), dry_run=not confirmed,
+                           now=datetime.now(timezone.utc))
+    except FileNotFoundError:
+        return _refuse(ctx, name, 404, "no_trash", f"root '{name}' has no trash", session)
+    except OSError as exc:
+        if confirmed:
+            _bump(root)  # some may be gone: the serving process's account must re-list
+        return refused(409, f"the trash of root '{name}' could not be emptied "
+                       f"({exc.strerror}); reload the trash to see what it holds", session)
+    return _answer(ctx, session, name, days, done, confirmed)
+
+
+def _bump(root: Root) -> None:
+    with contextlib.suppress(OSError):
+        trash_fd = root.open_subdir((TRASH,))
+        try:
+            bump_generation(trash_fd)
+        finally:
+            os.close(trash_fd)
+
+
+def _answer(ctx: UiContext, session: OwnerSession, root: str, days: int, done: Emptied,
+            confirmed: bool) -> Response:
+    gone = sorted(done.removed, key=lambda n: stamp_key(n) or (n, 0))
+    if confirmed and ctx.owner_log is not None:
+        ctx.owner_log("ALLOW", root, TRASH, "owner_empty_trash", None)
+    return page("trash_empty.html", session=session, view="trash", root=root, days=days,
+                confirmed=confirmed, count=len(gone), bytes=done.bytes, kept=done.kept,
+                oldest=_when(gone[0]) if gone else "", newest=_when(gone[-1]) if gone else "",
+                human=human)
+
+
+ROUTES = [
+    Route("/trash", trash_page),
+    Route("/trash/empty", empty, methods=["POST"]),
+]
