@@ -2,12 +2,13 @@
 each with a restore form, and emptying older than N days behind a confirmation.
 
 One load costs, per root with a trash: one walk of the trash folder (every entry in it
-`lstat`ed once, as `walk_tree` does: what it really takes on disk, and the listing of
-its stamp folders), the newest `SHOWN` items read (`undo.newest`: their records and
-their own walks), and one small file read for the versions/deletes split, which comes
-from the serving process's running account (`app.fs.change.ledger.known_split`) when
-that account is current, and is said to be unknown otherwise: counting it here would
-read every record, 10,000 of them in a full trash.
+`lstat`ed once, as `walk_tree` does: what it really takes on disk; at most `MAX_WALKED`
+entries, past which the page says "at least"), the listing of its stamp folders, the
+newest `SHOWN` items read (their records and their own walks: `newest`), and one small
+file read for the versions/deletes split. That split comes from the serving process's
+running account (`app.fs.change.ledger.known_split`) when the account is current, and
+is said to be unknown otherwise: counting it here would read every record, 10,000 of
+them in a full trash. With 5,000 items a load takes about 150 ms (docs/owner-page.md).
 
 Emptying is `app.fs.change.purge.empty_trash`, as `--empty-trash` runs it: the first POST
 lists what would go (a dry run, nothing removed), the confirm form posts the same fields
@@ -29,9 +30,9 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from app.fs.change.inventory import Item, dropped, item_of, stamps
-from app.fs.change.layout import TRASH, bump_generation, on_disk, stamp_key, stamp_time
+from app.fs.change.layout import TRASH, bump_generation, stamp_key, stamp_time
 from app.fs.change.ledger import Split, known_split
-from app.fs.change.purge import Emptied, empty_trash, walk_tree
+from app.fs.change.purge import Cut, Emptied, Tally, empty_trash, walk_tree
 from app.security import ops
 from app.security.resolve import Root
 from app.ui.access import checked_post, context, login_needed, owner, refused
@@ -40,6 +41,7 @@ from app.ui.render import page
 from app.ui.sessions import OwnerSession
 
 SHOWN = 100  # newest items listed per root
+MAX_WALKED = 100_000  # entries the measure of one trash looks at, at most
 MAX_DAYS = 3650  # ten years: a larger number is refused rather than overflowing a date
 _DAYS = re.compile(r"[0-9]{1,5}")  # ASCII digits only: `\d` takes any script's
 NEAR = 0.9  # a gauge past this share of its cap is shown as near it (trimming is close)
@@ -74,6 +76,7 @@ class Usage:
     root: str
     has_trash: bool = False
     disk: int = 0  # the whole trash folder on disk: items, and the folder's own files
+    whole: bool = True  # `disk` counts every entry (False: at least that, the walk cut)
     stamps: int = 0  # stamp folders (items)
     max_bytes: int = 0
     max_items: int = 0
@@ -85,8 +88,9 @@ class Usage:
 
     @property
     def gauges(self) -> list[Gauge]:
+        least = "" if self.whole else "at least "
         return [Gauge("On disk", self.disk, self.max_bytes,
-                      f"{human(self.disk)} of {human(self.max_bytes)}"),
+                      f"{least}{human(self.disk)} of {human(self.max_bytes)}"),
                 Gauge("Items", self.stamps, self.max_items,
                       f"{self.stamps} of {self.max_items}")]
 
@@ -110,16 +114,23 @@ def newest(trash_fd: int, limit: int) -> Newest:
     return Newest([i for i in found if i is not None], len(names))
 
 
-def _measure(trash_fd: int) -> int:
-    """What the trash folder takes on disk, everything in it, each entry once; an entry
-    removed while it is walked (trimming, a restore) counts as what was seen of it."""
-    taken = on_disk(os.fstat(trash_fd))
+def _measure(trash_fd: int) -> tuple[int, bool]:
+    """What the trash folder takes on disk, everything in it, each entry once, and whether
+    the walk saw it all (it stops after `MAX_WALKED` entries: a deleted tree of a million
+    files is then "at least"). An entry removed while it is walked (trimming, a restore)
+    counts as what was seen of it."""
+    tally = Tally(max_entries=MAX_WALKED)
+    tally.add(os.fstat(trash_fd))
     with ops.scandir(trash_fd) as it:
         names = [e.name for e in it]
     for name in names:
-        with contextlib.suppress(OSError):
-            taken += walk_tree(trash_fd, name, remove=False).disk
-    return taken
+        try:
+            walk_tree(trash_fd, name, remove=False, into=tally)
+        except Cut:
+            return tally.disk, False
+        except OSError:
+            continue
+    return tally.disk, True
 
 
 def usage(root: Root) -> Usage:
@@ -134,7 +145,7 @@ def usage(root: Root) -> Usage:
         return found
     found.has_trash = True
     try:
-        found.disk = _measure(trash_fd)
+        found.disk, found.whole = _measure(trash_fd)
         listed = newest(trash_fd, SHOWN)
         found.newest, found.total, found.stamps = listed.items, listed.total, listed.total
         found.split = known_split(trash_fd)
@@ -155,7 +166,7 @@ async def trash_page(request: Request) -> Response:
     if session is None:
         return login_needed()
     return page("trash.html", session=session, view="trash", usages=usages(context(request)),
-                shown=SHOWN, max_days=MAX_DAYS, human=human)
+                shown=SHOWN, max_days=MAX_DAYS, max_walked=MAX_WALKED, human=human)
 
 
 def parse_days(text: str | None) -> int | None:

@@ -271,3 +271,20 @@ def test_emptying_a_root_that_cannot_be_emptied_is_refused(srv, root, status) ->
     r = empty(Owner(srv), "0", confirm=True, root=root)
     assert r.status_code == status
     assert "Nothing was changed." in r.text
+
+
+def test_the_measure_of_a_huge_trash_stops_at_its_bound_and_says_at_least(
+        srv, monkeypatch) -> None:
+    from app.ui import trash as view
+
+    trash = srv.ws / TRASH
+    make_item(trash, OLD[0], "big")
+    (trash / OLD[0] / "big").unlink()
+    (trash / OLD[0] / "big").mkdir()
+    for i in range(50):
+        (trash / OLD[0] / "big" / f"{i}.txt").write_text("x")
+    monkeypatch.setattr(view, "MAX_WALKED", 20)
+    part = section(Owner(srv).get("/ui/trash").text, "ws")
+    shown, _ = gauge(part, "On disk")
+    assert 0 < shown < on_disk(trash)
+    assert "at least" in part and "The measure stopped after 20 entries" in part

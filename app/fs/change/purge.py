@@ -32,14 +32,25 @@ class Emptied:
     bytes: int = 0  # sizes of the regular files removed (or that would be)
 
 
+class Cut(Exception):
+    """A measuring walk met more entries than its tally's `max_entries`."""
+
+
 @dataclass
 class Tally:
-    """What a walk met: the regular files' sizes, and what every entry takes on disk."""
+    """What a walk met: the regular files' sizes, and what every entry takes on disk;
+    with `max_entries`, `Cut` past that many entries (for a measure that must stay
+    bounded; never on a walk that removes, which would stop halfway)."""
 
     bytes: int = 0
     disk: int = 0
+    entries: int = 0
+    max_entries: int | None = None
 
     def add(self, st: os.stat_result) -> None:
+        if self.max_entries is not None and self.entries >= self.max_entries:
+            raise Cut(f"more than {self.max_entries} entries")
+        self.entries += 1
         self.disk += on_disk(st)
         if stat.S_ISREG(st.st_mode):
             self.bytes += st.st_size
@@ -61,10 +72,10 @@ class _Frame:
         self.ident, self.name, self.subdirs = ident, name, subdirs
 
 
-def walk_tree(dir_fd: int, name: str, remove: bool) -> Tally:
+def walk_tree(dir_fd: int, name: str, remove: bool, into: Tally | None = None) -> Tally:
     """Sizes of the regular files under `name` and what it all takes on disk (removing
     everything when `remove`), with no recursion and one folder open at a time, whatever
-    the depth.
+    the depth; added to `into` when given (several walks in one tally).
 
     Depth-first: each folder's files are handled when it is opened, then its subfolders
     one by one; a folder done is left through `..`, whose device and inode must be those
@@ -72,7 +83,7 @@ def walk_tree(dir_fd: int, name: str, remove: bool) -> Tally:
     error rather than leading it elsewhere). Links are removed as links, never followed.
     """
     st = ops.lstat(dir_fd, name)
-    total = Tally()
+    total = Tally() if into is None else into
     total.add(st)
     if not stat.S_ISDIR(st.st_mode):
         if remove:
