@@ -16,17 +16,26 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.kit import roots_toml  # noqa: E402
+from tests.live import call  # noqa: E402
 from tests.ui.browser import RealServer, log_in, start_browser, wait_until  # noqa: E402
-from tests.ui.test_browser import write_all  # noqa: E402
+from tests.ui.test_browser import agent, write_all  # noqa: E402
 
 OUT = ROOT / "docs" / "ui"
 VIEWS = {"overview": "/ui/", "activity": "/ui/activity", "changes": "/ui/changes",
          "trash": "/ui/trash", "connect": "/ui/connect"}
 DEMO = {"README.md": "# Demo project\n\nA small tree an agent works in.\n",
         "src/app.py": "def greet(name):\n    return 'hello ' + name\n",
-        "notes/todo.txt": "- write tests\n- ship\n"}
+        "notes/todo.txt": "- write tests\n- ship\n",
+        "notes/scratch.txt": "a draft the agent deletes\n"}
 CHANGED = {"src/app.py": "def greet(name: str) -> str:\n    return f'hello {name}'\n",
            "notes/todo.txt": "- write tests\n- review the diff\n- ship\n"}
+
+
+async def delete_all(srv: RealServer, paths: list[str], client: str) -> None:
+    async with agent(srv, client) as s:
+        for path in paths:
+            is_error, answer = await call(s, "delete", path=path)
+            assert not is_error, answer
 
 
 def main() -> int:
@@ -43,6 +52,7 @@ def main() -> int:
     try:
         asyncio.run(write_all(srv, DEMO, "claude-code"))
         asyncio.run(write_all(srv, CHANGED, "claude-code", overwrite=True))
+        asyncio.run(delete_all(srv, ["notes/scratch.txt"], "claude-code"))  # for the trash
         log_in(driver, srv.link)
         for name, path in VIEWS.items():
             driver.get(srv.base + path)

@@ -44,12 +44,12 @@ HOSTILE = (
 )
 HOSTILE_CLIENT = f'<img src=x onerror="{FLAG}">\u202e-client'
 # The views on this branch; the others join the list as they land.
-VIEWS = ("/ui/", "/ui/activity", "/ui/connect")
+VIEWS = ("/ui/", "/ui/activity", "/ui/trash", "/ui/connect")
 # Views that show the agent's file names; a reason when the view has not landed yet.
 NAMING: dict[str, str | None] = {
     "/ui/activity": None,
     "/ui/changes": "the Changes view is not merged yet",
-    "/ui/trash": "the Trash view is not merged yet",
+    "/ui/trash": None,
 }
 
 
