@@ -383,3 +383,25 @@ def test_settle_accounts_the_item_against_the_root_s_caps(tmp_path):
         ledger.settle(root, f"2020010{i + 1}T000000Z", "version")
     assert _stamps(where) == ["20200103T000000Z", "20200104T000000Z"]
     assert json.loads((where / "dropped.json").read_text())["versions"] == 2
+
+
+# -- the split a page reads -------------------------------------------------------------
+
+
+def test_the_split_is_known_only_while_the_account_is_current(trash):
+    where, fd = trash
+    assert ledger.known_split(fd) is None  # no account yet: nothing listed for it
+    version = _item(where, "20200101T000000Z")
+    ledger._settle(fd, "20200101T000000Z", "version", OPEN)
+    delete = _item(where, "20200102T000000Z", "delete")
+    ledger._settle(fd, "20200102T000000Z", "delete", OPEN)
+    inventory.WORK.clear()
+    assert ledger.known_split(fd) == ledger.Split(1, version, 1, delete)
+    assert dict(inventory.WORK) == {}  # nothing listed, no record read
+    (where / "generation").write_text("7\n")  # another process changed the trash
+    assert ledger.known_split(fd) is None
+    (where / "generation").write_text("2\n")
+    account = account_of(fd)
+    with account.lock:  # a settle under way: not waited for
+        assert ledger.known_split(fd) is None
+    assert ledger.known_split(fd) is not None

@@ -262,3 +262,24 @@ def test_the_record_size_of_a_stamp_that_cannot_be_opened_is_none(held):
     assert purge._record_size(fd, "s") == 0
     (top / "s" / ".mcp-trash").write_text("abcdef")
     assert purge._record_size(fd, "s") == 6
+
+
+# -- a capped measure ---------------------------------------------------------------------
+
+
+def test_a_capped_tally_stops_the_walk_past_its_entries_and_keeps_what_it_saw(held):
+    top, fd = held
+    (top / "d").mkdir()
+    for i in range(10):
+        (top / "d" / f"{i}").write_text("x")
+    whole = purge.walk_tree(fd, "d", remove=False)
+    assert whole.entries == 11
+    tally = purge.Tally(max_entries=5)
+    with pytest.raises(purge.Cut):
+        purge.walk_tree(fd, "d", remove=False, into=tally)
+    assert tally.entries == 5 and 0 < tally.disk < whole.disk
+    both = purge.Tally(max_entries=22)
+    purge.walk_tree(fd, "d", remove=False, into=both)
+    purge.walk_tree(fd, "d", remove=False, into=both)
+    assert (both.entries, both.disk, both.bytes) == (22, 2 * whole.disk, 2 * whole.bytes)
+    assert sorted(os.listdir(top / "d")) == [str(i) for i in range(10)]
