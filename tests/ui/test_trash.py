@@ -288,3 +288,15 @@ def test_the_measure_of_a_huge_trash_stops_at_its_bound_and_says_at_least(
     shown, _ = gauge(part, "On disk")
     assert 0 < shown < on_disk(trash)
     assert "at least" in part and "The measure stopped after 20 entries" in part
+
+
+def test_a_trash_that_is_a_link_is_neither_read_nor_emptied(srv, tmp_path) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    make_item(elsewhere, OLD[0], "outside.txt")
+    (srv.ws / TRASH).symlink_to(elsewhere)
+    owner = Owner(srv)
+    part = section(owner.get("/ui/trash").text, "ws")
+    assert "the trash is not a plain folder" in part and "outside.txt" not in part
+    r = empty(owner, "0", confirm=True)
+    assert r.status_code == 409
+    assert stamp_names(elsewhere) == [OLD[0]]
