@@ -310,3 +310,19 @@ def test_read_item_is_bounded_and_only_for_regular_files(ws):
     assert read_item(root, item, 14) == b"one\ntwo\nthree\n"
     assert read_item(root, item, 13) is None  # one byte above the bound
     assert read_item(root, folder, 1 << 20) is None
+
+
+def test_a_file_made_at_the_path_just_before_the_rename_is_never_replaced(ws, monkeypatch):
+    top, root = ws
+    item = trash.delete(root, "dir/a.txt").trashed_to.split("/", 1)[1]
+    real = undo.rename_noreplace
+
+    def made_first(src_fd, src, dst_fd, dst):
+        (top / "dir" / "a.txt").write_text("another program\n")
+        real(src_fd, src, dst_fd, dst)
+
+    monkeypatch.setattr(undo, "rename_noreplace", made_first)
+    with pytest.raises(UndoRefused, match="just made by another program"):
+        put_back(root, item)
+    assert (top / "dir" / "a.txt").read_text() == "another program\n"
+    assert item in _items(top)
