@@ -35,8 +35,8 @@ from dataclasses import dataclass, field
 from app.errors import FileChanged, LoomError, TooDeep
 from app.fs.change.atomic import fsync_dir, rename_noreplace
 from app.fs.change.inventory import Item, item_of, stamps
-from app.fs.change.layout import TRASH, bump_generation, stamp_key
-from app.fs.change.ledger import settle
+from app.fs.change.layout import TRASH, stamp_key
+from app.fs.change.ledger import forget, settle
 from app.fs.change.locks import changing
 from app.fs.change.purge import walk_tree
 from app.fs.change.restore import tidy
@@ -177,7 +177,7 @@ def _put_back(root: Root, item: Item, parent: Parent) -> Restored:
             os.close(stamp_fd)
         with contextlib.suppress(OSError):
             ops.rmdir(trash_fd, item.stamp)
-        bump_generation(trash_fd)  # the account of this trash is made again on next use
+        forget(trash_fd, item.stamp)  # out of the trash's account; other processes re-list
     finally:
         os.close(trash_fd)
     if replaced is not None:

@@ -326,3 +326,31 @@ def test_a_file_made_at_the_path_just_before_the_rename_is_never_replaced(ws, mo
         put_back(root, item)
     assert (top / "dir" / "a.txt").read_text() == "another program\n"
     assert item in _items(top)
+
+
+def test_a_restore_in_this_process_keeps_the_account_so_the_next_change_reads_no_record(ws):
+    """The trash's account stays current through a restore (`ledger.forget`): the change
+    after it settles without listing the trash, and the account equals a fresh listing."""
+    from app.fs.change import ledger
+    from app.security import ops
+
+    top, root = ws
+    for n in range(30):
+        (top / f"f{n}.txt").write_text(f"{n}\n")
+        trash.delete(root, f"f{n}.txt")
+    old = _version(root, top, "notes.txt", "agent\n")
+    before = inventory.WORK["records"]
+    put_back(root, old)
+    write.write_file(root, "dir/a.txt", "changed\n", overwrite=True)
+    assert inventory.WORK["records"] - before <= 2  # the item's own (twice), not 32
+    top_fd = ops.open_root(str(top))
+    fd = ops.open_dir(top_fd, TRASH)
+    os.close(top_fd)
+    try:
+        account = ledger.account_of(fd)
+        fresh = ledger.Account()
+        fresh.relist(fd)
+        assert (account.versions, account.deletes, account.taken) == (
+            fresh.versions, fresh.deletes, fresh.taken)
+    finally:
+        os.close(fd)
