@@ -4,7 +4,7 @@ each with a restore form, and emptying older than N days behind a confirmation.
 One load costs, per root with a trash: one walk of the trash folder (every entry in it
 `lstat`ed once, as `walk_tree` does: what it really takes on disk; at most `MAX_WALKED`
 entries, past which the page says "at least"), the listing of its stamp folders, the
-newest `SHOWN` items read (their records and their own walks: `newest`), and one small
+newest `SHOWN` items read (their records and their own walks: `undo.newest`), and one small
 file read for the versions/deletes split. That split comes from the serving process's
 running account (`app.fs.change.ledger.known_split`) when the account is current, and
 is said to be unknown otherwise: counting it here would read every record, 10,000 of
@@ -29,10 +29,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from app.fs.change.inventory import Item, dropped, item_of, stamps
+from app.fs.change.inventory import Item, dropped
 from app.fs.change.layout import TRASH, bump_generation, stamp_key, stamp_time
 from app.fs.change.ledger import Split, known_split
 from app.fs.change.purge import Cut, Emptied, Tally, empty_trash, walk_tree
+from app.fs.change.undo import UndoRefused, newest
 from app.security import ops
 from app.security.resolve import Root
 from app.ui.access import checked_post, context, login_needed, owner, refused
@@ -100,20 +101,6 @@ class Usage:
         return s is not None and (s.deletes_disk > self.max_bytes or s.deletes > self.max_items)
 
 
-@dataclass(frozen=True)
-class Newest:
-    items: list[Item]
-    total: int
-
-
-def newest(trash_fd: int, limit: int) -> Newest:
-    """The newest `limit` items, newest first, of the stamp folders listed (their records
-    read, no other)."""
-    names = stamps(trash_fd)
-    found = [item_of(trash_fd, n) for n in reversed(names[-limit:])] if limit else []
-    return Newest([i for i in found if i is not None], len(names))
-
-
 def _measure(trash_fd: int) -> tuple[int, bool]:
     """What the trash folder takes on disk, everything in it, each entry once, and whether
     the walk saw it all (it stops after `MAX_WALKED` entries: a deleted tree of a million
@@ -146,10 +133,12 @@ def usage(root: Root) -> Usage:
     found.has_trash = True
     try:
         found.disk, found.whole = _measure(trash_fd)
-        listed = newest(trash_fd, SHOWN)
-        found.newest, found.total, found.stamps = listed.items, listed.total, listed.total
         found.split = known_split(trash_fd)
         found.dropped = dropped(trash_fd)
+        listed = newest(root, SHOWN)
+        found.newest, found.total, found.stamps = listed.items, listed.total, listed.total
+    except UndoRefused as exc:
+        found.unreadable = exc.message
     except OSError as exc:
         found.unreadable = f"the trash could not be read ({exc.strerror})"
     finally:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from starlette.routing import Route
 
-from app.ui import activity, trash
+from app.ui import activity, restore, trash
 from app.ui.connect import connect
 
 ROUTES: list[Route] = [
     Route("/connect", connect),
     *activity.ROUTES,
+    *restore.ROUTES,
     *trash.ROUTES,
 ]

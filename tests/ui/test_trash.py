@@ -83,6 +83,22 @@ def stamp_names(trash: Path) -> list[str]:
     return sorted(n for n in os.listdir(trash) if STAMP.match(n) and (trash / n).is_dir())
 
 
+def split_of(part: str, trash: Path) -> tuple[int, int]:
+    """The page's versions and deletes apart, checked against the records and the disk:
+    (versions, deletes)."""
+    names = stamp_names(trash)
+    kinds = [json.loads((trash / n / RECORD).read_text())["kind"] for n in names]
+    split = re.search(r'data-versions="(\d+)" data-versions-disk="(\d+)" '
+                      r'data-deletes="(\d+)" data-deletes-disk="(\d+)"', part)
+    assert split, part
+    versions = [n for n, k in zip(names, kinds, strict=True) if k == "version"]
+    deletes = [n for n, k in zip(names, kinds, strict=True) if k == "delete"]
+    assert [int(g) for g in split.groups()] == [
+        len(versions), sum(on_disk(trash / n) for n in versions),
+        len(deletes), sum(on_disk(trash / n) for n in deletes)]
+    return len(versions), len(deletes)
+
+
 def section(page: str, root: str) -> str:
     """The part of the page about `root`."""
     found = re.search(rf"<h2>Root {root}</h2>(.*?)</section>", page, re.S)
@@ -126,16 +142,7 @@ def test_sizes_and_counts_match_what_is_on_disk(srv) -> None:
     assert gauge(part, "Items") == (len(names), recovery.trash_max_items)
     assert f"The newest {len(names)} of {len(names)} items" in part
     # The split, from the server's account (current: every change went through it).
-    kinds = [json.loads((trash / n / RECORD).read_text())["kind"] for n in names]
-    split = re.search(r'data-versions="(\d+)" data-versions-disk="(\d+)" '
-                      r'data-deletes="(\d+)" data-deletes-disk="(\d+)"', part)
-    assert split, part
-    versions = [n for n, k in zip(names, kinds, strict=True) if k == "version"]
-    deletes = [n for n, k in zip(names, kinds, strict=True) if k == "delete"]
-    assert (len(versions), len(deletes)) == (2, 2)
-    assert [int(g) for g in split.groups()] == [
-        len(versions), sum(on_disk(trash / n) for n in versions),
-        len(deletes), sum(on_disk(trash / n) for n in deletes)]
+    assert split_of(part, trash) == (2, 2)
     # Each item: kind, operation, path, client, size, and its restore form.
     rows = re.findall(r'<tr data-id="([^"]+)"><td>[^<]+</td><td>(\w+)</td><td>(\w+)</td>'
                       r'<td><code>([^<]+)</code></td><td>([^<]+)</td><td data-bytes="(\d+)"',
@@ -300,3 +307,41 @@ def test_a_trash_that_is_a_link_is_neither_read_nor_emptied(srv, tmp_path) -> No
     r = empty(owner, "0", confirm=True)
     assert r.status_code == 409
     assert stamp_names(elsewhere) == [OLD[0]]
+
+
+def restore_forms(part: str) -> dict[str, dict[str, str]]:
+    """Each restore form of a root's part of the page, by the item's path and kind."""
+    forms = {}
+    for row in re.findall(r"<tr data-id=.*?</tr>", part, re.S):
+        kind, path = re.search(r"<td>(delete|version)</td><td>\w+</td><td><code>([^<]+)",
+                               row).groups()
+        form = re.search(r'<form method="post" action="/ui/restore".*?</form>', row, re.S)
+        assert form, row
+        fields = dict(re.findall(r'name="(\w+)" value="([^"]*)"', form.group(0)))
+        forms.setdefault(f"{kind} {path}", fields)  # newest first: the first is the newest
+    return forms
+
+
+def test_a_restore_posted_from_the_trash_page_puts_the_content_back_on_disk(srv) -> None:
+    agent_changes(srv)
+    owner = Owner(srv)
+    forms = restore_forms(section(owner.get("/ui/trash").text, "ws"))
+    deleted = forms["delete c.txt"]
+    assert deleted["back"] == "trash" and deleted["root"] == "ws"
+    assert deleted["csrf"] == owner.csrf("/ui/trash")
+    r = owner.post("/ui/restore", {k: v for k, v in deleted.items() if k != "csrf"})
+    assert r.status_code == 200, r.text
+    assert 'href="/ui/trash"' in r.text
+    assert (srv.ws / "c.txt").read_text() == "sea\n"
+    # The newest version of a.txt is "two" (the edit replaced it): it goes back over
+    # "three", which is kept as a version in its turn.
+    assert (srv.ws / "a.txt").read_text() == "three\n"
+    version = forms["version a.txt"]
+    r = owner.post("/ui/restore", {k: v for k, v in version.items() if k != "csrf"})
+    assert r.status_code == 200, r.text
+    assert (srv.ws / "a.txt").read_text() == "two\n"
+    part = section(owner.get("/ui/trash").text, "ws")
+    assert "<td>version</td><td>restore</td><td><code>a.txt</code>" in part
+    assert "<code>c.txt</code>" not in part
+    assert gauge(part, "On disk")[0] == on_disk(srv.ws / TRASH)
+    assert split_of(part, srv.ws / TRASH) == (2, 1)  # one version out, one kept; a delete out
