@@ -86,6 +86,7 @@ class Usage:
     newest: list[Item] = field(default_factory=list)
     total: int = 0  # what `newest` is the newest of
     unreadable: str = ""  # why the trash could not be read, if it could not
+    restorable: bool = True  # a restore writes: a root without `write` refuses it
 
     @property
     def gauges(self) -> list[Gauge]:
@@ -122,7 +123,8 @@ def _measure(trash_fd: int) -> tuple[int, bool]:
 
 def usage(root: Root) -> Usage:
     found = Usage(root.name, max_bytes=root.recovery.trash_max_bytes,
-                  max_items=root.recovery.trash_max_items)
+                  max_items=root.recovery.trash_max_items,
+                  restorable="write" in root.permissions)
     try:
         trash_fd = root.open_subdir((TRASH,))
     except FileNotFoundError:

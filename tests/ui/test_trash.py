@@ -345,3 +345,10 @@ def test_a_restore_posted_from_the_trash_page_puts_the_content_back_on_disk(srv)
     assert "<code>c.txt</code>" not in part
     assert gauge(part, "On disk")[0] == on_disk(srv.ws / TRASH)
     assert split_of(part, srv.ws / TRASH) == (2, 1)  # one version out, one kept; a delete out
+
+
+def test_a_root_without_write_lists_its_trash_without_restore_forms(srv, tmp_path) -> None:
+    make_item(tmp_path / "docs" / TRASH, OLD[0], "kept.txt")
+    part = section(Owner(srv).get("/ui/trash").text, "docs")
+    assert "<code>kept.txt</code>" in part and "The newest 1 of 1 items" in part
+    assert 'action="/ui/restore"' not in part and "not writable" in part
