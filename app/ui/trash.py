@@ -201,10 +201,15 @@ async def empty(request: Request) -> Response:
     except FileNotFoundError:
         return _refuse(ctx, name, 404, "no_trash", f"root '{name}' has no trash", session)
     except OSError as exc:
-        if confirmed:
-            _bump(root)  # some may be gone: the serving process's account must re-list
-        return refused(409, f"the trash of root '{name}' could not be emptied "
-                       f"({exc.strerror}); reload the trash to see what it holds", session)
+        why = f"The trash of root '{name}' could not be emptied ({exc.strerror})."
+        if not confirmed:
+            return refused(409, why, session)
+        _bump(root)  # some may be gone: the serving process's account must re-list
+        if ctx.owner_log is not None:
+            ctx.owner_log("DENY", name, TRASH, "owner_empty_trash", f"failed: {exc.strerror}")
+        return page("notice.html", 409, title="Not done", session=session, lines=[
+            why, "Some of the older items may have been removed before it stopped: the "
+            "trash view shows what it holds now."], back=("/ui/trash", "Back to the trash"))
     return _answer(ctx, session, name, days, done, confirmed)
 
 

@@ -352,3 +352,30 @@ def test_a_root_without_write_lists_its_trash_without_restore_forms(srv, tmp_pat
     part = section(Owner(srv).get("/ui/trash").text, "docs")
     assert "<code>kept.txt</code>" in part and "The newest 1 of 1 items" in part
     assert 'action="/ui/restore"' not in part and "not writable" in part
+
+
+def test_an_empty_that_fails_midway_says_so_and_bumps_the_generation(srv, monkeypatch) -> None:
+    from app.fs.change import purge
+
+    trash = srv.ws / TRASH
+    for name in OLD:
+        make_item(trash, name, f"old-{name}.txt")
+    (trash / GENERATION).write_text("5\n")
+    real = purge.walk_tree
+    calls = []
+
+    def failing(dir_fd, name, remove, into=None):
+        calls.append(name)
+        if len(calls) == 2:
+            raise OSError(5, "Input/output error")
+        return real(dir_fd, name, remove, into)
+
+    monkeypatch.setattr(purge, "walk_tree", failing)
+    r = empty(Owner(srv), "0", confirm=True)
+    assert r.status_code == 409
+    assert "may have been removed" in r.text and "Nothing was changed" not in r.text
+    assert 'href="/ui/trash"' in r.text
+    assert stamp_names(trash) == sorted(OLD)[1:]  # the first went, then it stopped
+    assert (trash / GENERATION).read_text() == "6\n"
+    audit = Path(srv.registry.current.config.audit_log).read_text()
+    assert "DENY root=ws path=.mcp-trash op=owner_empty_trash rule=failed:" in audit
