@@ -179,7 +179,7 @@ def test_what_trimming_dropped_is_shown(srv) -> None:
 
 def test_the_listing_is_bounded_and_reads_only_the_newest_records(srv) -> None:
     trash = srv.ws / TRASH
-    count = SHOWN * 3
+    count = SHOWN * 10
     names = [f"20261201T{i // 3600:02d}{i // 60 % 60:02d}{i % 60:02d}Z" for i in range(count)]
     for i, name in enumerate(names):
         make_item(trash, name, f"f{i:04d}.txt")
