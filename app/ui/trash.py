@@ -20,11 +20,13 @@ Days are a whole number from 0 to `MAX_DAYS`; anything else is 400, nothing remo
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import re
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
+import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
@@ -156,8 +158,11 @@ async def trash_page(request: Request) -> Response:
     session = owner(request)
     if session is None:
         return login_needed()
-    return page("trash.html", session=session, view="trash", usages=usages(context(request)),
-                shown=SHOWN, max_days=MAX_DAYS, max_walked=MAX_WALKED, human=human)
+    # Off the event loop: the walk of a large trash takes a few hundred milliseconds,
+    # which the server's MCP calls must not wait for.
+    found = await anyio.to_thread.run_sync(usages, context(request))
+    return page("trash.html", session=session, view="trash", usages=found, shown=SHOWN,
+                max_days=MAX_DAYS, max_walked=MAX_WALKED, human=human)
 
 
 def parse_days(text: str | None) -> int | None:
@@ -196,8 +201,9 @@ async def empty(request: Request) -> Response:
                        f"number from 0 to {MAX_DAYS}", session)
     confirmed = form.get("confirm") == "yes"
     try:
-        done = empty_trash(root.real, timedelta(days=days), dry_run=not confirmed,
-                           now=datetime.now(timezone.utc))
+        done = await anyio.to_thread.run_sync(functools.partial(
+            empty_trash, root.real, timedelta(days=days), dry_run=not confirmed,
+            now=datetime.now(timezone.utc)))
     except FileNotFoundError:
         return _refuse(ctx, name, 404, "no_trash", f"root '{name}' has no trash", session)
     except OSError as exc:
