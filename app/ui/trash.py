@@ -12,8 +12,10 @@ them in a full trash. With 5,000 items a load takes about 150 ms (docs/owner-pag
 
 Emptying is `app.fs.change.purge.empty_trash`, as `--empty-trash` runs it: the first POST
 lists what would go (a dry run, nothing removed), the confirm form posts the same fields
-with `confirm=yes`. It bumps the trash's generation, so the serving process's account
-lists the trash again at its next change; when it fails midway the page bumps it too.
+with `confirm=yes`. It bumps the trash's generation, so another process's account lists
+the trash again at its next change; the serving process's own account takes the removed
+stamps out instead (`ledger.emptied`) and stays current. When it fails midway the page
+bumps the generation too (some may be gone).
 Days are a whole number from 0 to `MAX_DAYS`; anything else is 400, nothing removed.
 """
 
@@ -23,6 +25,7 @@ import contextlib
 import functools
 import os
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
@@ -33,7 +36,7 @@ from starlette.routing import Route
 
 from app.fs.change.inventory import Item, dropped
 from app.fs.change.layout import TRASH, bump_generation, stamp_key, stamp_time
-from app.fs.change.ledger import Split, known_split
+from app.fs.change.ledger import Split, emptied, known_split
 from app.fs.change.purge import Cut, Emptied, Tally, empty_trash, walk_tree
 from app.fs.change.undo import UndoRefused, newest
 from app.security import ops
@@ -200,10 +203,10 @@ async def empty(request: Request) -> Response:
         return _refuse(ctx, name, 400, "bad_days", f"the number of days must be a whole "
                        f"number from 0 to {MAX_DAYS}", session)
     confirmed = form.get("confirm") == "yes"
+    work = functools.partial(empty_trash, root.real, timedelta(days=days),
+                             dry_run=not confirmed, now=datetime.now(timezone.utc))
     try:
-        done = await anyio.to_thread.run_sync(functools.partial(
-            empty_trash, root.real, timedelta(days=days), dry_run=not confirmed,
-            now=datetime.now(timezone.utc)))
+        done = await anyio.to_thread.run_sync(_accounted if confirmed else _plain, root, work)
     except FileNotFoundError:
         return _refuse(ctx, name, 404, "no_trash", f"root '{name}' has no trash", session)
     except OSError as exc:
@@ -217,6 +220,20 @@ async def empty(request: Request) -> Response:
             why, "Some of the older items may have been removed before it stopped: the "
             "trash view shows what it holds now."], back=("/ui/trash", "Back to the trash"))
     return _answer(ctx, session, name, days, done, confirmed)
+
+
+def _plain(root: Root, work: Callable[[], Emptied]) -> Emptied:
+    return work()
+
+
+def _accounted(root: Root, work: Callable[[], Emptied]) -> Emptied:
+    """`work` (the emptying) with the serving process's account of the trash kept
+    current (`ledger.emptied`): the next change lists nothing, the split stays known."""
+    trash_fd = root.open_subdir((TRASH,))  # FileNotFoundError: no trash, as `work` says
+    try:
+        return emptied(trash_fd, work)
+    finally:
+        os.close(trash_fd)
 
 
 def _bump(root: Root) -> None:

@@ -9,6 +9,7 @@ stamp folder, its record, the item under its last name), so a test can date them
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -233,6 +234,16 @@ def test_confirming_removes_only_the_old_stamps_and_is_audited(srv) -> None:
     part = section(Owner(srv).get("/ui/trash").text, "ws")
     assert gauge(part, "Items")[0] == len(young)
     assert gauge(part, "On disk")[0] == on_disk(trash)
+    # The server's account took the removed stamps out: still current, the split known,
+    # and the agent's next change lists nothing.
+    assert split_of(part, trash) == (2, 2)
+    inventory.WORK.clear()
+    is_error, answer = anyio.run(functools.partial(call, srv, "delete", root="ws",
+                                                   path="a.txt"))
+    assert not is_error, answer
+    assert inventory.WORK["records"] == 0
+    part = section(Owner(srv).get("/ui/trash").text, "ws")
+    assert split_of(part, trash) == (2, 3)
 
 
 @pytest.mark.parametrize("kw, status", [

@@ -18,7 +18,8 @@ settles, and when the counter is not the one it left, it lists the trash once
 (`item_of` on each stamp folder) and goes on from there. A counter that does not
 read (a torn write) is a change too: fail closed, re-list. A restore from the owner's
 page served by this process takes its item out of the account (`forget`) and bumps
-the counter with it, so only the other processes list again.
+the counter with it, so only the other processes list again; so does an emptying from
+the page (`emptied`: the stamps it removed).
 
 Each trash has its own lock (and its own `flock`): one root's trimming never
 waits for another's. Nothing here fails the change that called it: a trim that
@@ -32,6 +33,7 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
@@ -45,7 +47,7 @@ from app.fs.change.layout import (
     generation_lock,
     on_disk,
 )
-from app.fs.change.purge import walk_tree
+from app.fs.change.purge import Emptied, walk_tree
 from app.security import ops
 from app.security.policy import Recovery
 from app.security.resolve import Root
@@ -175,6 +177,36 @@ def forget(trash_fd: int, stamp: str) -> None:
                 account.taken -= into.pop(stamp)
         bumped = gen.bump()
         account.generation = bumped if current else None
+
+
+def emptied(trash_fd: int, empty: Callable[[], Emptied]) -> Emptied:
+    """Run `empty` (`app.fs.change.purge.empty_trash` on this very trash, which bumps the
+    counter once when it removes anything) holding this trash's account, then take what
+    it removed out of the account. When the account was current and the counter moved by
+    that one bump alone, it stays current (the next change lists nothing, as after a
+    restore: `forget`); any other counter (another process, another folder emptied)
+    leaves the account to list again, and so does an `empty` that raises. This
+    process's changes on the trash wait meanwhile.
+    """
+    account = account_of(trash_fd)
+    with account.lock:
+        with generation_lock(trash_fd) as gen:
+            before = gen.read()
+        current = account.generation is not None and before == account.generation
+        try:
+            done = empty()
+        except BaseException:
+            account.generation = None  # cut short: some may be gone, list again
+            raise
+        with generation_lock(trash_fd) as gen:
+            now = gen.read()
+        for stamp in done.removed:
+            for into in (account.versions, account.deletes):
+                if stamp in into:
+                    account.taken -= into.pop(stamp)
+        expected = None if before is None else before + (1 if done.removed else 0)
+        account.generation = now if current and now == expected else None
+    return done
 
 
 def _add_dropped(trash_fd: int, count: int, freed: int) -> None:

@@ -9,6 +9,7 @@ import errno
 import json
 import logging
 import os
+import shutil
 import time
 from collections.abc import Iterator
 from dataclasses import replace
@@ -405,3 +406,55 @@ def test_the_split_is_known_only_while_the_account_is_current(trash):
     with account.lock:  # a settle under way: not waited for
         assert ledger.known_split(fd) is None
     assert ledger.known_split(fd) is not None
+
+
+def _emptying(where: Path, removed: list[str], bump: int = 1):
+    """What `purge.empty_trash` does to the trash: `removed` gone, the counter bumped."""
+    def run() -> purge.Emptied:
+        for stamp in removed:
+            shutil.rmtree(where / stamp)
+        if removed:
+            gen = int((where / "generation").read_text())
+            (where / "generation").write_text(f"{gen + bump}\n")
+        return purge.Emptied(removed=removed)
+    return run
+
+
+def test_an_empty_by_this_process_leaves_the_account_current_without_what_went(trash):
+    where, fd = trash
+    for stamp in ("20200101T000000Z", "20200102T000000Z"):
+        _item(where, stamp)
+        ledger._settle(fd, stamp, "version", OPEN)
+    kept = _item(where, "20200103T000000Z", "delete")
+    ledger._settle(fd, "20200103T000000Z", "delete", OPEN)
+    ledger.emptied(fd, _emptying(where, ["20200101T000000Z", "20200102T000000Z"]))
+    account = account_of(fd)
+    assert account.generation == int((where / "generation").read_text())
+    assert account.versions == {} and account.deletes == {"20200103T000000Z": kept}
+    assert account.taken == on_disk_of(where)
+    assert ledger.known_split(fd) == ledger.Split(0, 0, 1, kept)
+
+
+@pytest.mark.parametrize("bump", [
+    2,  # another process changed the trash meanwhile
+    0,  # the counter of another folder was bumped: this one's did not move
+])
+def test_an_empty_with_any_other_counter_leaves_the_account_to_list(trash, bump):
+    where, fd = trash
+    _item(where, "20200101T000000Z")
+    ledger._settle(fd, "20200101T000000Z", "version", OPEN)
+    ledger.emptied(fd, _emptying(where, ["20200101T000000Z"], bump=bump))
+    assert account_of(fd).generation is None and ledger.known_split(fd) is None
+
+
+def test_an_empty_that_raises_leaves_the_account_to_list(trash):
+    where, fd = trash
+    _item(where, "20200101T000000Z")
+    ledger._settle(fd, "20200101T000000Z", "version", OPEN)
+
+    def failing() -> purge.Emptied:
+        raise OSError(errno.EIO, "Input/output error")
+
+    with pytest.raises(OSError):
+        ledger.emptied(fd, failing)
+    assert account_of(fd).generation is None
