@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from starlette.routing import Route
 
-from app.ui import activity
+from app.ui import activity, changes
 from app.ui.connect import connect
 
 ROUTES: list[Route] = [
     Route("/connect", connect),
     *activity.ROUTES,
+    *changes.ROUTES,
 ]
