@@ -93,6 +93,13 @@ class Policy:
         view.permissions = tuple(p for p in self.permissions if p in wanted)
         return view
 
+    def unaudited(self) -> Policy:
+        """This policy recording nothing: for a caller that writes its own line (the
+        owner's page writes one `owner_*` line per action, whatever it resolved)."""
+        view = copy.copy(self)
+        view._audit = None
+        return view
+
     def permit(self, perm: str) -> None:
         if perm not in self.permissions:
             granted = ", ".join(self.permissions)

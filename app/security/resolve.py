@@ -86,6 +86,13 @@ class Root:
         view.policy = self.policy.narrowed(permissions)
         return view
 
+    def unaudited(self) -> Root:
+        """This root with the same handle and checks, recording no audit line
+        (`Policy.unaudited`)."""
+        view = copy.copy(self)
+        view.policy = self.policy.unaudited()
+        return view
+
     def record(self, decision: str, rel: str, op: str, exc: LoomError | None = None) -> None:
         """One audit line of a decision made outside the four ways in (a copy's refusal)."""
         self.policy.record(decision, rel, op, exc)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,16 +41,24 @@ class UiContext:
         return self.mcp_sessions is None
 
 
-def _as_owner(write: Callable[[], object]) -> None:
-    """`write()` an audit line as `client=owner` (no peer, no `[[clients]]` client)."""
+@contextlib.contextmanager
+def acting_as_owner() -> Iterator[None]:
+    """Inside, the audit lines and trash records made are `client=owner` (no peer, no
+    `[[clients]]` client)."""
     from app.audit import current_client, current_grant
 
     peer, grant = current_client.set("owner"), current_grant.set(None)
     try:
-        write()
+        yield
     finally:
         current_client.reset(peer)
         current_grant.reset(grant)
+
+
+def _as_owner(write: Callable[[], object]) -> None:
+    """`write()` an audit line as `client=owner`."""
+    with acting_as_owner():
+        write()
 
 
 def owner_log_of(registry: Registry) -> OwnerLog:

@@ -7,6 +7,7 @@ folder (`XDG_STATE_HOME`).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import re
 import stat
@@ -90,6 +91,41 @@ def test_ui_alone_serves_the_page_and_no_mcp(setup, tmp_path: Path) -> None:
         assert "op=owner_login client=owner" in owner_lines
         audit = tmp_path / "logs" / "audit.log"
         assert not audit.exists() or "owner_login" not in audit.read_text()
+    finally:
+        ui.stop()
+
+
+def test_ui_alone_restores_a_version_and_writes_its_own_owner_line(setup, tmp_path: Path) -> None:
+    """A `--ui` process (the clients on stdio) restores from the trash another process
+    filled: the file replaced and kept, the line in `ui-audit.log`, none in the audit log."""
+    cfg, env = setup
+    ws = tmp_path / "ws"
+    (ws / "plan.md").write_text("the agent's plan\n")
+    stamp = ws / ".mcp-trash" / "20261201T090000Z"
+    stamp.mkdir(parents=True)
+    (stamp / "plan.md").write_text("the owner's plan\n")
+    (stamp / ".mcp-trash").write_text(json.dumps({
+        "kind": "version", "path": "plan.md", "name": "plan.md", "op": "write",
+        "client": "agent"}))
+    port = free_port()
+    ui = Spawned("--config", str(cfg), "--ui", "--port", str(port), env=env)
+    try:
+        base = f"http://127.0.0.1:{port}"
+        with contextlib.closing(logs_in(ui.wait_for(LINK).group(0))) as http:
+            csrf = re.search(r'name="csrf" value="([^"]+)"', http.get(f"{base}/ui/").text)
+            assert csrf is not None
+            r = http.post(f"{base}/ui/restore", headers={"Origin": base}, data={
+                "csrf": csrf.group(1), "root": "ws", "id": "20261201T090000Z/plan.md"})
+            assert r.status_code == 200, r.text
+        assert (ws / "plan.md").read_text() == "the owner's plan\n"
+        kept = [p for p in (ws / ".mcp-trash").glob("*/plan.md")]
+        assert [p.read_text() for p in kept] == ["the agent's plan\n"]
+        record = json.loads((kept[0].parent / ".mcp-trash").read_text())
+        assert (record["op"], record["client"]) == ("restore", "owner")
+        owner_lines = (tmp_path / "logs" / "ui-audit.log").read_text()
+        assert "ALLOW root=ws path=plan.md op=owner_restore client=owner" in owner_lines
+        audit = tmp_path / "logs" / "audit.log"
+        assert not audit.exists() or "owner_restore" not in audit.read_text()
     finally:
         ui.stop()
 

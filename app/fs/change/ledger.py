@@ -16,7 +16,9 @@ server on the same root). Each writer bumps the counter in `generation` under
 an exclusive `flock` on that file; the server holds the same lock while it
 settles, and when the counter is not the one it left, it lists the trash once
 (`item_of` on each stamp folder) and goes on from there. A counter that does not
-read (a torn write) is a change too: fail closed, re-list.
+read (a torn write) is a change too: fail closed, re-list. A restore from the owner's
+page served by this process takes its item out of the account (`forget`) and bumps
+the counter with it, so only the other processes list again.
 
 Each trash has its own lock (and its own `flock`): one root's trimming never
 waits for another's. Nothing here fails the change that called it: a trim that
@@ -151,6 +153,20 @@ def _settle(trash_fd: int, stamp: str, kind: str, policy: Recovery) -> None:
             account.generation = bumped if whole else None
         if count:
             _add_dropped(trash_fd, count, freed)
+
+
+def forget(trash_fd: int, stamp: str) -> None:
+    """Stamp folder `stamp`, just removed by this process (a restore), out of its account;
+    the generation bumped, so other processes list the trash again and this one goes on
+    from its account (a restore in a trash of 10,000 items reads no record)."""
+    account = account_of(trash_fd)
+    with account.lock, generation_lock(trash_fd) as gen:
+        current = account.generation is not None and gen.read() == account.generation
+        for into in (account.versions, account.deletes):
+            if stamp in into:
+                account.taken -= into.pop(stamp)
+        bumped = gen.bump()
+        account.generation = bumped if current else None
 
 
 def _add_dropped(trash_fd: int, count: int, freed: int) -> None:

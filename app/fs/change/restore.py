@@ -97,7 +97,7 @@ def restore(root_path: str, item_id: str, to: str | None = None,
         stamp_fd = ops.open_dir(trash_fd, item.stamp)
         try:
             _move_back(root_path, stamp_fd, item.inner, dest, to is None)
-            _tidy(stamp_fd, item.inner[:-1])
+            tidy(stamp_fd, item.inner[:-1])
         finally:
             os.close(stamp_fd)
         with contextlib.suppress(OSError):
@@ -154,7 +154,7 @@ def _enter(fd: int, name: str) -> int:
         raise
 
 
-def _tidy(stamp_fd: int, folders: list[str]) -> None:
+def tidy(stamp_fd: int, folders: list[str]) -> None:
     """Remove the folders that held the item, deepest first, while empty; then the
     record when nothing else is left in the stamp folder."""
     for depth in range(len(folders), 0, -1):

@@ -1,0 +1,75 @@
+"""`POST /ui/restore`: the owner puts an item of a root's trash back, by one click.
+
+The form (on the changes and trash views) names the root and the item's ID; the
+work is `app.fs.change.undo.put_back` (a delete never over an existing entry, a
+version over the current file with that file kept as a version first), run as the
+owner: the version it keeps records `client=owner`, and the page writes one audit
+line `owner_restore` (ALLOW, or DENY with why), through the root with its own audit
+off so the action is one line. No confirmation: a restore that replaces keeps what it
+replaced, so the answer offers the restore that undoes it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from app.fs.change.undo import OP, UndoRefused, put_back
+from app.ui.access import checked_post, context
+from app.ui.context import UiContext, acting_as_owner
+from app.ui.render import page
+
+log = logging.getLogger("loomfs.ui")
+BACK = {"changes": ("/ui/changes", "Back to the changes"),
+        "trash": ("/ui/trash", "Back to the trash")}
+MAX_ID = 512  # a stamp and one name: longer is not an ID
+
+
+async def restore(request: Request) -> Response:
+    checked = await checked_post(request)
+    if isinstance(checked, Response):
+        return checked
+    session, fields = checked
+    ctx = context(request)
+    back = BACK.get(fields.get("back", ""), BACK["changes"])
+    name, item_id = fields.get("root", ""), fields.get("id", "")
+
+    def answer(status: int, title: str, lines: list[str]) -> Response:
+        return page("notice.html", status, title=title, lines=lines, back=back,
+                    session=session)
+
+    root = ctx.registry.current.roots.get(name)
+    if root is None:
+        return answer(404, "Not restored", [f"There is no root '{name}'.",
+                                            "Nothing was changed."])
+    if not item_id or len(item_id) > MAX_ID or item_id.count("/") != 1:
+        return answer(404, "Not restored", [f"'{item_id[:MAX_ID]}' is not an item of the "
+                                            "trash.", "Nothing was changed."])
+    try:
+        with acting_as_owner():
+            done = put_back(root.unaudited(), item_id)
+    except UndoRefused as exc:
+        _audit(ctx, "DENY", name, item_id, f"restore: {exc.message}")
+        return answer(409, "Not restored", [exc.message])
+    except OSError as exc:
+        log.warning("root %s: item %s could not be restored (%s)", name, item_id, exc.strerror)
+        _audit(ctx, "DENY", name, item_id, f"restore: {exc.strerror}")
+        return answer(409, "Not restored", [f"The trash could not be used ({exc.strerror}).",
+                                            "Nothing was restored."])
+    _audit(ctx, "ALLOW", name, done.path, None)
+    lines = [f"'{done.path}' in root '{name}' is back (item {item_id})."]
+    if done.replaced is not None:
+        lines.append(f"What it replaced is kept in the trash as version {done.replaced}: "
+                     "restore that to undo this.")
+    return answer(200, "Restored", lines)
+
+
+def _audit(ctx: UiContext, decision: str, root: str, rel: str, rule: str | None) -> None:
+    if ctx.owner_log is not None:
+        ctx.owner_log(decision, root, rel, OP, rule)
+
+
+ROUTES = [Route("/restore", restore, methods=["POST"])]
