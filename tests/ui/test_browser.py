@@ -195,7 +195,6 @@ def test_a_change_made_through_mcp_appears_in_the_activity_within_seconds(
     assert not csp_violations(console(owner), owner)
 
 
-@pytest.mark.xfail(strict=True, reason="the Changes view is not merged yet")
 def test_restoring_a_version_from_the_page_puts_the_old_content_back_on_disk(
     owner: Any, server: RealServer
 ) -> None:
