@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from starlette.routing import Route
 
-from app.ui import activity, restore
+from app.ui import activity, changes, restore
 from app.ui.connect import connect
 
 ROUTES: list[Route] = [
     Route("/connect", connect),
     *activity.ROUTES,
+    *changes.ROUTES,
     *restore.ROUTES,
 ]
