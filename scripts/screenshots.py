@@ -11,6 +11,7 @@ import asyncio
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -22,20 +23,28 @@ from tests.ui.test_browser import agent, write_all  # noqa: E402
 
 OUT = ROOT / "docs" / "ui"
 VIEWS = {"overview": "/ui/", "activity": "/ui/activity", "changes": "/ui/changes",
-         "trash": "/ui/trash", "connect": "/ui/connect"}
+         "diff": None, "trash": "/ui/trash", "connect": "/ui/connect"}
+DIFF_OF = "src/app.py"  # the diff page shot: this file's kept version against it now
 DEMO = {"README.md": "# Demo project\n\nA small tree an agent works in.\n",
         "src/app.py": "def greet(name):\n    return 'hello ' + name\n",
         "notes/todo.txt": "- write tests\n- ship\n",
-        "notes/scratch.txt": "a draft the agent deletes\n"}
+        "scratch.txt": "a file the agent deletes\n"}
 CHANGED = {"src/app.py": "def greet(name: str) -> str:\n    return f'hello {name}'\n",
            "notes/todo.txt": "- write tests\n- review the diff\n- ship\n"}
 
 
-async def delete_all(srv: RealServer, paths: list[str], client: str) -> None:
+async def delete(srv: RealServer, path: str, client: str) -> None:
     async with agent(srv, client) as s:
-        for path in paths:
-            is_error, answer = await call(s, "delete", path=path)
-            assert not is_error, answer
+        is_error, answer = await call(s, "delete", path=path)
+        assert not is_error, answer
+
+
+def diff_path(driver: Any, base: str) -> str:
+    """The diff page of `DIFF_OF`, by its link in the changes view."""
+    driver.get(base + "/ui/changes")
+    link = driver.find_element(
+        "xpath", f"//tr[.//code[text()='{DIFF_OF}']]//a[text()='diff']")
+    return str(link.get_attribute("href")).removeprefix(base)
 
 
 def main() -> int:
@@ -52,9 +61,10 @@ def main() -> int:
     try:
         asyncio.run(write_all(srv, DEMO, "claude-code"))
         asyncio.run(write_all(srv, CHANGED, "claude-code", overwrite=True))
-        asyncio.run(delete_all(srv, ["notes/scratch.txt"], "claude-code"))  # for the trash
+        asyncio.run(delete(srv, "scratch.txt", "claude-code"))
         log_in(driver, srv.link)
-        for name, path in VIEWS.items():
+        for name, where in VIEWS.items():
+            path = where or diff_path(driver, srv.base)
             driver.get(srv.base + path)
             wait_until(driver, lambda d: d.execute_script(
                 "return document.readyState") == "complete", f"{path} loaded")

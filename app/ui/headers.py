@@ -19,7 +19,10 @@ HEADERS: tuple[tuple[bytes, bytes], ...] = (
     (b"content-security-policy", CSP.encode()),
     (b"x-content-type-options", b"nosniff"),
     (b"x-frame-options", b"DENY"),
-    (b"referrer-policy", b"no-referrer"),
+    # Not `no-referrer`: under it a browser sends `Origin: null` with the page's own form
+    # POSTs, which the Host/Origin guard and `same_origin` then refuse. `same-origin` sends
+    # no Referer to any other site and the real Origin here.
+    (b"referrer-policy", b"same-origin"),
     (b"cache-control", b"no-store"),
     (b"cross-origin-opener-policy", b"same-origin"),
     (b"cross-origin-resource-policy", b"same-origin"),

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from starlette.routing import Route
 
-from app.ui import activity, restore, trash
+from app.ui import activity, changes, restore, trash
 from app.ui.connect import connect
 
 ROUTES: list[Route] = [
     Route("/connect", connect),
     *activity.ROUTES,
+    *changes.ROUTES,
     *restore.ROUTES,
     *trash.ROUTES,
 ]

@@ -10,6 +10,7 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import httpx2
 import pytest
@@ -44,11 +45,11 @@ HOSTILE = (
 )
 HOSTILE_CLIENT = f'<img src=x onerror="{FLAG}">\u202e-client'
 # The views on this branch; the others join the list as they land.
-VIEWS = ("/ui/", "/ui/activity", "/ui/trash", "/ui/connect")
+VIEWS = ("/ui/", "/ui/activity", "/ui/changes", "/ui/trash", "/ui/connect")
 # Views that show the agent's file names; a reason when the view has not landed yet.
 NAMING: dict[str, str | None] = {
     "/ui/activity": None,
-    "/ui/changes": "the Changes view is not merged yet",
+    "/ui/changes": None,
     "/ui/trash": None,
 }
 
@@ -167,6 +168,22 @@ def test_a_view_shows_the_hostile_names_as_text_with_the_overrides_visible(
     assert "⟦U+202E⟧" in text and "⟦U+2066⟧" in text
 
 
+def test_the_diff_pages_show_the_hostile_contents_as_text_with_the_overrides_visible(
+    owner: Any, server: RealServer
+) -> None:
+    owner.get(server.base + "/ui/changes")
+    wait_until(owner, lambda d: d.find_element("tag name", "h1").text == "Changes",
+               "changes loaded")
+    links = [str(a.get_attribute("href")) for a in owner.find_elements("link text", "diff")]
+    by_name = {parse_qs(urlsplit(href).query)["id"][0].split("/", 1)[1]: href
+               for href in links}
+    for hostile in HOSTILE:
+        path = by_name[file_name(hostile)].removeprefix(server.base)
+        text, messages = rendered(owner, path, server.base)
+        assert_held(owner, path, text, messages)
+        assert reveal(hostile) in text and "+second" in text, (path, text)
+
+
 def test_a_change_made_through_mcp_appears_in_the_activity_within_seconds(
     owner: Any, server: RealServer
 ) -> None:
@@ -178,7 +195,6 @@ def test_a_change_made_through_mcp_appears_in_the_activity_within_seconds(
     assert not csp_violations(console(owner), owner)
 
 
-@pytest.mark.xfail(strict=True, reason="the Changes view is not merged yet")
 def test_restoring_a_version_from_the_page_puts_the_old_content_back_on_disk(
     owner: Any, server: RealServer
 ) -> None:
