@@ -39,7 +39,7 @@ from app.fs.change.inventory import Item
 from app.fs.change.layout import TRASH, stamp_key
 from app.security.resolve import Root
 from app.ui.access import context, login_needed, owner
-from app.ui.render import page
+from app.ui.render import human, page
 from app.ui.sessions import OwnerSession
 
 PER_ROOT = 200  # of each root's trash, the newest records read for the listing
@@ -68,7 +68,7 @@ class Change:
 
     @property
     def size(self) -> str:
-        return human(self.item.bytes)
+        return human(self.item.bytes, self.item.whole)
 
     @property
     def href(self) -> str:
@@ -79,17 +79,6 @@ class Change:
         # The ID exactly as the trash has it: escaped, but not `reveal`ed (a revealed
         # ⟦U+202E⟧ would name no item); it is a hidden field, never shown.
         return escape(self.item.id)
-
-
-def human(n: int) -> str:
-    if n < 1024:
-        return f"{n} B"
-    size, unit = n / 1024, "KiB"
-    for bigger in ("MiB", "GiB"):
-        if size < 1024:
-            break
-        size, unit = size / 1024, bigger
-    return f"{size:.1f} {unit}"
 
 
 def _regular(root: Root, item: Item) -> bool:

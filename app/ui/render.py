@@ -33,6 +33,18 @@ def reveal(value: Any) -> Any:
     return "".join(f"⟦U+{ord(ch):04X}⟧" if _hidden(ch) else ch for ch in value)
 
 
+def human(n: int, whole: bool = True) -> str:
+    """`n` bytes as a person reads them at a glance ("4 bytes", "28.0 KiB"); "at least"
+    before a measure that stopped at its bound (`whole` False)."""
+    least = "" if whole else "at least "
+    size = float(n)
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return least + (f"{n} bytes" if unit == "bytes" else f"{size:.1f} {unit}")
+        size /= 1024
+    raise AssertionError("unreachable")
+
+
 ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("app.ui", "templates"),
     autoescape=True,
@@ -43,6 +55,7 @@ ENV = jinja2.Environment(
 )
 ENV.filters["reveal"] = reveal
 ENV.globals["category"] = unicodedata.category
+ENV.globals["human"] = human
 
 
 def page(name: str, status: int = 200, **values: Any) -> HTMLResponse:

@@ -43,7 +43,7 @@ from app.security import ops
 from app.security.resolve import Root
 from app.ui.access import checked_post, context, login_needed, owner, refused
 from app.ui.context import UiContext
-from app.ui.render import page
+from app.ui.render import human, page
 from app.ui.sessions import OwnerSession
 
 SHOWN = 100  # newest items listed per root
@@ -51,16 +51,6 @@ MAX_WALKED = 100_000  # entries the measure of one trash looks at, at most
 MAX_DAYS = 3650  # ten years: a larger number is refused rather than overflowing a date
 _DAYS = re.compile(r"[0-9]{1,5}")  # ASCII digits only: `\d` takes any script's
 NEAR = 0.9  # a gauge past this share of its cap is shown as near it (trimming is close)
-
-
-def human(n: int) -> str:
-    """`n` bytes in words a person reads at a glance (the exact count beside it)."""
-    size = float(n)
-    for unit in ("bytes", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{n} bytes" if unit == "bytes" else f"{size:.1f} {unit}"
-        size /= 1024
-    raise AssertionError("unreachable")
 
 
 @dataclass(frozen=True)
@@ -165,7 +155,7 @@ async def trash_page(request: Request) -> Response:
     # which the server's MCP calls must not wait for.
     found = await anyio.to_thread.run_sync(usages, context(request))
     return page("trash.html", session=session, view="trash", usages=found, shown=SHOWN,
-                max_days=MAX_DAYS, max_walked=MAX_WALKED, human=human)
+                max_days=MAX_DAYS, max_walked=MAX_WALKED)
 
 
 def parse_days(text: str | None) -> int | None:
@@ -252,8 +242,7 @@ def _answer(ctx: UiContext, session: OwnerSession, root: str, days: int, done: E
         ctx.owner_log("ALLOW", root, TRASH, "owner_empty_trash", None)
     return page("trash_empty.html", session=session, view="trash", root=root, days=days,
                 confirmed=confirmed, count=len(gone), bytes=done.bytes, kept=done.kept,
-                oldest=_when(gone[0]) if gone else "", newest=_when(gone[-1]) if gone else "",
-                human=human)
+                oldest=_when(gone[0]) if gone else "", newest=_when(gone[-1]) if gone else "")
 
 
 ROUTES = [

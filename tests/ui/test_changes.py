@@ -92,7 +92,7 @@ def test_an_overwrite_an_edit_and_a_delete_through_mcp_are_rows_with_their_op_an
         assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", r["when"]), r
         assert 'action="/ui/restore"' in r["actions"] and "restore</button>" in r["actions"]
     sizes = {r["path"]: r["size"] for r in got}
-    assert sizes["w.txt"] == "4 B" and sizes["e.txt"] == "11 B"
+    assert sizes["w.txt"] == "4 bytes" and sizes["e.txt"] == "11 bytes"
     # A diff for versions and deleted regular files; a deleted folder has none.
     diffs = {r["path"]: ">diff</a>" in r["actions"] for r in got}
     assert diffs == {"folder": False, "d/gone.txt": True, "e.txt": True, "w.txt": True}

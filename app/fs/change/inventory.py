@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from app.fs.change.layout import DROPPED, RECORD, stamp_key, stamp_time
-from app.fs.change.purge import walk_tree
+from app.fs.change.purge import Cut, Tally, walk_tree
 from app.security import ops
 from app.security.handles import open_below
 
@@ -49,6 +49,7 @@ class Item:
     disk: int = 0  # what its stamp folder takes on disk: folders, record, the item
     op: str = "-"  # what put it there: delete, or the change that replaced it
     client: str = "-"  # who asked, as the audit log names it
+    whole: bool = True  # False: a measure cut at its bound, `bytes` and `disk` at least that
 
     @property
     def inner(self) -> list[str]:
@@ -121,10 +122,12 @@ def _guess_path(stamp_fd: int) -> list[str]:
         os.close(fd)
 
 
-def item_of(trash_fd: int, name: str) -> Item | None:
+def item_of(trash_fd: int, name: str, max_entries: int | None = None) -> Item | None:
     """Stamp folder `name` as an item (None when it holds nothing to restore). Flat (the
     record names the item) or, for stamps of older versions, the item at its path below
-    the stamp folder (with a record saying so, or a delete found by `_guess_path`)."""
+    the stamp folder (with a record saying so, or a delete found by `_guess_path`). Its
+    size is measured whole, or (`max_entries`, for a page) by one walk of at most that
+    many entries, a deleted tree of a million files then said to be at least its part."""
     record = read_record(trash_fd, name)
     try:
         stamp_fd = ops.open_dir(trash_fd, name)
@@ -139,19 +142,36 @@ def item_of(trash_fd: int, name: str) -> Item | None:
             inner = [str(record["name"])] if "name" in record else path.split("/")
         if not inner or not inner[-1]:
             return None
-        parent = open_below(stamp_fd, inner[:-1])
-        try:
-            size = walk_tree(parent, inner[-1], remove=False).bytes
-        finally:
-            os.close(parent)
-        disk = walk_tree(trash_fd, name, remove=False).disk
+        if max_entries is None:
+            parent = open_below(stamp_fd, inner[:-1])
+            try:
+                size = walk_tree(parent, inner[-1], remove=False).bytes
+            finally:
+                os.close(parent)
+            disk, whole = walk_tree(trash_fd, name, remove=False).disk, True
+        else:
+            size, disk, whole = _measured(trash_fd, name, stamp_fd, max_entries)
     except OSError:
         return None  # made but never filled (a crash), or changed by hand
     finally:
         os.close(stamp_fd)
     extra = record or {}
     return Item("/".join((name, *inner)), name, path, stamp_time(name), kind, size, disk,
-                str(extra.get("op", "-")), str(extra.get("client", "-")))
+                str(extra.get("op", "-")), str(extra.get("client", "-")), whole)
+
+
+def _measured(trash_fd: int, name: str, stamp_fd: int, max_entries: int) -> tuple[int, int, bool]:
+    """(bytes, disk, whole) of stamp folder `name` in one walk of at most `max_entries`
+    entries: the item's bytes are the folder's regular files' but its record's."""
+    tally = Tally(max_entries=max_entries)
+    try:
+        walk_tree(trash_fd, name, remove=False, into=tally)
+        whole = True
+    except Cut:
+        whole = False
+    record = ops.lstat_or_none(stamp_fd, RECORD)
+    own = record.st_size if record is not None and stat_mod.S_ISREG(record.st_mode) else 0
+    return max(tally.bytes - own, 0), tally.disk, whole
 
 
 def dropped(trash_fd: int) -> Record:

@@ -20,8 +20,9 @@ serialises with the server's own calls on that file:
   restored.
 
 Reading is bounded: `newest` lists the trash's names (one `scandir`) and reads the
-records of only the `limit` newest; `read_item` reads at most `limit` bytes of a
-regular file and says None past it.
+records of only the `limit` newest, each item measured by one walk of at most
+`MEASURED` entries (a deleted tree of a million files is "at least" its first thousand);
+`read_item` reads at most `limit` bytes of a regular file and says None past it.
 """
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ from app.security.paths import check_depth
 from app.security.resolve import Root
 
 OP = "owner_restore"  # what the root's checks are asked as
+MEASURED = 1000  # entries of one item walked for its size, at most (past it: "at least")
 
 
 class UndoRefused(Exception):
@@ -89,7 +91,8 @@ def newest(root: Root, limit: int) -> Newest:
         return Newest()
     try:
         names = stamps(trash_fd)
-        found = (item_of(trash_fd, n) for n in reversed(names[-limit:] if limit > 0 else []))
+        shown = reversed(names[-limit:] if limit > 0 else [])
+        found = (item_of(trash_fd, n, MEASURED) for n in shown)
         return Newest([i for i in found if i is not None], len(names))
     finally:
         os.close(trash_fd)
@@ -97,7 +100,7 @@ def newest(root: Root, limit: int) -> Newest:
 
 def _item(trash_fd: int, item_id: str) -> Item:
     stamp = item_id.split("/", 1)[0]
-    item = item_of(trash_fd, stamp) if stamp_key(stamp) is not None else None
+    item = item_of(trash_fd, stamp, MEASURED) if stamp_key(stamp) is not None else None
     if item is None or item.id != item_id:
         raise UndoRefused(f"no item '{item_id}' in the trash (restored or emptied already?)")
     return item

@@ -354,3 +354,20 @@ def test_a_restore_in_this_process_keeps_the_account_so_the_next_change_reads_no
             fresh.versions, fresh.deletes, fresh.taken)
     finally:
         os.close(fd)
+
+
+def test_a_huge_deleted_tree_is_measured_to_its_bound_and_said_at_least(ws, monkeypatch):
+    """The listing walks at most `MEASURED` entries of an item: a deleted folder of more
+    is shown as at least its measured part, the others whole."""
+    top, root = ws
+    monkeypatch.setattr(undo, "MEASURED", 50)
+    big = top / "big"
+    big.mkdir()
+    for n in range(120):
+        (big / f"{n}.txt").write_text("x" * 10)
+    trash.delete(root, "big")
+    trash.delete(root, "notes.txt")
+    shown = {i.path: i for i in newest(root, 10).items}
+    assert shown["notes.txt"].whole and shown["notes.txt"].bytes == 14
+    assert not shown["big"].whole
+    assert 0 < shown["big"].bytes < 1200  # part of it, never more than what is there
