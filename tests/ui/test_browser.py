@@ -210,4 +210,7 @@ def test_restoring_a_version_from_the_page_puts_the_old_content_back_on_disk(
                  "//button[contains(translate(., 'R', 'r'), 'restore')]")
     button.click()
     wait_until(owner, lambda d: target.read_text() == "old\n", "the old content on disk")
+    kept = server.root.glob(".mcp-trash/*/restore-me.txt")  # type: ignore[attr-defined]
+    assert "new\n" in [p.read_text() for p in kept]  # the replaced content, a version now
+    assert "is back" in owner.find_element("tag name", "body").text
     assert not csp_violations(console(owner), owner)
