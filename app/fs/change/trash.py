@@ -33,7 +33,7 @@ from datetime import datetime, timezone
 
 from pydantic import BaseModel
 
-from app.audit import current_client
+from app.audit import current_client, current_grant
 from app.errors import LoomError, NotFound, OSRefusal, os_error
 from app.fs.change.atomic import fsync_dir, rename_noreplace
 from app.fs.change.layout import IGNORE, RECORD, TRASH
@@ -110,6 +110,13 @@ def _new_stamp_dir(trash_fd: int, base: str) -> str:
     raise OSRefusal("too many deletes within one second")
 
 
+def who() -> dict[str, str]:
+    """Who asked, as the audit log names them: the client (its `[[clients]]` name when
+    the token chose one, else the peer or "stdio"), and then the peer apart."""
+    grant, peer = current_grant.get(), current_client.get()
+    return {"client": peer} if grant is None else {"client": grant or "?", "peer": peer}
+
+
 class Slot:
     """A new stamp folder in the root's trash with its record written: `fd` is the folder
     that receives the entry, flat, under its own last name (`name`), whatever the depth
@@ -126,7 +133,7 @@ class Slot:
             self.made.append(self.stamp)
             self.fds.append(ops.open_dir(self.fds[0], self.stamp))
             fields: dict[str, object] = {"kind": kind, "path": join(parts), "name": self.name,
-                                         "op": op, "client": current_client.get()}
+                                         "op": op, **who()}
             if size is not None:
                 fields["bytes"] = size
             _write_new(self.fds[1], RECORD, json.dumps(fields, ensure_ascii=False).encode()

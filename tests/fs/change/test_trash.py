@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from app.audit import current_client
+from app.audit import current_client, current_grant
 from app.errors import LoomError, OSRefusal
 from app.fs.change import copy, edit, move, trash, write
 from app.fs.change.edit import TextEdit
@@ -75,6 +75,23 @@ def test_the_record_says_where_it_lived_what_replaced_it_and_who(ws):
         ("version", "dir/a.txt", "a.txt", "move", "127.0.0.1:5000"),
         ("version", "notes.txt", "notes.txt", "copy", "127.0.0.1:5000"),
     ]
+
+
+@pytest.mark.parametrize("grant,client,peer", [
+    (None, "127.0.0.1:5000", None),  # no [[clients]]: the peer, as the audit log says
+    ("claude-code", "claude-code", "127.0.0.1:5000"),  # the client by its name
+])
+def test_the_record_names_the_client_as_the_audit_log_does(ws, grant, client, peer):
+    top, root = ws
+    tokens = current_client.set("127.0.0.1:5000"), current_grant.set(grant)
+    try:
+        kept = write.write_file(root, "dir/a.txt", "new", overwrite=True).kept_version
+    finally:
+        current_client.reset(tokens[0])
+        current_grant.reset(tokens[1])
+    assert kept is not None
+    record = json.loads((top / Path(kept).parent / ".mcp-trash").read_text())
+    assert (record["client"], record.get("peer")) == (client, peer)
 
 
 def _inodes_and_blocks(top: Path) -> tuple[int, int]:
