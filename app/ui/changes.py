@@ -37,6 +37,7 @@ from app.errors import LoomError, NotFound
 from app.fs.change import undo
 from app.fs.change.inventory import Item
 from app.fs.change.layout import TRASH, stamp_key
+from app.security import ops
 from app.security.resolve import Root
 from app.ui.access import context, login_needed, owner
 from app.ui.render import human, page
@@ -90,7 +91,7 @@ def _regular(root: Root, item: Item) -> bool:
     except OSError:
         return False
     try:
-        st = os.stat(item.inner[-1], dir_fd=fd, follow_symlinks=False)
+        st = ops.lstat(fd, item.inner[-1])
     except OSError:
         return False
     finally:
