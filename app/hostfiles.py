@@ -83,6 +83,16 @@ def read_small(path: str, most: int, hold: Callable[[int], object] | None = None
         os.close(fd)
 
 
+def seen_as(path: str) -> tuple[int, int, int, int] | None:
+    """What the file at `path` is now, to tell whether it changed since (device, inode,
+    size, modification time; no link followed), None when there is nothing there."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
 def read_tail(path: str, most: int) -> tuple[bytes, int]:
     """The last `most` bytes (at most) of the regular file at `path` and the offset they
     start at: one seek from the end, never the whole file. Opened without following a

@@ -15,6 +15,7 @@ the newest cursor gets nothing.
 from __future__ import annotations
 
 import re
+import threading
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -105,9 +106,33 @@ class Window:
     whole: bool = True  # the window began at the log's first byte
 
 
+# The last window read of each log, by what the log was just before it was read: a poll
+# that finds the log as it was (no line since) reads nothing (one `lstat`).
+_read: dict[str, tuple[tuple[int, int, int, int], Window]] = {}
+_read_lock = threading.Lock()
+MAX_KEPT = 8  # logs whose last window is kept (a process reads two)
+
+
 def read_window(path: str) -> Window:
     """The newest lines of the log at `path` (missing: none), bounded as the module says.
-    A line still being written (no line feed yet) waits for the next read."""
+    A line still being written (no line feed yet) waits for the next read. The window is
+    read again only when the log changed since the last read (size, time, or file)."""
+    now = hostfiles.seen_as(path)
+    if now is None:
+        return Window()
+    with _read_lock:
+        kept = _read.get(path)
+    if kept is not None and kept[0] == now:
+        return kept[1]
+    window = _read_window(path)
+    with _read_lock:
+        if len(_read) >= MAX_KEPT and path not in _read:
+            _read.clear()
+        _read[path] = (now, window)
+    return window
+
+
+def _read_window(path: str) -> Window:
     try:
         data, start = hostfiles.read_tail(path, WINDOW_BYTES)
     except FileNotFoundError:

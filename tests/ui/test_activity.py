@@ -263,6 +263,30 @@ def test_the_polling_cursor_moves_forward_and_ends(srv) -> None:
     assert rows(owner, after=skipped["cursor"])["rows"] == []
 
 
+def test_a_poll_that_finds_the_logs_as_they_were_reads_no_byte_of_them(srv, monkeypatch) -> None:
+    """Polls cost one `lstat` per log while nothing is written: the Nth reads what the first
+    read, none of its window again; a new line is read at the next poll."""
+    path = owner_lines(srv)
+    write(path, LINES)
+    owner = Owner(srv)
+    reads: list[str] = []
+    real = hostfiles.read_tail
+
+    def counted(p: str, most: int):
+        reads.append(p)
+        return real(p, most)
+
+    monkeypatch.setattr(activity.hostfiles, "read_tail", counted)
+    cursor = rows(owner)["cursor"]
+    first = len(reads)
+    for _ in range(5):
+        assert rows(owner, after=cursor)["rows"] == []
+    assert len(reads) == first  # none of the five polls read a log again
+    write(path, [("ALLOW", "ws", "polled.txt", "write_file", None, "c")])
+    assert [r["path"] for r in rows(owner, after=cursor)["rows"]] == ["polled.txt"]
+    assert reads[first:] == [path]  # only the log that changed
+
+
 @pytest.mark.parametrize("cursor", ["x", "2026-12-03~a", "~-1", "<script>~1", "~" + "9" * 20])
 def test_a_cursor_that_is_not_one_is_refused_as_json(srv, cursor) -> None:
     r = Owner(srv).get("/ui/activity/rows", params={"after": cursor})
