@@ -63,7 +63,13 @@ def make_code(secret: bytes, now: float | None = None) -> str:
     return f"{expires}.{nonce}.{_mac(secret, expires, nonce)}"
 
 
+WILDCARDS = {"", "0.0.0.0", "::", "[::]"}  # every address: the person opens it on this one
+
+
 def login_link(secret: bytes, host: str, port: int, now: float | None = None) -> str:
+    """The link the person opens: on `host`, or on 127.0.0.1 when the server listens on
+    every address (a container's 0.0.0.0 is no address to open, and no Host it allows)."""
+    host = "127.0.0.1" if host.strip() in WILDCARDS else host.strip("[]")
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}/ui/login?code={make_code(secret, now)}"
 

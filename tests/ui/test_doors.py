@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from app.ui.headers import HEADERS
-from app.ui.owner import CODE_TTL, FAILURES_ALLOWED, OwnerKeys, make_code
+from app.ui.owner import CODE_TTL, FAILURES_ALLOWED, OwnerKeys, login_link, make_code
 from app.ui.sessions import COOKIE
 from tests.ui.uikit import SECRET, TOKEN, Owner, code, ui_server
 
@@ -120,6 +120,20 @@ def test_the_rate_limit_moves_on_with_its_window() -> None:
         "too many failed logins: wait a minute, then use a fresh link")
     now[0] += 61
     assert keys.take(make_code(SECRET)) is None
+
+
+@pytest.mark.parametrize("host,opened", [
+    ("127.0.0.1", "http://127.0.0.1:8000/"),
+    ("localhost", "http://localhost:8000/"),
+    ("0.0.0.0", "http://127.0.0.1:8000/"),  # every address (a container): open this one
+    ("::", "http://127.0.0.1:8000/"),
+    ("[::]", "http://127.0.0.1:8000/"),
+    ("::1", "http://[::1]:8000/"),
+])
+def test_the_printed_link_is_an_address_the_person_can_open(host, opened) -> None:
+    link = login_link(SECRET, host, 8000)
+    assert link.startswith(opened + "ui/login?code=")
+    assert OwnerKeys(SECRET).take(link.split("code=", 1)[1]) is None
 
 
 def test_a_code_of_another_process_with_the_same_secret_logs_in() -> None:
