@@ -225,16 +225,25 @@ def settle_state_folder(args: argparse.Namespace, settings: Settings, loaded: Lo
     return True
 
 
-def serve(args: argparse.Namespace, config_path: str, loaded: LoadedConfig) -> int:
+def _ready(args: argparse.Namespace, loaded: LoadedConfig) -> tuple[Settings, str, int] | None:
+    """What every start does first: this platform can run the server, the state folder
+    settled; the settings, host and port (None when it cannot start, said)."""
     refusal = platform_refusal()
     if refusal:
         print(f"loom-fs-mcp: {refusal}", file=sys.stderr)
-        return 1
+        return None
     settings = Settings()
     if not settle_state_folder(args, settings, loaded):
-        return 1
-    host = args.host or settings.host
+        return None
     port = args.port if args.port is not None else settings.port
+    return settings, args.host or settings.host, port
+
+
+def serve(args: argparse.Namespace, config_path: str, loaded: LoadedConfig) -> int:
+    ready = _ready(args, loaded)
+    if ready is None:
+        return 1
+    settings, host, port = ready
     auth: HttpAuth | None = None
     if args.transport == "http":
         decided = http_auth(args, settings, host, loaded)
@@ -411,15 +420,10 @@ def ui_link(args: argparse.Namespace, loaded: LoadedConfig) -> int:
 def serve_ui(args: argparse.Namespace, config_path: str, loaded: LoadedConfig) -> int:
     """`--ui`: the owner's page alone, for servers that run over stdio: the same config,
     audit log and trash; its own owner lines in `ui-audit.log`."""
-    refusal = platform_refusal()
-    if refusal:
-        print(f"loom-fs-mcp: {refusal}", file=sys.stderr)
+    ready = _ready(args, loaded)
+    if ready is None:
         return 1
-    settings = Settings()
-    if not settle_state_folder(args, settings, loaded):
-        return 1
-    host = args.host or settings.host
-    port = args.port if args.port is not None else settings.port
+    settings, host, port = ready
     from app.http.guards import is_loopback
 
     if not is_loopback(host):
