@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from starlette.requests import Request
 from starlette.responses import Response
 
+from app.security.resolve import Root
 from app.ui.context import UiContext
 from app.ui.headers import same_origin
 from app.ui.render import page
@@ -35,7 +38,21 @@ def refused(status: int, why: str, session: OwnerSession | None) -> Response:
                 session=session)
 
 
-async def checked_post(request: Request) -> tuple[OwnerSession, dict[str, str]] | Response:
+@dataclass(frozen=True)
+class Post:
+    """A POST the page may act on: who sent it, its form, and this process's page."""
+
+    session: OwnerSession
+    fields: dict[str, str]
+    ctx: UiContext
+
+    def root(self) -> tuple[str, Root | None]:
+        """The root the form names (`root`), and that root if this server has one."""
+        name = self.fields.get("root", "")
+        return name, self.ctx.registry.current.roots.get(name)
+
+
+async def checked_post(request: Request) -> Post | Response:
     """The session and the form of a POST the page may act on, or the refusal to answer
     (no session 401; another origin or a wrong CSRF token 403). Nothing is changed before."""
     session = owner(request)
@@ -49,4 +66,4 @@ async def checked_post(request: Request) -> tuple[OwnerSession, dict[str, str]] 
     if not csrf_ok(session, fields.get("csrf")):
         return refused(403, "this form is out of date or not from this page (its CSRF "
                        "token does not match): reload the page and try again", session)
-    return session, fields
+    return Post(session, fields, context(request))

@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from app.fs.change.undo import OP, UndoRefused, put_back
-from app.ui.access import checked_post, context
+from app.ui.access import checked_post
 from app.ui.context import UiContext, acting_as_owner
 from app.ui.render import page
 
@@ -32,16 +32,14 @@ async def restore(request: Request) -> Response:
     checked = await checked_post(request)
     if isinstance(checked, Response):
         return checked
-    session, fields = checked
-    ctx = context(request)
-    back = BACK.get(fields.get("back", ""), BACK["changes"])
-    name, item_id = fields.get("root", ""), fields.get("id", "")
+    session, ctx = checked.session, checked.ctx
+    back = BACK.get(checked.fields.get("back", ""), BACK["changes"])
+    (name, root), item_id = checked.root(), checked.fields.get("id", "")
 
     def answer(status: int, title: str, lines: list[str]) -> Response:
         return page("notice.html", status, title=title, lines=lines, back=back,
                     session=session)
 
-    root = ctx.registry.current.roots.get(name)
     if root is None:
         return answer(404, "Not restored", [f"There is no root '{name}'.",
                                             "Nothing was changed."])

@@ -182,10 +182,8 @@ async def empty(request: Request) -> Response:
     checked = await checked_post(request)
     if isinstance(checked, Response):
         return checked
-    session, form = checked
-    ctx = context(request)
-    name = form.get("root", "")
-    root = ctx.registry.current.roots.get(name)
+    session, form, ctx = checked.session, checked.fields, checked.ctx
+    name, root = checked.root()
     if root is None:
         return _refuse(ctx, "-", 404, "unknown_root", "there is no such root", session)
     days = parse_days(form.get("days"))

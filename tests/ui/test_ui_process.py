@@ -54,6 +54,15 @@ def logs_in(link: str) -> httpx.Client:
     return http
 
 
+def assert_only_in_ui_audit(tmp_path: Path, line: str) -> None:
+    """`line` is among a `--ui` process's owner lines (`ui-audit.log`), and its op is not in
+    the audit log, which that process never writes."""
+    assert line in (tmp_path / "logs" / "ui-audit.log").read_text()
+    op = next(f for f in line.split() if f.startswith("op="))
+    audit = tmp_path / "logs" / "audit.log"
+    assert not audit.exists() or op not in audit.read_text()
+
+
 def test_the_http_server_prints_a_login_link_that_logs_in_once(http_server, setup) -> None:
     srv, port, _, env = http_server
     link = srv.wait_for(LINK)
@@ -87,10 +96,7 @@ def test_ui_alone_serves_the_page_and_no_mcp(setup, tmp_path: Path) -> None:
             page = http.get(f"http://127.0.0.1:{port}/ui/").text
             assert "served alone" in page
             assert http.post(f"http://127.0.0.1:{port}/mcp", json={}).status_code == 404
-        owner_lines = (tmp_path / "logs" / "ui-audit.log").read_text()
-        assert "op=owner_login client=owner" in owner_lines
-        audit = tmp_path / "logs" / "audit.log"
-        assert not audit.exists() or "owner_login" not in audit.read_text()
+        assert_only_in_ui_audit(tmp_path, "op=owner_login client=owner")
     finally:
         ui.stop()
 
@@ -122,10 +128,8 @@ def test_ui_alone_restores_a_version_and_writes_its_own_owner_line(setup, tmp_pa
         assert [p.read_text() for p in kept] == ["the agent's plan\n"]
         record = json.loads((kept[0].parent / ".mcp-trash").read_text())
         assert (record["op"], record["client"]) == ("restore", "owner")
-        owner_lines = (tmp_path / "logs" / "ui-audit.log").read_text()
-        assert "ALLOW root=ws path=plan.md op=owner_restore client=owner" in owner_lines
-        audit = tmp_path / "logs" / "audit.log"
-        assert not audit.exists() or "owner_restore" not in audit.read_text()
+        assert_only_in_ui_audit(tmp_path, "ALLOW root=ws path=plan.md op=owner_restore "
+                                "client=owner")
     finally:
         ui.stop()
 
