@@ -6,6 +6,7 @@ path, over real HTTP against a live server whose trash is filled through MCP too
 from __future__ import annotations
 
 import html
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -237,6 +238,29 @@ def test_the_listing_reads_the_newest_items_of_a_trash_only_and_says_so(
     page = Owner(srv).get("/ui/changes").text
     assert "the newest 3 of 5 items (at most 3 read of each root" in page
     assert [r["path"] for r in rows(page)] == ["n4.txt", "n3.txt", "n2.txt"]
+
+
+def test_the_shipped_bound_reads_200_records_of_a_trash_of_250(srv: Any) -> None:
+    """`PER_ROOT` as shipped: of 250 items (made on disk as the server makes them), the
+    page lists the newest 200, reads those records only, and says so."""
+    from app.fs.change import inventory
+
+    trash = srv.ws / ".mcp-trash"
+    trash.mkdir(mode=0o700)
+    for n in range(250):
+        stamp = trash / f"20261201T{n // 60:02d}{n % 60:02d}00Z"
+        stamp.mkdir()
+        (stamp / f"f{n}.txt").write_text(f"{n}\n")
+        (stamp / ".mcp-trash").write_text(json.dumps(
+            {"kind": "delete", "path": f"f{n}.txt", "name": f"f{n}.txt", "op": "delete",
+             "client": "hand-made"}) + "\n")
+    owner = Owner(srv)
+    before = inventory.WORK["records"]
+    page = owner.get("/ui/changes").text
+    assert inventory.WORK["records"] - before == changes.PER_ROOT == 200
+    assert "the newest 200 of 250 items (at most 200 read of each root" in page
+    listed = [r["path"] for r in rows(page)]
+    assert listed[0] == "f249.txt" and listed[-1] == "f50.txt" and len(listed) == 200
 
 
 @pytest.fixture
