@@ -5,10 +5,12 @@
 For each size, in a fresh temporary folder: a workspace root whose trash holds that many
 items (half deletes, half kept versions of a small file), built directly with the trash's
 own `Slot` (a stamp folder, its record, the item; no fsync, no server). Then the view's
-work for that root (`app.ui.trash.usage`: the walk that measures the trash, the listing,
-the newest 100 items, the split, `dropped.json`) and the page rendered from it, median
-over `--runs` loads, with the entries listed and the records read during one load (the
-records stay at 100 whatever the size: only the walk grows with the trash).
+work for that root (`app.ui.trash.usage`) and the page rendered from it, median over
+`--runs` loads, twice: with this process's account of the trash current (as after the
+serving process's own change: the size comes from the account, nothing is walked) and
+stale (as after another process's change: the trash is walked to measure it). With the
+entries listed and the records read during one load (the records stay at 100 whatever
+the size), and the ratio of the two medians.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ from pathlib import Path
 if __package__ in (None, ""):  # run as a script: make `app` importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.fs.change import inventory
+from app.fs.change import inventory, ledger
+from app.fs.change.inventory import stamps
+from app.fs.change.layout import TRASH, bump_generation
 from app.fs.change.trash import Slot
 from app.security import DenyRules, Root
 from app.security.policy import Recovery
@@ -69,27 +73,46 @@ def one_load(root: Root) -> tuple[float, int]:
     return time.perf_counter() - started, len(html)
 
 
+def loads(root: Root, runs: int) -> tuple[list[float], int, int, int]:
+    """`runs` loads after a warm one: their times, the page's size, and the entries listed
+    and records read by one load."""
+    one_load(root)  # warm the caches the first load fills
+    inventory.WORK.clear()
+    times, page = [], 0
+    for _ in range(runs):
+        took, page = one_load(root)
+        times.append(took)
+    listed, records = (inventory.WORK[k] // runs for k in ("listed", "records"))
+    return times, page, listed, records
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--sizes", default="100,1000,5000,10000")
     args = parser.parse_args()
-    print(f"{'items':>7} {'load (median)':>14} {'min':>8} {'listed':>7} {'records':>8} "
-          f"{'page':>9}")
+    print(f"{'items':>7} {'account':>8} {'load (median)':>14} {'min':>8} {'listed':>7} "
+          f"{'records':>8} {'page':>9}")
     for size in (int(s) for s in args.sizes.split(",")):
         folder = tempfile.mkdtemp(prefix="loomfs-trash-page-")
         try:
             root = make_root(folder)
             fill(root, size)
-            one_load(root)  # warm the caches the first load fills
-            inventory.WORK.clear()
-            times, page = [], 0
-            for _ in range(args.runs):
-                took, page = one_load(root)
-                times.append(took)
-            listed, records = (inventory.WORK[k] // args.runs for k in ("listed", "records"))
-            print(f"{size:>7} {statistics.median(times) * 1000:>11.1f} ms "
-                  f"{min(times) * 1000:>5.1f} ms {listed:>7} {records:>8} {page:>7} B")
+            medians = {}
+            for account in ("current", "stale"):
+                trash_fd = root.open_subdir((TRASH,))
+                try:
+                    if account == "current":  # as after the serving process's own change
+                        ledger.settle(root, stamps(trash_fd)[-1], "version")
+                    else:  # as after another process's change
+                        bump_generation(trash_fd)
+                finally:
+                    os.close(trash_fd)
+                times, page, listed, records = loads(root, args.runs)
+                medians[account] = statistics.median(times)
+                print(f"{size:>7} {account:>8} {medians[account] * 1000:>11.1f} ms "
+                      f"{min(times) * 1000:>5.1f} ms {listed:>7} {records:>8} {page:>7} B")
+            print(f"{size:>7} stale/current: {medians['stale'] / medians['current']:.1f}x")
         finally:
             shutil.rmtree(folder)
     return 0

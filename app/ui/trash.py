@@ -1,14 +1,15 @@
 """The trash per root: what it takes on disk against the root's caps, its newest items
 each with a restore form, and emptying older than N days behind a confirmation.
 
-One load costs, per root with a trash: one walk of the trash folder (every entry in it
-`lstat`ed once, as `walk_tree` does: what it really takes on disk; at most `MAX_WALKED`
-entries, past which the page says "at least"), the listing of its stamp folders, the
-newest `SHOWN` items read (their records and their own walks: `undo.newest`), and one small
-file read for the versions/deletes split. That split comes from the serving process's
-running account (`app.fs.change.ledger.known_split`) when the account is current, and
-is said to be unknown otherwise: counting it here would read every record, 10,000 of
-them in a full trash. With 5,000 items a load takes about 150 ms (docs/owner-page.md).
+One load costs, per root with a trash: one small file read for the serving process's
+running account (`app.fs.change.ledger.known_split`): when it is current, it gives the
+versions/deletes split and what the trash takes on disk (each item measured as it came,
+with the folder's own files measured now), and nothing is walked; otherwise the split is
+said to be unknown (counting it here would read every record, 10,000 of them in a full
+trash) and the trash folder is walked once (every entry `lstat`ed, as `walk_tree` does;
+at most `MAX_WALKED` entries, past which the page says "at least"). Then the listing of
+its stamp folders and the newest `SHOWN` items read (their records and bounded walks:
+`undo.newest`). Measured in docs/measured.md (`benchmarks/trash_page.py`).
 
 Emptying is `app.fs.change.purge.empty_trash`, as `--empty-trash` runs it: the first POST
 lists what would go (a dry run, nothing removed), the confirm form posts the same fields
@@ -36,7 +37,7 @@ from starlette.routing import Route
 
 from app.fs.change.inventory import Item, dropped
 from app.fs.change.layout import TRASH, bump_generation, stamp_key, stamp_time
-from app.fs.change.ledger import Split, emptied, known_split
+from app.fs.change.ledger import Split, emptied, known_split, own_files
 from app.fs.change.purge import Cut, Emptied, Tally, empty_trash, walk_tree
 from app.fs.change.undo import UndoRefused, newest
 from app.security import ops
@@ -129,8 +130,12 @@ def usage(root: Root) -> Usage:
         return found
     found.has_trash = True
     try:
-        found.disk, found.whole = _measure(trash_fd)
         found.split = known_split(trash_fd)
+        if found.split is None:
+            found.disk, found.whole = _measure(trash_fd)
+        else:  # what the account measured of each item as it came, and the folder's own
+            s = found.split
+            found.disk = s.versions_disk + s.deletes_disk + own_files(trash_fd)
         found.dropped = dropped(trash_fd)
         listed = newest(root, SHOWN)
         found.newest, found.total, found.stamps = listed.items, listed.total, listed.total

@@ -391,3 +391,46 @@ def test_an_empty_that_fails_midway_says_so_and_bumps_the_generation(srv, monkey
     assert (trash / GENERATION).read_text() == "6\n"
     audit = Path(srv.registry.current.config.audit_log).read_text()
     assert "DENY root=ws path=.mcp-trash op=owner_empty_trash rule=failed:" in audit
+
+
+def test_with_the_account_current_a_load_walks_only_the_items_it_shows(tmp_path: Path,
+                                                                        monkeypatch) -> None:
+    """In the serving process the trash's account is current after its own changes: a load
+    takes the size from it (the same figure the walk finds) and walks no item but the
+    `SHOWN` it lists, whatever the trash holds; once another process bumps the
+    generation, the load walks the trash again."""
+    from app.fs.change import purge, trash
+    from app.fs.change.layout import bump_generation
+    from app.security import ops
+    from app.ui import trash as view
+    from tests.fs.conftest import populated_ws
+
+    disk, root = populated_ws(tmp_path)
+    for n in range(SHOWN + 40):
+        (disk.ws / f"f{n}.txt").write_text(f"{n}\n")
+        trash.delete(root, f"f{n}.txt")
+    walked: list[str] = []
+    real = purge.walk_tree
+
+    def counted(dir_fd, name, remove, into=None):
+        walked.append(name)
+        return real(dir_fd, name, remove, into)
+
+    monkeypatch.setattr(purge, "walk_tree", counted)
+    monkeypatch.setattr(inventory, "walk_tree", counted)
+    monkeypatch.setattr(view, "walk_tree", counted)
+    current = view.usage(root)
+    assert current.split is not None and current.whole
+    assert len(walked) <= SHOWN  # the items listed, none of the other 40
+    assert current.disk == on_disk(disk.ws / TRASH)
+    top = ops.open_root(str(disk.ws))
+    fd = ops.open_dir(top, TRASH)
+    os.close(top)
+    try:
+        bump_generation(fd)  # as another process does
+    finally:
+        os.close(fd)
+    walked.clear()
+    stale = view.usage(root)
+    assert stale.split is None and len(walked) > SHOWN + 40  # every stamp folder walked
+    assert stale.disk == current.disk

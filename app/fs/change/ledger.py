@@ -87,7 +87,7 @@ class Account:
     def trim(self, trash_fd: int, policy: Recovery, keep: str) -> tuple[int, int]:
         """Remove the oldest versions but `keep` while past a cap: (how many, bytes)."""
         count = freed = 0
-        own = _own_files(trash_fd)
+        own = own_files(trash_fd)
         while (self.taken + own > policy.trash_max_bytes
                or self.items > policy.trash_max_items):
             # The first one, or the second when the first is the one just kept (another
@@ -104,7 +104,7 @@ class Account:
         return count, freed
 
 
-def _own_files(trash_fd: int) -> int:
+def own_files(trash_fd: int) -> int:
     """What the trash folder and its own files take on disk (a few stats, whatever it
     holds): counted against `trash_max_bytes` with the items."""
     taken = on_disk(os.fstat(trash_fd))

@@ -180,15 +180,15 @@ def test_a_version_that_cannot_be_removed_stops_the_trim_with_its_error(trash, m
 
 def test_the_trash_s_own_files_are_the_folder_and_its_three_files_as_they_are(trash):
     where, fd = trash
-    assert ledger._own_files(fd) == on_disk(where.lstat())
+    assert ledger.own_files(fd) == on_disk(where.lstat())
     for name in (".gitignore", "generation", "dropped.json"):
         (where / name).write_text("x" * 5000)
     (where / "other-by-hand").write_text("x" * 50_000)  # not the trash's own
-    assert ledger._own_files(fd) == _own(where) > on_disk(where.lstat()) + 3 * 4096 - 1
+    assert ledger.own_files(fd) == _own(where) > on_disk(where.lstat()) + 3 * 4096 - 1
     (where / "dropped.json").unlink()
     (where / "dropped.json").symlink_to("other-by-hand")  # the link, never its target
-    assert ledger._own_files(fd) == _own(where)
-    assert ledger._own_files(fd) < on_disk((where / "other-by-hand").stat())
+    assert ledger.own_files(fd) == _own(where)
+    assert ledger.own_files(fd) < on_disk((where / "other-by-hand").stat())
 
 
 # -- one account per trash ----------------------------------------------------------------
