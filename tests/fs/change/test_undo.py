@@ -161,8 +161,10 @@ def _on_the_way_a_link_out(top, root):
 
 REFUSALS = [
     ("a delete over an entry made since", _deleted_over_existing, "never restored over it"),
-    ("a version where a folder is now", _version_over_folder, "not a regular file now"),
-    ("a version where a link is now", _version_over_link, "not a regular file now"),
+    ("a version where a folder is now", _version_over_folder,
+     "not a regular file now (a folder or a link); nothing was restored"),
+    ("a version where a link is now", _version_over_link,
+     "not a regular file now (a folder or a link); nothing was restored"),
     ("a root that keeps no versions", _versions_off, "keeps no versions"),
     ("a file above the limit of a kept version", _too_large_to_keep, "above this root's limit"),
     ("a record edited to name .env", _record_says(".env"), "deny"),
@@ -221,7 +223,8 @@ def test_a_writer_between_the_keep_and_the_rename_loses_nothing(ws, monkeypatch)
 
     monkeypatch.setattr(undo, "keep", keep_then_write)
     held = _items(top)
-    with pytest.raises(UndoRefused, match="changed while it was being restored"):
+    with pytest.raises(UndoRefused,
+                       match=r"changed while it was being restored; nothing was restored$"):
         put_back(root, item)
     assert (top / "notes.txt").read_text() == "another program\n"
     assert _items(top) == held
@@ -322,7 +325,7 @@ def test_a_file_made_at_the_path_just_before_the_rename_is_never_replaced(ws, mo
         real(src_fd, src, dst_fd, dst)
 
     monkeypatch.setattr(undo, "rename_noreplace", made_first)
-    with pytest.raises(UndoRefused, match="just made by another program"):
+    with pytest.raises(UndoRefused, match=r"just made by another program; nothing was restored$"):
         put_back(root, item)
     assert (top / "dir" / "a.txt").read_text() == "another program\n"
     assert item in _items(top)
@@ -371,3 +374,151 @@ def test_a_huge_deleted_tree_is_measured_to_its_bound_and_said_at_least(ws, monk
     assert shown["notes.txt"].whole and shown["notes.txt"].bytes == 14
     assert not shown["big"].whole
     assert 0 < shown["big"].bytes < 1200  # part of it, never more than what is there
+
+
+# -- the edges (each found by mutating undo.py) ------------------------------------------
+
+
+def test_a_file_exactly_at_the_limit_of_a_kept_version_is_replaced_and_kept(ws):
+    top, root = ws
+    item = _version(root, top, "dir/a.txt", "x")  # "x": 1 byte now
+    root.policy.recovery = Recovery(keep_versions=True, version_max_bytes=1)
+    done = put_back(root, item)
+    assert (top / "dir" / "a.txt").read_text() == "alpha\n"
+    assert done.replaced is not None and read_item(root, done.replaced, 10) == b"x"
+
+
+def test_the_refusals_say_how_to_restore_elsewhere(ws):
+    top, root = ws
+    version = _version(root, top, "dir/a.txt", "x")
+    root.policy.recovery = Recovery(keep_versions=False)
+    with pytest.raises(UndoRefused) as off:
+        put_back(root, version)
+    assert f"--restore {root.name} ID --to PATH puts the version elsewhere" in off.value.message
+    deleted = _deleted_over_existing(top, root)
+    with pytest.raises(UndoRefused) as over:
+        put_back(root, deleted)
+    assert over.value.message.endswith(
+        f"(--restore {root.name} {deleted} --to PATH puts it elsewhere)")
+
+
+def test_an_item_of_the_older_nested_layout_goes_back_and_its_folders_are_tidied(ws):
+    """A stamp folder of an older server holds the item at its whole path (no `name` in
+    the record): read, restored, and the folders that held it removed with the stamp."""
+    top, root = ws
+    stamp = top / TRASH / "20200101T000000Z"
+    (stamp / "dir" / "sub").mkdir(parents=True)
+    (stamp / "dir" / "sub" / "old.txt").write_text("nested\n")
+    (stamp / TRASH).write_text(json.dumps({"kind": "delete", "path": "dir/sub/old.txt"}))
+    item = "20200101T000000Z/dir/sub/old.txt"
+    assert read_item(root, item, 100) == b"nested\n"
+    assert put_back(root, item).path == "dir/sub/old.txt"
+    assert (top / "dir" / "sub" / "old.txt").read_text() == "nested\n"
+    assert not stamp.exists()
+
+
+def test_a_stamp_folder_holding_something_else_too_stays_after_its_item_goes(ws):
+    top, root = ws
+    item = trash.delete(root, "dir/a.txt").trashed_to.split("/", 1)[1]
+    stray = top / TRASH / item.split("/")[0] / "put-here-by-hand"
+    stray.write_text("?")
+    assert put_back(root, item).path == "dir/a.txt"
+    assert stray.read_text() == "?"  # not ours: the stamp folder stays for it
+
+
+def test_a_trash_that_is_a_link_is_refused_as_not_a_plain_folder(ws):
+    top, root = ws
+    (top / "elsewhere").mkdir()
+    (top / TRASH).symlink_to("elsewhere")
+    for call in (lambda: put_back(root, "20200101T000000Z/a.txt"),
+                 lambda: newest(root, 10),
+                 lambda: read_item(root, "20200101T000000Z/a.txt", 10)):
+        with pytest.raises(UndoRefused, match="is not a plain folder"):
+            call()
+
+
+def test_reading_an_item_of_a_root_without_a_trash_says_so(ws):
+    _, root = ws
+    with pytest.raises(UndoRefused, match="has no trash"):
+        read_item(root, "20200101T000000Z/a.txt", 10)
+
+
+def test_a_path_deeper_than_the_server_makes_is_refused(ws):
+    from app.security.paths import MAX_DEPTH
+
+    top, root = ws
+    make = _record_says("/".join(["d"] * (MAX_DEPTH + 1)))
+    item = make(top, root)
+    with pytest.raises(UndoRefused, match=r"nothing was restored$"):
+        put_back(root, item)
+    assert item in _items(top)
+
+
+def test_the_newest_one_is_listed_alone(ws):
+    _, root = ws
+    trash.delete(root, "dir/a.txt")
+    trash.delete(root, "notes.txt")
+    assert [i.path for i in newest(root, 1).items] == ["notes.txt"]
+
+
+def test_finding_an_item_measures_it_to_the_bound(ws, monkeypatch):
+    top, root = ws
+    monkeypatch.setattr(undo, "MEASURED", 5)
+    big = top / "big"
+    big.mkdir()
+    for n in range(20):
+        (big / f"{n}.txt").write_text("x")
+    item = trash.delete(root, "big").trashed_to.split("/", 1)[1]
+    assert not undo.find(root, item).whole
+
+
+def test_the_extra_version_not_removed_still_leaves_the_refusal(ws, monkeypatch):
+    """A writer between the keep and the rename, and the extra version cannot be removed:
+    the restore is refused all the same, the writer's file untouched."""
+    top, root = ws
+    item = _version(root, top, "notes.txt", "agent\n")
+    real_keep = undo.keep
+
+    def keep_then_write(*args, **kwargs):
+        kept = real_keep(*args, **kwargs)
+        (top / "other.tmp").write_text("another program\n")
+        os.replace(top / "other.tmp", top / "notes.txt")
+        return kept
+
+    def cannot(*args, **kwargs):
+        raise OSError(13, "Permission denied")
+
+    monkeypatch.setattr(undo, "keep", keep_then_write)
+    monkeypatch.setattr(undo, "walk_tree", cannot)
+    with pytest.raises(UndoRefused, match="changed while it was being restored; nothing"):
+        put_back(root, item)
+    assert (top / "notes.txt").read_text() == "another program\n"
+
+
+def test_through_an_audited_root_the_restore_is_asked_as_owner_restore(tmp_path):
+    from tests.kit import secure_root
+
+    top = tmp_path / "r"
+    top.mkdir()
+    (top / "a.txt").write_text("a\n")
+    seen: list[tuple[str, str, str]] = []
+    root = secure_root(top, audit=lambda decision, _root, rel, op, _rule: seen.append(
+        (decision, rel, op)))
+    item = trash.delete(root, "a.txt").trashed_to.split("/", 1)[1]
+    put_back(root, item)
+    assert seen[-1] == ("ALLOW", "a.txt", "owner_restore")
+
+
+def test_a_trash_gone_between_the_look_and_the_move_says_so(ws, monkeypatch):
+    top, root = ws
+    item = trash.delete(root, "dir/a.txt").trashed_to.split("/", 1)[1]
+    real, calls = undo._trash, []
+
+    def gone_the_second_time(r):
+        calls.append(r)
+        return None if len(calls) == 2 else real(r)
+
+    monkeypatch.setattr(undo, "_trash", gone_the_second_time)
+    with pytest.raises(UndoRefused, match=f"root '{root.name}' has no trash"):
+        put_back(root, item)
+    assert not (top / "dir" / "a.txt").exists()
