@@ -57,6 +57,40 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.serial)
 
 
+# The person's own state folder, as it was before any test ran: a test that writes there
+# (a child started with an environment that drops XDG_STATE_HOME, as the SDK's stdio client
+# does by default) fails the run, said at the end.
+_REAL_STATE: dict[str, Any] = {}
+
+
+def _listing(folder: str) -> list[str] | None:
+    try:
+        return sorted(os.listdir(folder))
+    except FileNotFoundError:
+        return None
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if hasattr(session.config, "workerinput"):  # a worker: the controller checks for all
+        return
+    from app.security.statedir import state_dir
+
+    folder = state_dir()
+    _REAL_STATE.update(folder=folder, before=_listing(folder))
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    folder = _REAL_STATE.get("folder")
+    if folder is None:
+        return
+    made = sorted(set(_listing(folder) or []) - set(_REAL_STATE["before"] or []))
+    if made:
+        print(f"\nA test wrote into the real state folder {folder}: {', '.join(made)} "
+              "(start children with tests.live.env_without_loomfs(), which keeps "
+              "XDG_STATE_HOME)")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _state_home_outside_the_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """No test writes the real home: every server started in this session (in process, or

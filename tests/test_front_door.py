@@ -19,6 +19,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from app import cli
 from app.cli import build_parser
 from tests import patchkit
+from tests.live import env_without_loomfs
 
 REPO = Path(__file__).resolve().parents[1]
 CLIENTS = REPO / "docs" / "clients.md"
@@ -95,6 +96,7 @@ async def test_the_wsl_claude_desktop_config_starts_the_server_over_stdio(
         command=program.replace(f"{home}/.venv/bin/loom-fs-mcp", exe),
         args=[a.replace(f"{home}/config/roots.toml", str(config)) for a in args],
         cwd=str(tmp_path),
+        env=env_without_loomfs(),  # the SDK's default keeps no XDG_STATE_HOME: the real home
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
         await s.initialize()

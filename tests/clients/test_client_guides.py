@@ -26,7 +26,7 @@ from app.cli import build_parser
 from app.security.tokenfile import default_token_path
 from app.settings import Settings
 from tests.clients.conftest import REPO, console_script
-from tests.live import live_server
+from tests.live import env_without_loomfs, live_server
 
 TOKEN = "guide-token-9c1e"
 PLACEHOLDER_EXE = "/absolute/path/to/loom-fs-mcp/.venv/bin/loom-fs-mcp"
@@ -137,6 +137,7 @@ async def test_claude_desktop_config_starts_the_server_over_stdio(
         command=entry["command"].replace(PLACEHOLDER_EXE, console_script()),
         args=[a.replace(PLACEHOLDER_CONFIG, cfg) for a in entry["args"]],
         cwd=str(tmp_path),  # a client starts it from anywhere: nothing may depend on the cwd
+        env=env_without_loomfs(),  # the SDK's default keeps no XDG_STATE_HOME: the real home
     )
     async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
         await s.initialize()

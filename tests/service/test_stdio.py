@@ -13,14 +13,15 @@ import pytest
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.live import INIT_REQUEST
+from tests.live import INIT_REQUEST, env_without_loomfs
 
 EXE = str(Path(sys.executable).parent / "loom-fs-mcp")
 
 
 async def test_sdk_client_over_stdio_initialises_and_lists_tools(one_root_config) -> None:
     cfg = one_root_config("reference")
-    params = StdioServerParameters(command=EXE, args=["--config", str(cfg)])
+    params = StdioServerParameters(command=EXE, args=["--config", str(cfg)],
+                                    env=env_without_loomfs())
     async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
         init = await s.initialize()
         assert init.server_info.name == "loom-fs-mcp"

@@ -16,7 +16,7 @@ import anyio
 from mcp import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 
-from tests.live import INIT_REQUEST
+from tests.live import INIT_REQUEST, env_without_loomfs
 
 EXE = str(Path(sys.executable).parent / "loom-fs-mcp")
 HELLO: list[dict[str, Any]] = [
@@ -41,7 +41,8 @@ def answers(stdout: str) -> list[dict[str, Any]]:
 async def test_lines_far_longer_than_a_read_chunk_round_trip(one_root_config, tree) -> None:
     cfg = one_root_config("workspace")
     content = "".join(f"line {i} " + "x" * 90 + "\n" for i in range(3000))  # ~300 KB
-    params = StdioServerParameters(command=EXE, args=["--config", str(cfg)])
+    params = StdioServerParameters(command=EXE, args=["--config", str(cfg)],
+                                    env=env_without_loomfs())
     async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
         await s.initialize()
         w = await s.call_tool("write_file", {"path": "big.txt", "content": content})
@@ -54,7 +55,8 @@ async def test_lines_far_longer_than_a_read_chunk_round_trip(one_root_config, tr
 
 async def test_concurrent_calls_are_all_answered_on_the_pipe(one_root_config) -> None:
     cfg = one_root_config("reference")
-    params = StdioServerParameters(command=EXE, args=["--config", str(cfg)])
+    params = StdioServerParameters(command=EXE, args=["--config", str(cfg)],
+                                    env=env_without_loomfs())
     results: dict[int, Any] = {}
     async with stdio_client(params) as (read, write), ClientSession(read, write) as s:
         await s.initialize()
