@@ -47,7 +47,6 @@ PER_ROOT = 200  # of each root's trash, the newest records read for the listing
 MAX_SIDE = 256 << 10  # bytes read of each side of a diff
 MAX_SIDE_LINES = 20_000  # lines compared of each side (difflib's time grows with both)
 MAX_LINES = 2000  # lines of a diff shown
-MAX_ID = 512  # a stamp and one name: longer is not an ID
 VIEW_OP = "owner_view"  # what the root's checks are asked as (no line is written)
 
 
@@ -231,13 +230,6 @@ def diff(root: Root, item: Item) -> Diff:
     return Diff([(_kind(x), x) for x in lines[:MAX_LINES]], len(lines), notes)
 
 
-def _well_formed(item_id: str) -> bool:
-    """`<stamp>/<name>`: the form of an ID the trash hands out (any other is none)."""
-    stamp, _, name = item_id.partition("/")
-    return (0 < len(item_id) <= MAX_ID and stamp_key(stamp) is not None
-            and name not in ("", ".", "..") and "/" not in name and "\0" not in name)
-
-
 def _not_found(session: OwnerSession, why: str) -> Response:
     return page("notice.html", 404, title="No such change", session=session,
                 lines=[why, "The changes view lists what the trash holds now."])
@@ -252,7 +244,7 @@ async def change_page(request: Request) -> Response:
     if root is None:
         return _not_found(session, f"There is no root '{name}'.")
     item_id = request.query_params.get("id", "")
-    if not _well_formed(item_id):
+    if not undo.well_formed(item_id):
         return _not_found(session, "That is not the ID of an item of the trash.")
 
     def work() -> tuple[Item, Diff] | str:

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import logging
 
+import anyio.to_thread
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from app.fs.change.undo import OP, UndoRefused, put_back
+from app.fs.change.undo import MAX_ID, OP, Restored, UndoRefused, put_back, well_formed
 from app.ui.access import checked_post
 from app.ui.context import UiContext, acting_as_owner
 from app.ui.render import page
@@ -25,7 +26,6 @@ from app.ui.render import page
 log = logging.getLogger("loomfs.ui")
 BACK = {"changes": ("/ui/changes", "Back to the changes"),
         "trash": ("/ui/trash", "Back to the trash")}
-MAX_ID = 512  # a stamp and one name: longer is not an ID
 
 
 async def restore(request: Request) -> Response:
@@ -43,12 +43,17 @@ async def restore(request: Request) -> Response:
     if root is None:
         return answer(404, "Not restored", [f"There is no root '{name}'.",
                                             "Nothing was changed."])
-    if not item_id or len(item_id) > MAX_ID or item_id.count("/") != 1:
+    if not well_formed(item_id):
         return answer(404, "Not restored", [f"'{item_id[:MAX_ID]}' is not an item of the "
                                             "trash.", "Nothing was changed."])
+    def work() -> Restored:
+        with acting_as_owner():  # the version it keeps records client=owner
+            return put_back(root.unaudited(), item_id)
+
     try:
-        with acting_as_owner():
-            done = put_back(root.unaudited(), item_id)
+        # Off the event loop: renames, fsyncs and perhaps a wait for an agent's call on the
+        # same file, which the server's MCP calls must not wait behind.
+        done = await anyio.to_thread.run_sync(work)
     except UndoRefused as exc:
         _audit(ctx, "DENY", name, item_id, f"restore: {exc.message}")
         return answer(409, "Not restored", [exc.message])

@@ -75,6 +75,12 @@ class Account:
         self.taken += disk - into.get(stamp, 0)
         into[stamp] = disk
 
+    def drop(self, stamp: str) -> None:
+        """Stamp folder `stamp`, removed from the trash, out of the account."""
+        for into in (self.versions, self.deletes):
+            if stamp in into:
+                self.taken -= into.pop(stamp)
+
     def relist(self, trash_fd: int) -> None:
         self.versions.clear()
         self.deletes.clear()
@@ -172,9 +178,7 @@ def forget(trash_fd: int, stamp: str) -> None:
     account = account_of(trash_fd)
     with account.lock, generation_lock(trash_fd) as gen:
         current = account.generation is not None and gen.read() == account.generation
-        for into in (account.versions, account.deletes):
-            if stamp in into:
-                account.taken -= into.pop(stamp)
+        account.drop(stamp)
         bumped = gen.bump()
         account.generation = bumped if current else None
 
@@ -201,9 +205,7 @@ def emptied(trash_fd: int, empty: Callable[[], Emptied]) -> Emptied:
         with generation_lock(trash_fd) as gen:
             now = gen.read()
         for stamp in done.removed:
-            for into in (account.versions, account.deletes):
-                if stamp in into:
-                    account.taken -= into.pop(stamp)
+            account.drop(stamp)
         expected = None if before is None else before + (1 if done.removed else 0)
         account.generation = now if current and now == expected else None
     return done

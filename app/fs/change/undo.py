@@ -33,7 +33,7 @@ import os
 import stat as stat_mod
 from dataclasses import dataclass, field
 
-from app.errors import FileChanged, LoomError, TooDeep
+from app.errors import FileChanged, LoomError
 from app.fs.change.atomic import fsync_dir, rename_noreplace
 from app.fs.change.inventory import Item, item_of, stamps
 from app.fs.change.layout import TRASH, stamp_key
@@ -50,6 +50,16 @@ from app.security.resolve import Root
 
 OP = "owner_restore"  # what the root's checks are asked as
 MEASURED = 1000  # entries of one item walked for its size, at most (past it: "at least")
+
+
+MAX_ID = 512  # a stamp and one name: longer is not an ID
+
+
+def well_formed(item_id: str) -> bool:
+    """`<stamp>/<name>`: the form of an ID the trash hands out (any other is none)."""
+    stamp, _, name = item_id.partition("/")
+    return (0 < len(item_id) <= MAX_ID and stamp_key(stamp) is not None
+            and name not in ("", ".", "..") and "/" not in name and "\0" not in name)
 
 
 class UndoRefused(Exception):
@@ -84,6 +94,14 @@ def _trash(root: Root) -> int | None:
         raise
 
 
+def _held_trash(root: Root) -> int:
+    """The root's trash, or UndoRefused when it has none."""
+    trash_fd = _trash(root)
+    if trash_fd is None:
+        raise UndoRefused(f"root '{root.name}' has no trash")
+    return trash_fd
+
+
 def newest(root: Root, limit: int) -> Newest:
     """The newest `limit` items of the root's trash, newest first, and the trash's count."""
     trash_fd = _trash(root)
@@ -108,9 +126,7 @@ def _item(trash_fd: int, item_id: str) -> Item:
 
 def find(root: Root, item_id: str) -> Item:
     """The item `item_id` (`<stamp>/<name>`) of the root's trash, or UndoRefused."""
-    trash_fd = _trash(root)
-    if trash_fd is None:
-        raise UndoRefused(f"root '{root.name}' has no trash")
+    trash_fd = _held_trash(root)
     try:
         return _item(trash_fd, item_id)
     finally:
@@ -119,9 +135,7 @@ def find(root: Root, item_id: str) -> Item:
 
 def read_item(root: Root, item_id: str, limit: int) -> bytes | None:
     """The bytes of item `item_id` when it is a regular file of at most `limit` bytes."""
-    trash_fd = _trash(root)
-    if trash_fd is None:
-        raise UndoRefused(f"root '{root.name}' has no trash")
+    trash_fd = _held_trash(root)
     try:
         item = _item(trash_fd, item_id)
         try:
@@ -154,16 +168,12 @@ def put_back(root: Root, item_id: str) -> Restored:
         with root.open_parent(item.path, op=OP, perm="write", create_parents=True) as parent:
             with changing(parent):
                 return _put_back(root, item, parent)
-    except TooDeep as exc:
-        raise UndoRefused(f"{exc.message}; nothing was restored") from None
-    except LoomError as exc:
+    except LoomError as exc:  # a refusal of the root's, or too deep
         raise UndoRefused(f"{exc.message}; nothing was restored") from None
 
 
 def _put_back(root: Root, item: Item, parent: Parent) -> Restored:
-    trash_fd = _trash(root)
-    if trash_fd is None:
-        raise UndoRefused(f"root '{root.name}' has no trash")
+    trash_fd = _held_trash(root)
     try:
         item = _item(trash_fd, item.id)  # again, the entry's keys held: not restored meanwhile
         stamp_fd = ops.open_dir(trash_fd, item.stamp)
