@@ -200,3 +200,17 @@ class CancelAfter:
 
     def progress(self, *a: Any) -> None:
         pass
+
+
+@pytest.fixture
+def audited(tmp_path: Path) -> tuple[Path, Root, list[tuple[str, str, str]]]:
+    """A workspace root holding `f.txt`, and the (decision, path, op) of each audit line."""
+    from tests.security.conftest import make_root
+
+    top = tmp_path / "r"
+    top.mkdir()
+    (top / "f.txt").write_text("F")
+    lines: list[tuple[str, str, str]] = []
+    root = make_root(top, audit=lambda decision, _root, rel, op, _rule: lines.append(
+        (decision, rel, op)))
+    return top, root, lines

@@ -208,9 +208,12 @@ def test_a_root_without_a_trash_says_so_and_makes_none(ws):
     assert newest(root, 10) == undo.Newest()
 
 
-def test_a_writer_between_the_keep_and_the_rename_loses_nothing(ws, monkeypatch):
+@pytest.mark.parametrize("removable", [True, False], ids=["extra version removed",
+                                                         "extra version cannot be removed"])
+def test_a_writer_between_the_keep_and_the_rename_loses_nothing(ws, monkeypatch, removable):
     """Another program replaces the file after its version was kept: the restore is
-    refused, the extra version removed, the other program's file left as it wrote it."""
+    refused, the extra version removed (or, when it cannot be, refused all the same), the
+    other program's file left as it wrote it."""
     top, root = ws
     item = _version(root, top, "notes.txt", "agent\n")
     real_keep = undo.keep
@@ -221,13 +224,19 @@ def test_a_writer_between_the_keep_and_the_rename_loses_nothing(ws, monkeypatch)
         os.replace(top / "other.tmp", top / "notes.txt")
         return kept
 
+    def cannot(*args, **kwargs):
+        raise OSError(13, "Permission denied")
+
     monkeypatch.setattr(undo, "keep", keep_then_write)
+    if not removable:
+        monkeypatch.setattr(undo, "walk_tree", cannot)
     held = _items(top)
     with pytest.raises(UndoRefused,
                        match=r"changed while it was being restored; nothing was restored$"):
         put_back(root, item)
     assert (top / "notes.txt").read_text() == "another program\n"
-    assert _items(top) == held
+    if removable:
+        assert _items(top) == held
 
 
 def test_two_restores_of_one_item_at_once_restore_it_once_and_lose_nothing(ws):
@@ -472,41 +481,11 @@ def test_finding_an_item_measures_it_to_the_bound(ws, monkeypatch):
     assert not undo.find(root, item).whole
 
 
-def test_the_extra_version_not_removed_still_leaves_the_refusal(ws, monkeypatch):
-    """A writer between the keep and the rename, and the extra version cannot be removed:
-    the restore is refused all the same, the writer's file untouched."""
-    top, root = ws
-    item = _version(root, top, "notes.txt", "agent\n")
-    real_keep = undo.keep
-
-    def keep_then_write(*args, **kwargs):
-        kept = real_keep(*args, **kwargs)
-        (top / "other.tmp").write_text("another program\n")
-        os.replace(top / "other.tmp", top / "notes.txt")
-        return kept
-
-    def cannot(*args, **kwargs):
-        raise OSError(13, "Permission denied")
-
-    monkeypatch.setattr(undo, "keep", keep_then_write)
-    monkeypatch.setattr(undo, "walk_tree", cannot)
-    with pytest.raises(UndoRefused, match="changed while it was being restored; nothing"):
-        put_back(root, item)
-    assert (top / "notes.txt").read_text() == "another program\n"
-
-
-def test_through_an_audited_root_the_restore_is_asked_as_owner_restore(tmp_path):
-    from tests.kit import secure_root
-
-    top = tmp_path / "r"
-    top.mkdir()
-    (top / "a.txt").write_text("a\n")
-    seen: list[tuple[str, str, str]] = []
-    root = secure_root(top, audit=lambda decision, _root, rel, op, _rule: seen.append(
-        (decision, rel, op)))
-    item = trash.delete(root, "a.txt").trashed_to.split("/", 1)[1]
+def test_through_an_audited_root_the_restore_is_asked_as_owner_restore(audited):
+    _, root, seen = audited
+    item = trash.delete(root, "f.txt").trashed_to.split("/", 1)[1]
     put_back(root, item)
-    assert seen[-1] == ("ALLOW", "a.txt", "owner_restore")
+    assert seen[-1] == ("ALLOW", "f.txt", "owner_restore")
 
 
 def test_a_trash_gone_between_the_look_and_the_move_says_so(ws, monkeypatch):

@@ -28,17 +28,6 @@ from tests.fs.conftest import CancelAfter, Cancelled, umask
 from tests.security.conftest import make_root
 
 
-@pytest.fixture
-def audited(tmp_path: Path):
-    top = tmp_path / "r"
-    top.mkdir()
-    (top / "f.txt").write_text("F")
-    lines: list[tuple[str, str, str]] = []
-    root = make_root(top, audit=lambda decision, _root, rel, op, _rule: lines.append(
-        (decision, rel, op)))
-    return top, root, lines
-
-
 def test_create_directory_is_audited_as_itself(audited):
     top, root, lines = audited
     with umask(0o027):
