@@ -169,7 +169,7 @@ def _link_to_denied_now(ws: Path) -> None:
     (b"kept\n", _binary_now, "The current file is binary (it holds a NUL byte)", False),
     (b"kept\n", _not_utf8_now, "The current file is binary (not UTF-8 text)", False),
     (b"kept\n", _large_now, "The current file is too large to compare", False),
-    (b"kept\n", _many_lines_now, "The current file is too large to compare (20001 lines", False),
+    (b"kept\n", _many_lines_now, "The current file is too large to compare (5001 lines", False),
     (b"kept\n", _folder_now, "cannot be compared: not a regular file", False),
     # the path leads now where the root does not go: refused as a tool is, nothing read
     (b"kept\n", _link_out_now, "The file at its path cannot be compared", False),
@@ -382,3 +382,34 @@ def test_a_deleted_file_is_not_restored_over_one_made_since(srv: Any) -> None:
     assert refused.status_code == 409, refused.text
     assert (srv.ws / "d.txt").read_text() == "made since\n"
     assert [r["op"] for r in rows(owner.get("/ui/changes").text)] == ["delete"]
+
+
+# Shapes that make difflib slow, at the bound: every other line changed, and a cycle of
+# 199 lines against its permutation (each took 19 s and 39 s at 20,000 lines a side).
+WORST = {
+    "alternating": ("x{i}", "{p}{i}"),
+    "cycle": ("x{c}", "x{c7}"),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(WORST))
+def test_the_worst_diff_shapes_at_the_bound_stay_within_a_cpu_limit(shape: str) -> None:
+    """`changes.diff`'s compare on two sides of `MAX_SIDE_LINES` lines, in a child whose
+    CPU time is capped (RLIMIT_CPU 15 s): it finishes, and under the cap."""
+    import subprocess
+    import sys
+
+    code = f"""
+import resource, time, difflib
+resource.setrlimit(resource.RLIMIT_CPU, (15, 15))
+from app.ui.changes import MAX_SIDE_LINES as n
+old, new = {WORST[shape]!r}
+a = [old.format(i=i, c=i % 199, c7=i % 199, p="x") for i in range(n)]
+b = [new.format(i=i, c=i % 199, c7=(i * 7) % 199, p="x" if i % 2 else "y") for i in range(n)]
+sum(1 for _ in difflib.unified_diff(a, b, lineterm=""))
+print(time.process_time())
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 0, done.stderr  # SIGXCPU past the cap
+    assert float(done.stdout) < 15
